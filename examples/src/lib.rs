@@ -1,0 +1,1 @@
+//! Examples live beside this file; see Cargo.toml.

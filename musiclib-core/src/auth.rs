@@ -1,0 +1,345 @@
+//! Accounts and credentials: argon2id login passwords, HS256 access tokens, registration.
+//! The legacy-interface app password lives in `auth::legacy` (a later issue).
+
+use std::time::Duration;
+
+use argon2::password_hash::{
+    rand_core::OsRng, PasswordHash, PasswordHasher, PasswordVerifier, SaltString,
+};
+use argon2::Argon2;
+use jsonwebtoken::{DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+use unicode_normalization::UnicodeNormalization;
+
+use crate::{Error, Library, Result, Timestamp, UserId};
+
+/// Shortest accepted login password.
+pub const MIN_PASSWORD_LEN: usize = 8;
+/// Longest accepted login password (argon2 hashes anything, but bound the work).
+pub const MAX_PASSWORD_LEN: usize = 1024;
+/// Longest accepted user name.
+pub const MAX_USERNAME_LEN: usize = 64;
+
+/// 32 random bytes, for generated secrets.
+pub fn random_secret() -> Vec<u8> {
+    use rand::RngCore;
+    let mut secret = vec![0u8; 32];
+    rand::thread_rng().fill_bytes(&mut secret);
+    secret
+}
+
+/// A user account, without its credentials.
+#[derive(Debug, Clone)]
+pub struct User {
+    /// Id.
+    pub id: UserId,
+    /// Name as registered.
+    pub username: String,
+    /// Superuser flag.
+    pub is_admin: bool,
+    /// Creation time.
+    pub created_at: Timestamp,
+}
+
+/// The authenticated caller of an operation.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The caller's account.
+    pub user: User,
+}
+
+impl Caller {
+    /// Fails with `Forbidden` unless the caller is a superuser.
+    pub fn require_admin(&self) -> Result<()> {
+        if self.user.is_admin {
+            Ok(())
+        } else {
+            Err(Error::Forbidden(
+                "this operation needs an admin account".into(),
+            ))
+        }
+    }
+}
+
+/// What a successful login or registration answers.
+#[derive(Debug, Clone)]
+pub struct AccessToken {
+    /// The signed bearer token.
+    pub token: String,
+    /// Seconds until it expires.
+    pub expires_in: u64,
+    /// The logged-in user.
+    pub user: User,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Claims {
+    sub: String,
+    iat: u64,
+    exp: u64,
+}
+
+/// Validated user name: trimmed, NFC, 1–64 characters, no control characters.
+pub fn validate_username(raw: &str) -> Result<String> {
+    let name: String = raw.trim().nfc().collect();
+    if name.is_empty() {
+        return Err(Error::invalid("username", "must not be empty"));
+    }
+    if name.chars().count() > MAX_USERNAME_LEN {
+        return Err(Error::invalid(
+            "username",
+            format!("must be at most {MAX_USERNAME_LEN} characters"),
+        ));
+    }
+    if name.chars().any(|c| c.is_control()) {
+        return Err(Error::invalid(
+            "username",
+            "must not contain control characters",
+        ));
+    }
+    Ok(name)
+}
+
+fn validate_password(password: &str) -> Result<()> {
+    let length = password.chars().count();
+    if length < MIN_PASSWORD_LEN {
+        return Err(Error::invalid(
+            "password",
+            format!("must be at least {MIN_PASSWORD_LEN} characters"),
+        ));
+    }
+    if length > MAX_PASSWORD_LEN {
+        return Err(Error::invalid(
+            "password",
+            format!("must be at most {MAX_PASSWORD_LEN} characters"),
+        ));
+    }
+    Ok(())
+}
+
+/// Hashes a password with argon2id and a random salt (CPU-bound: call off the runtime).
+pub fn hash_password(password: &str) -> Result<String> {
+    let salt = SaltString::generate(&mut OsRng);
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|hash| hash.to_string())
+        .map_err(|error| Error::Internal(format!("password hashing failed: {error}")))
+}
+
+/// Checks a password against a stored PHC hash.
+pub fn verify_password(password: &str, hash: &str) -> bool {
+    match PasswordHash::new(hash) {
+        Ok(parsed) => Argon2::default()
+            .verify_password(password.as_bytes(), &parsed)
+            .is_ok(),
+        Err(_) => false,
+    }
+}
+
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|error| Error::Internal(format!("blocking task failed: {error}")))
+}
+
+/// A hash of a random password, verified against when the user does not exist, so a login's
+/// timing does not tell which names are taken.
+fn dummy_hash() -> &'static str {
+    static HASH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HASH.get_or_init(|| hash_password("not a real password, only for timing").unwrap_or_default())
+}
+
+#[derive(sqlx::FromRow)]
+struct UserRow {
+    id: String,
+    username: String,
+    is_admin: i64,
+    created_at: i64,
+    password_hash: String,
+}
+
+impl From<UserRow> for User {
+    fn from(row: UserRow) -> User {
+        User {
+            id: UserId::from_db(row.id),
+            username: row.username,
+            is_admin: crate::db::flag(row.is_admin),
+            created_at: Timestamp::from_micros(row.created_at),
+        }
+    }
+}
+
+const USER_COLUMNS: &str = "id, username, is_admin, created_at, password_hash";
+
+/// Registration and account creation.
+impl Library {
+    /// Public self-registration: gated by `allow_registration`, never creates a superuser,
+    /// and logs the new user in at once.
+    pub async fn register(&self, username: &str, password: &str) -> Result<AccessToken> {
+        if !self.config().allow_registration {
+            return Err(Error::Forbidden(
+                "registration is disabled on this server".into(),
+            ));
+        }
+        let user = self.create_user(username, password, false).await?;
+        self.issue_token(user)
+    }
+
+    /// Creates an account (the CLI's `user create`, `ADMIN_USERNAME`, registration).
+    pub async fn create_user(
+        &self,
+        username: &str,
+        password: &str,
+        is_admin: bool,
+    ) -> Result<User> {
+        let username = validate_username(username)?;
+        validate_password(password)?;
+        let username_key = crate::text::name_key(&username);
+        let password = password.to_string();
+        let password_hash = blocking(move || hash_password(&password)).await??;
+        let db = self.db();
+        let id = UserId::new();
+        let query = db.sql(
+            "INSERT INTO users (id, username, username_key, password_hash, is_admin, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, {now}, {now})",
+        );
+        let inserted = sqlx::query(&query)
+            .bind(id.as_str())
+            .bind(&username)
+            .bind(&username_key)
+            .bind(&password_hash)
+            .bind(is_admin as i64)
+            .execute(db.pool())
+            .await;
+        match inserted {
+            Ok(_) => {}
+            Err(error) if crate::db::is_unique_violation(&error) => {
+                return Err(Error::Conflict(format!(
+                    "the user name {username:?} is taken"
+                )));
+            }
+            Err(error) => return Err(error.into()),
+        }
+        self.get_user(&id).await
+    }
+
+    /// Reads one user.
+    pub async fn get_user(&self, id: &UserId) -> Result<User> {
+        let query = format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1");
+        sqlx::query_as::<_, UserRow>(&query)
+            .bind(id.as_str())
+            .fetch_optional(self.db().pool())
+            .await?
+            .map(User::from)
+            .ok_or_else(|| Error::not_found("user", id))
+    }
+
+    /// Finds a user by name (case-insensitive).
+    pub async fn find_user_by_name(&self, username: &str) -> Result<Option<User>> {
+        Ok(self.find_user_row(username).await?.map(User::from))
+    }
+
+    async fn find_user_row(&self, username: &str) -> Result<Option<UserRow>> {
+        let key = crate::text::name_key(username.trim());
+        let query = format!("SELECT {USER_COLUMNS} FROM users WHERE username_key = $1");
+        Ok(sqlx::query_as::<_, UserRow>(&query)
+            .bind(key)
+            .fetch_optional(self.db().pool())
+            .await?)
+    }
+
+    /// Number of accounts (to decide whether to create the start-up admin).
+    pub async fn user_count(&self) -> Result<i64> {
+        Ok(sqlx::query_scalar("SELECT COUNT(*) FROM users")
+            .fetch_one(self.db().pool())
+            .await?)
+    }
+
+    /// Checks a name and password and issues an access token.
+    pub async fn login(&self, username: &str, password: &str) -> Result<AccessToken> {
+        let row = self.find_user_row(username).await?;
+        let hash = row
+            .as_ref()
+            .map(|row| row.password_hash.clone())
+            .unwrap_or_else(|| dummy_hash().to_string());
+        let password = password.to_string();
+        let valid = blocking(move || verify_password(&password, &hash)).await?;
+        match row {
+            Some(row) if valid => self.issue_token(row.into()),
+            _ => Err(Error::Unauthenticated("wrong user name or password".into())),
+        }
+    }
+
+    fn issue_token(&self, user: User) -> Result<AccessToken> {
+        let ttl = self.config().token_ttl;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO)
+            .as_secs();
+        let claims = Claims {
+            sub: user.id.to_string(),
+            iat: now,
+            exp: now + ttl.as_secs(),
+        };
+        let token = jsonwebtoken::encode(
+            &Header::default(),
+            &claims,
+            &EncodingKey::from_secret(&self.config().jwt_secret),
+        )
+        .map_err(|error| Error::Internal(format!("token signing failed: {error}")))?;
+        Ok(AccessToken {
+            token,
+            expires_in: ttl.as_secs(),
+            user,
+        })
+    }
+
+    /// Resolves a bearer token to its caller. Expired, forged or orphaned tokens fail with
+    /// `Unauthenticated`.
+    pub async fn authenticate(&self, token: &str) -> Result<Caller> {
+        let mut validation = Validation::default();
+        validation.leeway = 5;
+        let claims = jsonwebtoken::decode::<Claims>(
+            token,
+            &DecodingKey::from_secret(&self.config().jwt_secret),
+            &validation,
+        )
+        .map_err(|error| match error.kind() {
+            jsonwebtoken::errors::ErrorKind::ExpiredSignature => {
+                Error::Unauthenticated("the access token has expired".into())
+            }
+            _ => Error::Unauthenticated("the access token is invalid".into()),
+        })?
+        .claims;
+        let user_id = UserId::parse(&claims.sub)
+            .map_err(|_| Error::Unauthenticated("the access token is invalid".into()))?;
+        match self.get_user(&user_id).await {
+            Ok(user) => Ok(Caller { user }),
+            Err(Error::NotFound { .. }) => Err(Error::Unauthenticated(
+                "the account of this token no longer exists".into(),
+            )),
+            Err(error) => Err(error),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn password_hash_verifies_and_rejects() {
+        let hash = hash_password("correct horse").unwrap();
+        assert!(hash.starts_with("$argon2id$"));
+        assert!(verify_password("correct horse", &hash));
+        assert!(!verify_password("wrong horse", &hash));
+    }
+
+    #[test]
+    fn username_rules() {
+        assert_eq!(validate_username("  alice ").unwrap(), "alice");
+        assert!(validate_username("").is_err());
+        assert!(validate_username("a\u{7}b").is_err());
+        assert!(validate_username(&"x".repeat(65)).is_err());
+    }
+}

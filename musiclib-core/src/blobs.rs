@@ -1,0 +1,319 @@
+//! Blob storage over object_store: a local directory or an S3-compatible bucket.
+//!
+//! Every write is atomic: a local file is written under `.staging/` and renamed into place; an
+//! S3 object appears only when its (multipart) upload completes. A killed write leaves no half
+//! file at the final key.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
+use object_store::aws::AmazonS3Builder;
+use object_store::local::LocalFileSystem;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, PutPayload, WriteMultipart};
+use tokio::io::AsyncReadExt;
+
+use crate::config::{S3Config, StorageConfig};
+use crate::{Error, Result};
+
+/// Size of the parts of a multipart upload to S3.
+const PART_SIZE: usize = 8 * 1024 * 1024;
+
+/// Which kind of backend a [`BlobStore`] writes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StorageKind {
+    /// A local directory.
+    Local,
+    /// An S3-compatible bucket.
+    S3,
+}
+
+impl StorageKind {
+    /// The setting's spelling (`local` or `s3`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StorageKind::Local => "local",
+            StorageKind::S3 => "s3",
+        }
+    }
+}
+
+/// Size and modification time of a stored blob.
+#[derive(Debug, Clone)]
+pub struct BlobMeta {
+    /// Size in bytes.
+    pub size: u64,
+    /// Last modification time.
+    pub last_modified: crate::Timestamp,
+    /// The store's entity tag, when it has one.
+    pub e_tag: Option<String>,
+}
+
+/// A cheap handle on the blob store.
+#[derive(Clone, Debug)]
+pub struct BlobStore {
+    store: Arc<dyn ObjectStore>,
+    kind: StorageKind,
+    local_root: Option<PathBuf>,
+}
+
+impl BlobStore {
+    /// Opens the store described by `config`, creating a local root directory when missing.
+    pub fn open(config: &StorageConfig) -> Result<BlobStore> {
+        match config {
+            StorageConfig::Local { root } => BlobStore::local(root),
+            StorageConfig::S3(s3) => BlobStore::s3(s3),
+        }
+    }
+
+    /// A store under a local directory.
+    pub fn local(root: &Path) -> Result<BlobStore> {
+        std::fs::create_dir_all(root.join(".staging")).map_err(|error| Error::io(root, error))?;
+        let root = root
+            .canonicalize()
+            .map_err(|error| Error::io(root, error))?;
+        let store = LocalFileSystem::new_with_prefix(&root).map_err(|source| Error::Blob {
+            key: root.display().to_string(),
+            source,
+        })?;
+        Ok(BlobStore {
+            store: Arc::new(store),
+            kind: StorageKind::Local,
+            local_root: Some(root),
+        })
+    }
+
+    /// A store in an S3-compatible bucket.
+    pub fn s3(config: &S3Config) -> Result<BlobStore> {
+        let mut builder = AmazonS3Builder::new()
+            .with_bucket_name(&config.bucket)
+            .with_region(&config.region)
+            .with_allow_http(config.allow_http);
+        if let Some(endpoint) = &config.endpoint {
+            // S3-compatible servers are usually addressed path-style.
+            builder = builder
+                .with_endpoint(endpoint)
+                .with_virtual_hosted_style_request(false);
+        }
+        if let Some(key) = &config.access_key_id {
+            builder = builder.with_access_key_id(key);
+        }
+        if let Some(secret) = &config.secret_access_key {
+            builder = builder.with_secret_access_key(secret);
+        }
+        let store = builder.build().map_err(|source| Error::Blob {
+            key: config.bucket.clone(),
+            source,
+        })?;
+        let store: Arc<dyn ObjectStore> =
+            match config.prefix.as_deref().filter(|prefix| !prefix.is_empty()) {
+                Some(prefix) => Arc::new(object_store::prefix::PrefixStore::new(store, prefix)),
+                None => Arc::new(store),
+            };
+        Ok(BlobStore {
+            store,
+            kind: StorageKind::S3,
+            local_root: None,
+        })
+    }
+
+    /// The backend kind.
+    pub fn kind(&self) -> StorageKind {
+        self.kind
+    }
+
+    /// The file behind `key` on the local backend, for zero-copy reads; `None` on S3.
+    pub fn local_path(&self, key: &str) -> Option<PathBuf> {
+        self.local_root.as_ref().map(|root| root.join(key))
+    }
+
+    /// The local root directory, when the backend is local.
+    pub fn local_root(&self) -> Option<&Path> {
+        self.local_root.as_deref()
+    }
+
+    fn object_path(key: &str) -> Result<ObjectPath> {
+        ObjectPath::parse(key).map_err(|_| Error::Internal(format!("invalid blob key {key:?}")))
+    }
+
+    fn blob_error(key: &str) -> impl FnOnce(object_store::Error) -> Error + '_ {
+        move |source| Error::Blob {
+            key: key.to_string(),
+            source,
+        }
+    }
+
+    /// Stores `bytes` at `key`, replacing what was there.
+    pub async fn put_bytes(&self, key: &str, bytes: Bytes) -> Result<()> {
+        let path = Self::object_path(key)?;
+        self.store
+            .put(&path, PutPayload::from(bytes))
+            .await
+            .map_err(Self::blob_error(key))?;
+        Ok(())
+    }
+
+    /// Copies the local file `source` to `key` without holding it in memory. Returns its size.
+    pub async fn put_file(&self, key: &str, source: &Path) -> Result<u64> {
+        match &self.local_root {
+            Some(root) => {
+                let (root, key_owned, source) =
+                    (root.clone(), key.to_string(), source.to_path_buf());
+                tokio::task::spawn_blocking(move || local_copy_atomic(&root, &key_owned, &source))
+                    .await
+                    .map_err(|error| Error::Internal(format!("copy task failed: {error}")))?
+            }
+            None => self.upload_file(key, source).await,
+        }
+    }
+
+    async fn upload_file(&self, key: &str, source: &Path) -> Result<u64> {
+        let path = Self::object_path(key)?;
+        let mut file = tokio::fs::File::open(source)
+            .await
+            .map_err(|error| Error::io(source, error))?;
+        let size = file
+            .metadata()
+            .await
+            .map_err(|error| Error::io(source, error))?
+            .len();
+        if size as usize <= PART_SIZE {
+            let mut buffer = Vec::with_capacity(size as usize);
+            file.read_to_end(&mut buffer)
+                .await
+                .map_err(|error| Error::io(source, error))?;
+            self.put_bytes(key, Bytes::from(buffer)).await?;
+            return Ok(size);
+        }
+        let upload = self
+            .store
+            .put_multipart(&path)
+            .await
+            .map_err(Self::blob_error(key))?;
+        let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_SIZE);
+        let mut buffer = vec![0u8; 1024 * 1024];
+        loop {
+            let read = match file.read(&mut buffer).await {
+                Ok(read) => read,
+                Err(error) => {
+                    let _ = writer.abort().await;
+                    return Err(Error::io(source, error));
+                }
+            };
+            if read == 0 {
+                break;
+            }
+            if let Err(source) = writer.wait_for_capacity(4).await {
+                let _ = writer.abort().await;
+                return Err(Error::Blob {
+                    key: key.to_string(),
+                    source,
+                });
+            }
+            writer.write(&buffer[..read]);
+        }
+        writer.finish().await.map_err(Self::blob_error(key))?;
+        Ok(size)
+    }
+
+    /// Reads a whole blob into memory (covers, small files).
+    pub async fn get_bytes(&self, key: &str) -> Result<Bytes> {
+        let path = Self::object_path(key)?;
+        let result = self.store.get(&path).await.map_err(|source| match source {
+            object_store::Error::NotFound { .. } => Error::not_found("blob", key),
+            source => Error::Blob {
+                key: key.to_string(),
+                source,
+            },
+        })?;
+        result.bytes().await.map_err(Self::blob_error(key))
+    }
+
+    /// Streams `range` of a blob (a ranged GET on S3).
+    pub async fn get_range_stream(
+        &self,
+        key: &str,
+        range: Range<u64>,
+    ) -> Result<BoxStream<'static, std::io::Result<Bytes>>> {
+        let path = Self::object_path(key)?;
+        let options = object_store::GetOptions {
+            range: Some(object_store::GetRange::Bounded(range)),
+            ..Default::default()
+        };
+        let result = self
+            .store
+            .get_opts(&path, options)
+            .await
+            .map_err(|source| match source {
+                object_store::Error::NotFound { .. } => Error::not_found("blob", key),
+                source => Error::Blob {
+                    key: key.to_string(),
+                    source,
+                },
+            })?;
+        Ok(result.into_stream().map_err(std::io::Error::other).boxed())
+    }
+
+    /// Size and modification time of `key`, or `None` when it does not exist.
+    pub async fn head(&self, key: &str) -> Result<Option<BlobMeta>> {
+        let path = Self::object_path(key)?;
+        match self.store.head(&path).await {
+            Ok(meta) => Ok(Some(BlobMeta {
+                size: meta.size,
+                last_modified: crate::Timestamp::from_micros(meta.last_modified.timestamp_micros()),
+                e_tag: meta.e_tag,
+            })),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(source) => Err(Error::Blob {
+                key: key.to_string(),
+                source,
+            }),
+        }
+    }
+
+    /// Deletes `key`; deleting a missing blob succeeds.
+    pub async fn delete(&self, key: &str) -> Result<()> {
+        let path = Self::object_path(key)?;
+        match self.store.delete(&path).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(source) => Err(Error::Blob {
+                key: key.to_string(),
+                source,
+            }),
+        }
+    }
+
+    /// Lists every key under `prefix`.
+    pub async fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        let path = Self::object_path(prefix)?;
+        let metas: Vec<_> = self
+            .store
+            .list(Some(&path))
+            .try_collect()
+            .await
+            .map_err(Self::blob_error(prefix))?;
+        Ok(metas
+            .into_iter()
+            .map(|meta| meta.location.to_string())
+            .collect())
+    }
+}
+
+/// Copies `source` into `root/.staging`, fsyncs it, then renames it to `root/key`.
+fn local_copy_atomic(root: &Path, key: &str, source: &Path) -> Result<u64> {
+    let target = root.join(key);
+    if let Some(parent) = target.parent() {
+        std::fs::create_dir_all(parent).map_err(|error| Error::io(parent, error))?;
+    }
+    let staging = root.join(".staging").join(uuid::Uuid::new_v4().to_string());
+    let size = std::fs::copy(source, &staging).map_err(|error| Error::io(source, error))?;
+    if let Err(error) = std::fs::rename(&staging, &target) {
+        let _ = std::fs::remove_file(&staging);
+        return Err(Error::io(&target, error));
+    }
+    Ok(size)
+}

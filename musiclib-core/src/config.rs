@@ -1,0 +1,202 @@
+//! Typed, validated configuration of a [`crate::Library`]. Nothing here reads the environment or
+//! files: the binary (or an embedding program) builds a [`Config`] and hands it over.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Everything a [`crate::Library`] needs to open.
+#[derive(Clone)]
+pub struct Config {
+    /// sqlx connection URL: `sqlite://…` (embedded default) or `postgres://…` (scale-out).
+    pub database_url: String,
+    /// Where audio, covers and renditions are kept.
+    pub storage: StorageConfig,
+    /// Directory for local state: staging files for uploads and imports.
+    pub data_dir: PathBuf,
+    /// The folder `POST /sources/local_folder/scan` imports from, when set.
+    pub local_media_import_path: Option<PathBuf>,
+    /// Whether `POST /auth/register` is open.
+    pub allow_registration: bool,
+    /// Signing key of access tokens (HS256).
+    pub jwt_secret: Vec<u8>,
+    /// How long an access token stays valid.
+    pub token_ttl: Duration,
+    /// Largest accepted upload, in bytes.
+    pub max_upload_bytes: u64,
+    /// Key material the legacy-interface app passwords are encrypted with (via HKDF).
+    pub legacy_secret_key: Vec<u8>,
+    /// Job queue behaviour.
+    pub jobs: JobsConfig,
+    /// Metadata enrichment settings.
+    pub enrichment: EnrichmentConfig,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("database_url", &redact_url(&self.database_url))
+            .field("storage", &self.storage)
+            .field("data_dir", &self.data_dir)
+            .field("local_media_import_path", &self.local_media_import_path)
+            .field("allow_registration", &self.allow_registration)
+            .field("jwt_secret", &"<redacted>")
+            .field("token_ttl", &self.token_ttl)
+            .field("max_upload_bytes", &self.max_upload_bytes)
+            .field("legacy_secret_key", &"<redacted>")
+            .field("jobs", &self.jobs)
+            .field("enrichment", &self.enrichment)
+            .finish()
+    }
+}
+
+/// Hides the password of a connection URL.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let credentials = &url[scheme_end + 3..at];
+            match credentials.find(':') {
+                Some(colon) => format!(
+                    "{}{}:<redacted>{}",
+                    &url[..scheme_end + 3],
+                    &credentials[..colon],
+                    &url[at..]
+                ),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// The blob storage backend (setting `STORAGE_BACKEND`).
+#[derive(Clone)]
+pub enum StorageConfig {
+    /// Files under a directory of the local disk.
+    Local {
+        /// Root directory of the blobs.
+        root: PathBuf,
+    },
+    /// An S3-compatible object store.
+    S3(S3Config),
+}
+
+impl std::fmt::Debug for StorageConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StorageConfig::Local { root } => f.debug_struct("Local").field("root", root).finish(),
+            StorageConfig::S3(s3) => f
+                .debug_struct("S3")
+                .field("bucket", &s3.bucket)
+                .field("endpoint", &s3.endpoint)
+                .field("region", &s3.region)
+                .field("allow_http", &s3.allow_http)
+                .field("prefix", &s3.prefix)
+                .finish_non_exhaustive(),
+        }
+    }
+}
+
+/// Connection settings of an S3-compatible bucket.
+#[derive(Clone)]
+pub struct S3Config {
+    /// Bucket name.
+    pub bucket: String,
+    /// Endpoint URL for S3-compatible servers; `None` means AWS.
+    pub endpoint: Option<String>,
+    /// Region name.
+    pub region: String,
+    /// Access key id.
+    pub access_key_id: Option<String>,
+    /// Secret access key.
+    pub secret_access_key: Option<String>,
+    /// Allow plain-HTTP endpoints (local S3-compatible servers).
+    pub allow_http: bool,
+    /// Key prefix inside the bucket, to share one bucket between libraries.
+    pub prefix: Option<String>,
+}
+
+/// Job queue behaviour.
+#[derive(Debug, Clone)]
+pub struct JobsConfig {
+    /// How long a claimed job stays leased to its worker without a heartbeat.
+    pub lease: Duration,
+    /// Attempts before a job stays failed.
+    pub max_attempts: u32,
+    /// First retry delay; doubles on each further attempt.
+    pub retry_base: Duration,
+    /// Longest retry delay.
+    pub retry_max: Duration,
+    /// How often an idle worker looks for new jobs (other processes' enqueues).
+    pub poll_interval: Duration,
+}
+
+/// Metadata enrichment settings.
+#[derive(Debug, Clone)]
+pub struct EnrichmentConfig {
+    /// AcoustID application key; the lookup is skipped when unset.
+    pub acoustid_api_key: Option<String>,
+    /// AcoustID base URL.
+    pub acoustid_base_url: String,
+    /// Lookup score at or above which the lookup wins over tags.
+    pub acoustid_trust_score: f64,
+    /// Whether cover art is fetched from the Cover Art Archive.
+    pub coverart_enabled: bool,
+    /// Cover Art Archive base URL.
+    pub coverart_base_url: String,
+    /// LRCLIB base URL.
+    pub lrclib_base_url: String,
+}
+
+impl Config {
+    /// A configuration with the embedded defaults under `data_dir`: SQLite file, local blobs,
+    /// open registration. Secrets are random, which suits tests and embedding programs that
+    /// keep no state between runs; the binary persists its secrets under `DATA_DIR`.
+    pub fn embedded(data_dir: impl Into<PathBuf>) -> Config {
+        let data_dir = data_dir.into();
+        Config {
+            database_url: format!("sqlite://{}", data_dir.join("musiclib.db").display()),
+            storage: StorageConfig::Local {
+                root: data_dir.join("media"),
+            },
+            local_media_import_path: None,
+            allow_registration: true,
+            jwt_secret: crate::auth::random_secret(),
+            token_ttl: Duration::from_secs(7 * 24 * 3600),
+            max_upload_bytes: 1024 * 1024 * 1024,
+            legacy_secret_key: crate::auth::random_secret(),
+            jobs: JobsConfig {
+                lease: Duration::from_secs(60),
+                max_attempts: 5,
+                retry_base: Duration::from_secs(5),
+                retry_max: Duration::from_secs(600),
+                poll_interval: Duration::from_millis(1000),
+            },
+            enrichment: EnrichmentConfig {
+                acoustid_api_key: None,
+                acoustid_base_url: "https://api.acoustid.org".into(),
+                acoustid_trust_score: 0.85,
+                coverart_enabled: true,
+                coverart_base_url: "https://coverartarchive.org".into(),
+                lrclib_base_url: "https://lrclib.net".into(),
+            },
+            data_dir,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redact_url_hides_password_only() {
+        assert_eq!(
+            redact_url("postgres://alice:s3cret@db:5432/music"),
+            "postgres://alice:<redacted>@db:5432/music"
+        );
+        assert_eq!(
+            redact_url("sqlite://data/musiclib.db"),
+            "sqlite://data/musiclib.db"
+        );
+    }
+}

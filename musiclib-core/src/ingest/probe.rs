@@ -1,0 +1,318 @@
+//! Reading what a file is: container and codec facts and embedded tags (lofty), and a check
+//! that the audio really is there to the end (symphonia), so a truncated file is refused at
+//! ingest rather than discovered by a listener.
+
+use std::io::Cursor;
+use std::path::Path;
+
+use lofty::config::ParseOptions;
+use lofty::file::{AudioFile, FileType, TaggedFile, TaggedFileExt};
+use lofty::probe::Probe;
+use lofty::tag::{Accessor, ItemKey, Tag};
+use serde::{Deserialize, Serialize};
+
+/// File extensions the scanner considers audio. Anything else is skipped, not failed.
+pub const AUDIO_EXTENSIONS: &[&str] = &[
+    "mp3", "flac", "ogg", "oga", "opus", "m4a", "m4b", "mp4", "aac", "wav", "aif", "aiff", "ape",
+    "wv", "mpc", "spx",
+];
+
+/// Whether `path` has an audio extension.
+pub fn has_audio_extension(path: &Path) -> bool {
+    path.extension()
+        .and_then(|ext| ext.to_str())
+        .map(|ext| {
+            AUDIO_EXTENSIONS
+                .iter()
+                .any(|known| known.eq_ignore_ascii_case(ext))
+        })
+        .unwrap_or(false)
+}
+
+/// Embedded tags, as far as the file has them. Serialised on the track row so enrichment can
+/// gap-fill from them later without reading the file again.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EmbeddedTags {
+    /// Title.
+    pub title: Option<String>,
+    /// First track artist.
+    pub artist: Option<String>,
+    /// Every track artist value.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artists: Vec<String>,
+    /// Album title.
+    pub album: Option<String>,
+    /// Album artist.
+    pub album_artist: Option<String>,
+    /// Genre.
+    pub genre: Option<String>,
+    /// Year.
+    pub year: Option<i64>,
+    /// Track number.
+    pub track_number: Option<i64>,
+    /// Disc number.
+    pub disc_number: Option<i64>,
+    /// Compilation flag.
+    #[serde(default)]
+    pub compilation: bool,
+    /// MusicBrainz recording id.
+    pub musicbrainz_recording_id: Option<String>,
+    /// MusicBrainz release id.
+    pub musicbrainz_album_id: Option<String>,
+    /// MusicBrainz release-group id.
+    pub musicbrainz_releasegroup_id: Option<String>,
+    /// MusicBrainz artist id.
+    pub musicbrainz_artist_id: Option<String>,
+}
+
+impl EmbeddedTags {
+    /// Whether the tags identify the track (a title and an artist).
+    pub fn identifies_track(&self) -> bool {
+        self.title.is_some() && self.artist.is_some()
+    }
+}
+
+/// What a probe learns about an audio file.
+#[derive(Debug, Clone)]
+pub struct AudioFacts {
+    /// Short format name: `mp3`, `flac`, `ogg`, `opus`, `m4a`, `wav`, …
+    pub format: &'static str,
+    /// MIME type to serve it with.
+    pub mime_type: &'static str,
+    /// Duration in milliseconds.
+    pub duration_ms: i64,
+    /// Average bitrate in kbit/s.
+    pub bitrate_kbps: Option<i64>,
+    /// Sample rate in Hz.
+    pub sample_rate: Option<i64>,
+    /// Channels.
+    pub channels: Option<i64>,
+    /// Tags.
+    pub tags: EmbeddedTags,
+    /// Whether the file embeds a picture.
+    pub has_embedded_cover: bool,
+}
+
+/// Probes audio held in memory. `name_hint` (a file name) helps only for formats that cannot
+/// be told apart by content.
+pub fn probe_bytes(bytes: &[u8], name_hint: &str) -> Result<AudioFacts, String> {
+    let options = ParseOptions::new().read_cover_art(true);
+    let tagged = Probe::new(Cursor::new(bytes))
+        .options(options)
+        .guess_file_type()
+        .map_err(|error| format!("cannot read the file: {error}"))?
+        .read()
+        .map_err(|error| describe_lofty_error(error, name_hint))?;
+    let facts = facts_of(&tagged)?;
+    check_decodable(Cursor::new(bytes.to_vec()), &facts, name_hint)?;
+    Ok(facts)
+}
+
+/// Probes an audio file on disk (for files too large to hold in memory).
+pub fn probe_path(path: &Path) -> Result<AudioFacts, String> {
+    let options = ParseOptions::new().read_cover_art(true);
+    let tagged = Probe::open(path)
+        .map_err(|error| format!("cannot open the file: {error}"))?
+        .options(options)
+        .guess_file_type()
+        .map_err(|error| format!("cannot read the file: {error}"))?
+        .read()
+        .map_err(|error| describe_lofty_error(error, &path.to_string_lossy()))?;
+    let facts = facts_of(&tagged)?;
+    let file =
+        std::fs::File::open(path).map_err(|error| format!("cannot open the file: {error}"))?;
+    check_decodable(file, &facts, &path.to_string_lossy())?;
+    Ok(facts)
+}
+
+fn describe_lofty_error(error: lofty::error::LoftyError, _name: &str) -> String {
+    match error.kind() {
+        lofty::error::ErrorKind::UnknownFormat => "not a recognised audio file".to_string(),
+        _ => format!("not a readable audio file: {error}"),
+    }
+}
+
+fn format_of(file_type: FileType) -> (&'static str, &'static str) {
+    match file_type {
+        FileType::Mpeg => ("mp3", "audio/mpeg"),
+        FileType::Flac => ("flac", "audio/flac"),
+        FileType::Vorbis => ("ogg", "audio/ogg"),
+        FileType::Opus => ("opus", "audio/ogg"),
+        FileType::Speex => ("spx", "audio/ogg"),
+        FileType::Mp4 => ("m4a", "audio/mp4"),
+        FileType::Aac => ("aac", "audio/aac"),
+        FileType::Wav => ("wav", "audio/wav"),
+        FileType::Aiff => ("aiff", "audio/aiff"),
+        FileType::Ape => ("ape", "audio/x-ape"),
+        FileType::WavPack => ("wv", "audio/x-wavpack"),
+        FileType::Mpc => ("mpc", "audio/x-musepack"),
+        FileType::Custom(_) => ("bin", "application/octet-stream"),
+        _ => ("bin", "application/octet-stream"),
+    }
+}
+
+fn facts_of(tagged: &TaggedFile) -> Result<AudioFacts, String> {
+    let (format, mime_type) = format_of(tagged.file_type());
+    if format == "bin" {
+        return Err("unsupported audio format".into());
+    }
+    let properties = tagged.properties();
+    let duration_ms = properties.duration().as_millis() as i64;
+    if duration_ms <= 0 {
+        return Err("the file holds no audio (zero duration)".into());
+    }
+    let tag = tagged.primary_tag().or_else(|| tagged.first_tag());
+    let tags = tag.map(tags_of).unwrap_or_default();
+    let has_embedded_cover = tagged.tags().iter().any(|tag| !tag.pictures().is_empty());
+    Ok(AudioFacts {
+        format,
+        mime_type,
+        duration_ms,
+        bitrate_kbps: properties
+            .audio_bitrate()
+            .or(properties.overall_bitrate())
+            .filter(|bitrate| *bitrate > 0)
+            .map(i64::from),
+        sample_rate: properties.sample_rate().map(i64::from),
+        channels: properties.channels().map(i64::from),
+        tags,
+        has_embedded_cover,
+    })
+}
+
+fn clean(value: Option<impl AsRef<str>>) -> Option<String> {
+    value
+        .map(|value| {
+            value
+                .as_ref()
+                .trim_matches(|c: char| c.is_whitespace() || c == '\0')
+                .to_string()
+        })
+        .filter(|value| !value.is_empty())
+}
+
+fn year_of(tag: &Tag) -> Option<i64> {
+    let from_text = |key: &ItemKey| {
+        tag.get_string(key).and_then(|text| {
+            let digits: String = text.trim().chars().take(4).collect();
+            digits.parse::<i64>().ok().filter(|year| *year > 0)
+        })
+    };
+    tag.year()
+        .map(i64::from)
+        .filter(|year| *year > 0)
+        .or_else(|| from_text(&ItemKey::RecordingDate))
+        .or_else(|| from_text(&ItemKey::Year))
+        .or_else(|| from_text(&ItemKey::OriginalReleaseDate))
+}
+
+fn tags_of(tag: &Tag) -> EmbeddedTags {
+    let artists: Vec<String> = tag
+        .get_strings(&ItemKey::TrackArtist)
+        .flat_map(|value| value.split('\0'))
+        .filter_map(|value| clean(Some(value)))
+        .collect();
+    let compilation = tag
+        .get_string(&ItemKey::FlagCompilation)
+        .map(|value| matches!(value.trim(), "1" | "true" | "True" | "TRUE"))
+        .unwrap_or(false);
+    EmbeddedTags {
+        title: clean(tag.title()),
+        artist: artists.first().cloned().or_else(|| clean(tag.artist())),
+        artists: if artists.len() > 1 {
+            artists
+        } else {
+            Vec::new()
+        },
+        album: clean(tag.album()),
+        album_artist: clean(tag.get_string(&ItemKey::AlbumArtist)),
+        genre: clean(tag.genre()),
+        year: year_of(tag),
+        track_number: tag.track().map(i64::from).filter(|n| *n > 0),
+        disc_number: tag.disk().map(i64::from).filter(|n| *n > 0),
+        compilation,
+        musicbrainz_recording_id: clean(tag.get_string(&ItemKey::MusicBrainzRecordingId)),
+        musicbrainz_album_id: clean(tag.get_string(&ItemKey::MusicBrainzReleaseId)),
+        musicbrainz_releasegroup_id: clean(tag.get_string(&ItemKey::MusicBrainzReleaseGroupId)),
+        musicbrainz_artist_id: clean(tag.get_string(&ItemKey::MusicBrainzArtistId)),
+    }
+}
+
+/// Checks that audio can be read near the end of the stream, where a truncated file has
+/// none. Formats symphonia cannot open (Opus, APE, …) pass: lofty already read them.
+fn check_decodable<R>(reader: R, facts: &AudioFacts, name_hint: &str) -> Result<(), String>
+where
+    R: symphonia::core::io::MediaSource + 'static,
+{
+    use symphonia::core::formats::{FormatOptions, SeekMode, SeekTo};
+    use symphonia::core::io::MediaSourceStream;
+    use symphonia::core::meta::MetadataOptions;
+    use symphonia::core::probe::Hint;
+    use symphonia::core::units::Time;
+
+    if !matches!(
+        facts.format,
+        "flac" | "mp3" | "ogg" | "m4a" | "wav" | "aiff"
+    ) {
+        return Ok(());
+    }
+    let stream = MediaSourceStream::new(Box::new(reader), Default::default());
+    let mut hint = Hint::new();
+    if let Some(ext) = Path::new(name_hint)
+        .extension()
+        .and_then(|ext| ext.to_str())
+    {
+        hint.with_extension(ext);
+    }
+    let format_options = FormatOptions {
+        enable_gapless: false,
+        ..Default::default()
+    };
+    let Ok(probed) = symphonia::default::get_probe().format(
+        &hint,
+        stream,
+        &format_options,
+        &MetadataOptions::default(),
+    ) else {
+        // Symphonia's demuxers are stricter than lofty's reader on some valid files; trust lofty.
+        return Ok(());
+    };
+    let mut format = probed.format;
+    let Some(track) = format.default_track() else {
+        return Err("the file has no audio track".into());
+    };
+    let track_id = track.id;
+    let duration_s = facts.duration_ms as f64 / 1000.0;
+    if duration_s > 2.0 {
+        let target = duration_s - 1.0;
+        let seeked = format
+            .seek(
+                SeekMode::Coarse,
+                SeekTo::Time {
+                    time: Time::from(target),
+                    track_id: Some(track_id),
+                },
+            )
+            .map_err(|_| truncated(duration_s))?;
+        let time_base = format
+            .tracks()
+            .iter()
+            .find(|track| track.id == track_id)
+            .and_then(|track| track.codec_params.time_base);
+        if let Some(time_base) = time_base {
+            let reached = time_base.calc_time(seeked.actual_ts);
+            let reached_s = reached.seconds as f64 + reached.frac;
+            if reached_s + 10.0 < target {
+                return Err(truncated(duration_s));
+            }
+        }
+    }
+    match format.next_packet() {
+        Ok(_) => Ok(()),
+        Err(_) => Err(truncated(duration_s)),
+    }
+}
+
+fn truncated(duration_s: f64) -> String {
+    format!("the audio is truncated or damaged: it declares {duration_s:.1} s but cannot be read to the end")
+}

@@ -1,0 +1,166 @@
+//! `POST /tracks/upload`: stream the body to a staging file while hashing it, refuse it when
+//! too large or not audio, and return the existing track when the same bytes were uploaded.
+
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+
+use super::{audio_key, enrich_job, insert_track, title_from_file_name, NewTrack, IN_MEMORY_LIMIT};
+use crate::auth::Caller;
+use crate::catalog::Resolver;
+use crate::domain::{Source, Track};
+use crate::{Error, Library, Result, TrackId};
+
+/// Result of an upload.
+#[derive(Debug, Clone)]
+pub struct UploadOutcome {
+    /// The track holding these bytes.
+    pub track: Track,
+    /// False when the same content had been uploaded before.
+    pub created: bool,
+}
+
+impl Library {
+    /// Ingests an uploaded file read from `body`. The body is never held in memory whole
+    /// (beyond [`IN_MEMORY_LIMIT`]); a failure leaves neither a blob nor a row.
+    pub async fn upload_track<R>(
+        &self,
+        caller: &Caller,
+        file_name: Option<&str>,
+        mut body: R,
+    ) -> Result<UploadOutcome>
+    where
+        R: AsyncRead + Unpin + Send,
+    {
+        let limit = self.config().max_upload_bytes;
+        let staging = tempfile::NamedTempFile::new_in(self.staging_dir())
+            .map_err(|error| Error::io(self.staging_dir(), error))?;
+        let staging_path = staging.path().to_path_buf();
+        let mut file = tokio::fs::File::from_std(
+            staging
+                .reopen()
+                .map_err(|error| Error::io(&staging_path, error))?,
+        );
+        let mut hasher = Sha256::new();
+        let mut size: u64 = 0;
+        let mut buffer = vec![0u8; 256 * 1024];
+        loop {
+            // A client that goes away mid-body loses nothing: the staging file is removed on drop.
+            let read = body.read(&mut buffer).await.map_err(|error| {
+                Error::invalid("file", format!("the upload was interrupted: {error}"))
+            })?;
+            if read == 0 {
+                break;
+            }
+            size += read as u64;
+            if size > limit {
+                return Err(Error::TooLarge { limit });
+            }
+            hasher.update(&buffer[..read]);
+            file.write_all(&buffer[..read])
+                .await
+                .map_err(|error| Error::io(&staging_path, error))?;
+        }
+        file.flush()
+            .await
+            .map_err(|error| Error::io(&staging_path, error))?;
+        drop(file);
+        if size == 0 {
+            return Err(Error::invalid("file", "the file is empty"));
+        }
+        let sha256 = hex::encode(hasher.finalize());
+
+        if let Some(track) = self.find_upload(&sha256).await? {
+            return Ok(UploadOutcome {
+                track,
+                created: false,
+            });
+        }
+
+        let name_hint = file_name.unwrap_or("upload").to_string();
+        let probe_path = staging_path.clone();
+        let hint = name_hint.clone();
+        let (facts, bytes) = tokio::task::spawn_blocking(move || {
+            if size <= IN_MEMORY_LIMIT {
+                let bytes = std::fs::read(&probe_path).map_err(|error| error.to_string())?;
+                super::probe::probe_bytes(&bytes, &hint).map(|facts| (facts, Some(bytes)))
+            } else {
+                super::probe::probe_path(&probe_path).map(|facts| (facts, None))
+            }
+        })
+        .await
+        .map_err(|error| Error::Internal(format!("probe task failed: {error}")))?
+        .map_err(|message| Error::invalid("file", message))?;
+
+        let track_id = TrackId::new();
+        let key = audio_key(&track_id, facts.format);
+        match bytes {
+            Some(bytes) => self.blobs().put_bytes(&key, bytes.into()).await?,
+            None => {
+                self.blobs().put_file(&key, &staging_path).await?;
+            }
+        }
+        drop(staging);
+
+        let new_track = NewTrack {
+            id: track_id.clone(),
+            facts,
+            storage_uri: key.clone(),
+            source: Source::Upload,
+            source_id: sha256.clone(),
+            size_bytes: size as i64,
+            sha256: sha256.clone(),
+            mtime: None,
+            fallback_title: title_from_file_name(&name_hint),
+        };
+        let inserted = self.insert_uploaded(&new_track).await;
+        match inserted {
+            Ok(true) => {}
+            Ok(false) => {
+                // The same bytes won a race with this upload: keep theirs.
+                self.blobs().delete(&key).await?;
+                let track = self
+                    .find_upload(&sha256)
+                    .await?
+                    .ok_or_else(|| Error::not_found("track", &sha256))?;
+                return Ok(UploadOutcome {
+                    track,
+                    created: false,
+                });
+            }
+            Err(error) => {
+                if let Err(cleanup) = self.blobs().delete(&key).await {
+                    tracing::warn!(%key, error = %cleanup, "could not delete the blob of a failed upload");
+                }
+                return Err(error);
+            }
+        }
+        tracing::info!(track_id = %track_id, user = %caller.user.username, size, "track uploaded");
+        self.enqueue_best_effort(vec![enrich_job(&track_id).by(&caller.user.id)])
+            .await;
+        Ok(UploadOutcome {
+            track: self.get_track(&track_id).await?,
+            created: true,
+        })
+    }
+
+    async fn insert_uploaded(&self, track: &NewTrack) -> Result<bool> {
+        let db = self.db();
+        let mut tx = db.begin().await?;
+        let mut resolver = Resolver::new(db.clone());
+        let inserted = insert_track(&mut tx, db, &mut resolver, track).await?;
+        tx.commit().await?;
+        Ok(inserted)
+    }
+
+    async fn find_upload(&self, sha256: &str) -> Result<Option<Track>> {
+        let id: Option<String> =
+            sqlx::query_scalar("SELECT id FROM tracks WHERE source = 'upload' AND source_id = $1")
+                .bind(sha256)
+                .fetch_optional(self.db().pool())
+                .await?;
+        match id {
+            Some(id) => self.find_track(&TrackId::from_db(id)).await,
+            None => Ok(None),
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! Workers: claim a job, run its handler while renewing the lease, record the outcome.
+
+use std::future::Future;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{kind, Job, JobError};
+use crate::{JobId, Library};
+
+/// What one [`Worker::run_once`] step did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Ran this job (whatever its result).
+    Ran(JobId),
+    /// No job was ready.
+    Empty,
+}
+
+/// A job worker. Several may run in one process and in many processes.
+#[derive(Debug, Clone)]
+pub struct Worker {
+    library: Library,
+    id: String,
+}
+
+/// What a running handler can report through.
+#[derive(Debug, Clone)]
+pub struct JobContext {
+    library: Library,
+    job_id: JobId,
+    worker_id: String,
+}
+
+impl JobContext {
+    /// Stores progress on the job (and renews its lease).
+    pub async fn progress(&self, progress: &Value) {
+        let lease = self.library.config().jobs.lease;
+        if let Err(error) = self
+            .library
+            .queue()
+            .heartbeat(&self.job_id, &self.worker_id, lease, Some(progress))
+            .await
+        {
+            tracing::warn!(job_id = %self.job_id, error = %crate::error_chain(&error), "could not store job progress");
+        }
+    }
+
+    /// The job's id.
+    pub fn job_id(&self) -> &JobId {
+        &self.job_id
+    }
+}
+
+impl Worker {
+    /// A worker named `name` (unique per process; the process id and a random suffix are added).
+    pub fn new(library: Library, name: &str) -> Worker {
+        let suffix = &uuid::Uuid::new_v4().simple().to_string()[..8];
+        Worker {
+            library,
+            id: format!("{name}-{}-{suffix}", std::process::id()),
+        }
+    }
+
+    /// This worker's id, as stored on the jobs it holds.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Claims and runs at most one job.
+    pub async fn run_once(&self) -> crate::Result<Outcome> {
+        let lease = self.library.config().jobs.lease;
+        let Some(job) = self.library.queue().claim(&self.id, lease).await? else {
+            return Ok(Outcome::Empty);
+        };
+        let job_id = job.id.clone();
+        let span =
+            tracing::info_span!("job", job_id = %job.id, kind = %job.kind, attempt = job.attempts);
+        let _entered = span.enter();
+        tracing::info!("job started");
+        let started = std::time::Instant::now();
+        let result = self.run_with_heartbeat(job.clone()).await;
+        let queue = self.library.queue();
+        match result {
+            Ok(value) => {
+                tracing::info!(
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "job succeeded"
+                );
+                queue.complete(&job.id, &self.id, &value).await?;
+            }
+            Err(error) => {
+                let retry_in = error.retryable.then(|| self.backoff(job.attempts));
+                tracing::warn!(error = %error.message, retry_in_s = retry_in.map(|d| d.as_secs()), "job failed");
+                queue
+                    .fail(&job.id, &self.id, &error.message, retry_in)
+                    .await?;
+            }
+        }
+        Ok(Outcome::Ran(job_id))
+    }
+
+    /// Delay before attempt `attempts + 1`: base × 2^(attempts − 1), capped.
+    fn backoff(&self, attempts: i64) -> Duration {
+        let config = &self.library.config().jobs;
+        let exponent = attempts.clamp(1, 20) as u32 - 1;
+        config
+            .retry_base
+            .saturating_mul(2u32.saturating_pow(exponent))
+            .min(config.retry_max)
+    }
+
+    /// Runs the handler in its own task (a panic becomes a failed attempt) while a sibling
+    /// task renews the lease.
+    async fn run_with_heartbeat(&self, job: Job) -> Result<Value, JobError> {
+        let job_id = job.id.clone();
+        let context = JobContext {
+            library: self.library.clone(),
+            job_id: job.id.clone(),
+            worker_id: self.id.clone(),
+        };
+        let library = self.library.clone();
+        let mut handler = tokio::spawn(async move { run_handler(&library, &context, &job).await });
+        let lease = self.library.config().jobs.lease;
+        let mut ticker = tokio::time::interval((lease / 3).max(Duration::from_millis(100)));
+        ticker.tick().await;
+        loop {
+            tokio::select! {
+                joined = &mut handler => {
+                    return match joined {
+                        Ok(result) => result,
+                        Err(error) if error.is_panic() => {
+                            Err(JobError::retry(format!("the job crashed: {}", panic_message(error))))
+                        }
+                        Err(error) => Err(JobError::retry(format!("the job was cancelled: {error}"))),
+                    };
+                }
+                _ = ticker.tick() => {
+                    // Losing the lease (another worker took the job over) is only logged: the
+                    // handlers are idempotent, and the final state write checks ownership.
+                    match self.library.queue().heartbeat(&job_id, &self.id, lease, None).await {
+                        Ok(true) => {}
+                        Ok(false) => tracing::warn!(%job_id, "lost the lease of a running job"),
+                        Err(error) => tracing::warn!(%job_id, error = %crate::error_chain(&error), "heartbeat failed"),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs jobs until `shutdown` resolves. Idle, it sleeps until woken by an in-process
+    /// enqueue or for the poll interval (for enqueues by other processes).
+    pub async fn run(self, shutdown: impl Future<Output = ()>) {
+        tokio::pin!(shutdown);
+        let poll = self.library.config().jobs.poll_interval;
+        loop {
+            let idle = match self.run_once().await {
+                Ok(Outcome::Ran(_)) => false,
+                Ok(Outcome::Empty) => true,
+                Err(error) => {
+                    tracing::warn!(worker = %self.id, error = %crate::error_chain(&error), "job queue unavailable");
+                    true
+                }
+            };
+            if idle {
+                tokio::select! {
+                    _ = &mut shutdown => return,
+                    _ = self.library.workers_woken() => {}
+                    _ = tokio::time::sleep(poll) => {}
+                }
+            } else if futures::poll!(&mut shutdown).is_ready() {
+                return;
+            }
+        }
+    }
+}
+
+fn panic_message(error: tokio::task::JoinError) -> String {
+    let payload = error.into_panic();
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        text.to_string()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "panic".to_string()
+    }
+}
+
+async fn run_handler(
+    library: &Library,
+    context: &JobContext,
+    job: &Job,
+) -> Result<Value, JobError> {
+    match job.kind.as_str() {
+        kind::ENRICH => crate::enrichment::run_job(library, &job.payload).await,
+        kind::SCAN_LOCAL_FOLDER => {
+            crate::ingest::run_scan_job(library, context, &job.payload).await
+        }
+        other => Err(JobError::permanent(format!(
+            "this server cannot run jobs of kind {other:?} yet"
+        ))),
+    }
+}

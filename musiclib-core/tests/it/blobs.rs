@@ -1,0 +1,1 @@
+//! blobs tests.

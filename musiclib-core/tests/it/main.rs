@@ -1,0 +1,17 @@
+//! Integration tests of musiclib-core, each run on the embedded default (SQLite + local disk)
+//! and on scale-out (PostgreSQL + S3).
+//!
+//! Modules:
+//! - `accounts`: registration, login, tokens.
+//! - `catalog`: upload, listing, filters, edits, deletion, search.
+//! - `scan`: local-folder import against the generated corpus.
+//! - `jobs`: the durable queue: retries, leases, concurrent workers.
+//! - `blobs`: atomic writes and ranged reads on both storage backends.
+
+mod support;
+
+mod accounts;
+mod blobs;
+mod catalog;
+mod jobs;
+mod scan;
