@@ -1,1 +1,50 @@
-fn main() {}
+//! The `musiclib` binary: parse the command line, load settings, start logging, and hand over
+//! to [`wiring`]. Any error ends the process with its chain printed and a non-zero code.
+
+mod cli;
+mod settings;
+mod shutdown;
+mod telemetry;
+mod wiring;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command, UserCommand};
+use crate::settings::{RawSettings, Settings};
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("musiclib: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let raw = RawSettings::load(cli.config.as_deref())?;
+    telemetry::init(raw.log_format()?);
+    let settings = Settings::try_from(raw)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        match cli.command {
+            Command::Serve { no_worker } => wiring::serve(settings, !no_worker).await,
+            Command::Worker => wiring::worker(settings).await,
+            Command::Migrate => wiring::migrate(settings).await,
+            Command::User {
+                command: UserCommand::Create { username, admin },
+            } => wiring::create_user(settings, &username, admin).await,
+            Command::Scan => wiring::scan(settings).await,
+            Command::Config => {
+                println!("{:#?}", settings.config);
+                println!("bind_address: {}", settings.bind_address);
+                println!("worker_concurrency: {}", settings.worker_concurrency);
+                Ok(())
+            }
+        }
+    })
+}

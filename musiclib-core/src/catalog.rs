@@ -5,6 +5,7 @@
 mod resolve;
 mod rows;
 
+use crate::auth::Caller;
 use crate::db::Tx;
 use crate::domain::{Album, Artist, Availability, MetadataStatus, Page, Paged, Source, Track};
 use crate::{AlbumId, ArtistId, Error, Library, Result, TrackId};
@@ -445,7 +446,12 @@ impl Library {
     }
 
     /// `PATCH /tracks/{id}`.
-    pub async fn patch_track(&self, id: &TrackId, patch: &TrackPatch) -> Result<Track> {
+    pub async fn patch_track(
+        &self,
+        caller: &Caller,
+        id: &TrackId,
+        patch: &TrackPatch,
+    ) -> Result<Track> {
         let title = patch
             .title
             .as_deref()
@@ -457,6 +463,7 @@ impl Library {
         let db = self.db();
         let mut tx = db.begin().await?;
         let current = lock_track(&mut tx, id).await?;
+        may_change(caller, &current)?;
         let title = title.unwrap_or(current.title.clone());
         let search_text = crate::text::search_key(&[
             &title,
@@ -486,6 +493,7 @@ impl Library {
     /// `PUT /tracks/{id}/metadata`: a manual edit; the track becomes `manual`.
     pub async fn set_track_metadata(
         &self,
+        caller: &Caller,
         id: &TrackId,
         metadata: &TrackMetadata,
     ) -> Result<Track> {
@@ -501,6 +509,7 @@ impl Library {
         let db = self.db();
         let mut tx = db.begin().await?;
         let current = lock_track(&mut tx, id).await?;
+        may_change(caller, &current)?;
         let mut resolver = Resolver::new(db.clone());
         let artist_id = match &artist {
             Some(name) => Some(resolver.artist(&mut tx, name).await?),
@@ -560,10 +569,11 @@ impl Library {
 
     /// `DELETE /tracks/{id}`: removes the row (leaving a tombstone for sync clients), its
     /// renditions, and then its blobs.
-    pub async fn delete_track(&self, id: &TrackId) -> Result<()> {
+    pub async fn delete_track(&self, caller: &Caller, id: &TrackId) -> Result<()> {
         let db = self.db();
         let mut tx = db.begin().await?;
         let track = lock_track(&mut tx, id).await?;
+        may_change(caller, &track)?;
         let rendition_keys: Vec<String> =
             sqlx::query_scalar("SELECT storage_uri FROM renditions WHERE track_id = $1")
                 .bind(id.as_str())
@@ -804,6 +814,17 @@ impl Library {
             albums: albums.into_iter().map(Album::from).collect(),
             artists: artists.into_iter().map(Artist::from).collect(),
         })
+    }
+}
+
+/// Admins may change any track; other users only the tracks they uploaded.
+fn may_change(caller: &Caller, track: &TrackRow) -> Result<()> {
+    if caller.user.is_admin || track.added_by.as_deref() == Some(caller.user.id.as_str()) {
+        Ok(())
+    } else {
+        Err(Error::Forbidden(
+            "only an admin or the user who uploaded a track may change it".into(),
+        ))
     }
 }
 

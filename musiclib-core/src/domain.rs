@@ -1,7 +1,7 @@
 //! Plain data of the catalogue: tracks, albums, artists, and the enums their states use.
 //! Wire formats live in the adapters; these types carry no serde derive for the API.
 
-use crate::{AlbumId, ArtistId, Error, Result, Timestamp, TrackId};
+use crate::{AlbumId, ArtistId, Error, Result, Timestamp, TrackId, UserId};
 
 macro_rules! string_enum {
     ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
@@ -123,6 +123,8 @@ pub struct Track {
     pub source: Source,
     /// Id inside the source.
     pub source_id: String,
+    /// The user who uploaded it (none for imports).
+    pub added_by: Option<UserId>,
     /// Whether audio is present.
     pub availability: Availability,
     /// Enrichment state.

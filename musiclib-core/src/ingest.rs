@@ -35,6 +35,7 @@ pub(crate) struct NewTrack {
     pub size_bytes: i64,
     pub sha256: String,
     pub mtime: Option<i64>,
+    pub added_by: Option<crate::UserId>,
     /// Title to use when the tags have none (the file name without extension).
     pub fallback_title: String,
 }
@@ -104,10 +105,10 @@ pub(crate) async fn insert_track(
     let query = db.sql(
         "INSERT INTO tracks (id, title, artist_id, album_id, artist_name, album_title, album_artist_name, genre,
              year, track_number, disc_number, duration_ms, format, mime_type, bitrate_kbps, sample_rate, channels,
-             size_bytes, content_sha256, storage_uri, source, source_id, source_mtime, availability,
+             size_bytes, content_sha256, storage_uri, source, source_id, source_mtime, added_by, availability,
              metadata_status, musicbrainz_recording_id, has_embedded_cover, tags, search_text, created_at, updated_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-                 $22, $23, 'available', 'pending', $24, $25, $26, $27, {now}, {now})
+                 $22, $23, $28, 'available', 'pending', $24, $25, $26, $27, {now}, {now})
          ON CONFLICT (source, source_id) DO NOTHING",
     );
     let facts = &track.facts;
@@ -139,6 +140,7 @@ pub(crate) async fn insert_track(
         .bind(facts.has_embedded_cover as i64)
         .bind(tags_json)
         .bind(search_text)
+        .bind(track.added_by.as_ref().map(|user| user.to_string()))
         .execute(&mut **tx)
         .await?;
     Ok(inserted.rows_affected() == 1)
@@ -164,5 +166,61 @@ pub(crate) fn title_from_file_name(name: &str) -> String {
         "Untitled".to_string()
     } else {
         stem
+    }
+}
+
+/// A configured ingest source (`GET /sources`).
+#[derive(Debug, Clone)]
+pub struct SourceInfo {
+    /// Which source.
+    pub source: Source,
+    /// Whether it can be used on this server.
+    pub enabled: bool,
+    /// Whether it can be scanned.
+    pub scannable: bool,
+    /// The folder of `local_folder`.
+    pub path: Option<std::path::PathBuf>,
+    /// Tracks from it.
+    pub track_count: i64,
+}
+
+impl crate::Library {
+    /// The ingest sources and their track counts.
+    pub async fn sources(&self) -> Result<Vec<SourceInfo>> {
+        let counts: Vec<(String, i64)> =
+            sqlx::query_as("SELECT source, COUNT(*) FROM tracks GROUP BY source")
+                .fetch_all(self.db().pool())
+                .await?;
+        let count = |source: Source| {
+            counts
+                .iter()
+                .find(|(name, _)| name == source.as_str())
+                .map(|(_, count)| *count)
+                .unwrap_or(0)
+        };
+        let folder = self.config().local_media_import_path.clone();
+        Ok(vec![
+            SourceInfo {
+                source: Source::Upload,
+                enabled: true,
+                scannable: false,
+                path: None,
+                track_count: count(Source::Upload),
+            },
+            SourceInfo {
+                source: Source::LocalFolder,
+                enabled: folder.is_some(),
+                scannable: true,
+                path: folder,
+                track_count: count(Source::LocalFolder),
+            },
+            SourceInfo {
+                source: Source::Remote,
+                enabled: false,
+                scannable: false,
+                path: None,
+                track_count: count(Source::Remote),
+            },
+        ])
     }
 }

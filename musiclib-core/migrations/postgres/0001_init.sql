@@ -70,6 +70,7 @@ CREATE TABLE tracks (
     storage_uri              TEXT NOT NULL DEFAULT '',
     source                   TEXT NOT NULL,
     source_id                TEXT NOT NULL,
+    added_by                 TEXT REFERENCES users (id) ON DELETE SET NULL,
     source_mtime             BIGINT,
     availability             TEXT NOT NULL,
     metadata_status          TEXT NOT NULL,

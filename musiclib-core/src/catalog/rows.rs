@@ -2,13 +2,13 @@
 
 use crate::db::flag;
 use crate::domain::{Album, Artist, Availability, MetadataStatus, Source, Track};
-use crate::{AlbumId, ArtistId, Timestamp, TrackId};
+use crate::{AlbumId, ArtistId, Timestamp, TrackId, UserId};
 
 /// Selects a [`TrackRow`]; callers append WHERE / ORDER BY on alias `t`.
 pub(crate) const TRACK_SELECT: &str = "SELECT t.id, t.title, t.artist_id, t.artist_name, t.album_id, t.album_title,
     t.album_artist_name, t.genre, t.year, t.track_number, t.disc_number, t.duration_ms, t.format, t.mime_type,
     t.bitrate_kbps, t.sample_rate, t.channels, t.size_bytes, t.content_sha256, t.storage_uri, t.source,
-    t.source_id, t.availability, t.metadata_status, t.metadata_error, t.enriched_at,
+    t.source_id, t.added_by, t.availability, t.metadata_status, t.metadata_error, t.enriched_at,
     t.musicbrainz_recording_id, t.acoustid_id, t.tags, t.created_at, t.updated_at,
     CASE WHEN EXISTS (SELECT 1 FROM albums c WHERE c.id = t.album_id AND c.cover_uri IS NOT NULL)
          THEN 1 ELSE 0 END AS has_cover
@@ -38,6 +38,7 @@ pub(crate) struct TrackRow {
     pub storage_uri: String,
     pub source: String,
     pub source_id: String,
+    pub added_by: Option<String>,
     pub availability: String,
     pub metadata_status: String,
     pub metadata_error: Option<String>,
@@ -82,6 +83,7 @@ impl From<TrackRow> for Track {
             // Stored values are written by this crate only; fall back rather than fail a read.
             source: Source::parse(&row.source, "source").unwrap_or(Source::Upload),
             source_id: row.source_id,
+            added_by: row.added_by.map(UserId::from_db),
             availability: Availability::parse(&row.availability, "availability")
                 .unwrap_or(Availability::Missing),
             metadata_status: MetadataStatus::parse(&row.metadata_status, "metadata_status")

@@ -211,6 +211,7 @@ impl Library {
                 size_bytes: candidate.size as i64,
                 sha256,
                 mtime: candidate.mtime,
+                added_by: None,
                 fallback_title: title_from_file_name(&file_name),
             },
         })

@@ -110,6 +110,7 @@ impl Library {
             size_bytes: size as i64,
             sha256: sha256.clone(),
             mtime: None,
+            added_by: Some(caller.user.id.clone()),
             fallback_title: title_from_file_name(&name_hint),
         };
         let inserted = self.insert_uploaded(&new_track).await;

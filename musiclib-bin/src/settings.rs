@@ -1,0 +1,454 @@
+//! Settings: built-in defaults, then an optional TOML file, then environment variables, checked
+//! at start-up into a [`musiclib_core::Config`]. A bad value stops the binary with a message
+//! naming the variable. Secrets not given are generated once and kept under `DATA_DIR`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use musiclib_core::config::{S3Config, StorageConfig};
+use musiclib_core::Config;
+
+/// Every setting, with its default and meaning (the README's table is this list).
+pub const SETTINGS: &[(&str, &str, &str)] = &[
+    (
+        "DATA_DIR",
+        "./data",
+        "Directory of local state: the SQLite file, local media, generated secrets",
+    ),
+    (
+        "DATABASE_URL",
+        "sqlite://$DATA_DIR/musiclib.db",
+        "sqlite://… (embedded) or postgres://… (scale-out)",
+    ),
+    (
+        "BIND_ADDRESS",
+        "127.0.0.1:8000",
+        "Address the API listens on",
+    ),
+    ("STORAGE_BACKEND", "local", "local or s3"),
+    (
+        "LOCAL_STORAGE_PATH",
+        "$DATA_DIR/media",
+        "Root of the local blob store",
+    ),
+    ("S3_BUCKET", "", "Bucket (required when STORAGE_BACKEND=s3)"),
+    (
+        "S3_ENDPOINT",
+        "",
+        "Endpoint of an S3-compatible server (empty: AWS)",
+    ),
+    ("S3_REGION", "us-east-1", "Region"),
+    (
+        "S3_ACCESS_KEY_ID",
+        "",
+        "Access key id (empty: the AWS credential chain)",
+    ),
+    ("S3_SECRET_ACCESS_KEY", "", "Secret access key"),
+    ("S3_ALLOW_HTTP", "false", "Allow a plain-HTTP endpoint"),
+    ("S3_PREFIX", "", "Key prefix inside the bucket"),
+    (
+        "LOCAL_MEDIA_IMPORT_PATH",
+        "",
+        "Folder imported by POST /sources/local_folder/scan and `musiclib scan`",
+    ),
+    (
+        "ALLOW_REGISTRATION",
+        "true",
+        "Whether POST /auth/register is open",
+    ),
+    (
+        "ADMIN_USERNAME",
+        "",
+        "With ADMIN_PASSWORD: superuser created at start-up when there is no user",
+    ),
+    ("ADMIN_PASSWORD", "", "Password of ADMIN_USERNAME"),
+    (
+        "JWT_SECRET",
+        "generated in $DATA_DIR/jwt_secret",
+        "Signing key of access tokens; set the same value on every replica",
+    ),
+    ("TOKEN_TTL_HOURS", "168", "Lifetime of an access token"),
+    (
+        "LEGACY_SECRET_KEY",
+        "generated in $DATA_DIR/legacy_secret_key",
+        "Key the Subsonic app passwords are encrypted with; never stored in the database",
+    ),
+    (
+        "MAX_UPLOAD_BYTES",
+        "1073741824",
+        "Largest accepted upload (413 above)",
+    ),
+    (
+        "WORKER_CONCURRENCY",
+        "2",
+        "Jobs run at once by `serve` (in-process) and by each `worker`",
+    ),
+    (
+        "JOB_MAX_ATTEMPTS",
+        "5",
+        "Attempts before a job stays failed",
+    ),
+    (
+        "JOB_LEASE_SECONDS",
+        "60",
+        "Lease of a running job; a dead worker's job is retried after it",
+    ),
+    (
+        "ACOUSTID_API_KEY",
+        "",
+        "AcoustID application key (lookup skipped when empty)",
+    ),
+    (
+        "ACOUSTID_BASE_URL",
+        "https://api.acoustid.org",
+        "AcoustID endpoint",
+    ),
+    (
+        "ACOUSTID_TRUST_SCORE",
+        "0.85",
+        "Lookup score from which the lookup wins over tags",
+    ),
+    (
+        "COVERART_ENABLED",
+        "true",
+        "Fetch covers from the Cover Art Archive",
+    ),
+    (
+        "COVERART_BASE_URL",
+        "https://coverartarchive.org",
+        "Cover Art Archive endpoint",
+    ),
+    (
+        "LRCLIB_BASE_URL",
+        "https://lrclib.net",
+        "LRCLIB endpoint (lyrics)",
+    ),
+    ("LOG_FORMAT", "text", "text or json"),
+    ("RUST_LOG", "info", "Log filter (tracing-subscriber syntax)"),
+];
+
+/// Raw settings: file values overridden by the environment.
+#[derive(Debug, Default)]
+pub struct RawSettings {
+    values: BTreeMap<String, String>,
+}
+
+impl RawSettings {
+    /// Reads `file` (if any) and the environment.
+    pub fn load(file: Option<&Path>) -> Result<RawSettings> {
+        let mut values = BTreeMap::new();
+        if let Some(file) = file {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("cannot read {}", file.display()))?;
+            let table: toml::Table = toml::from_str(&text)
+                .with_context(|| format!("{} is not valid TOML", file.display()))?;
+            for (key, value) in table {
+                let name = key.to_ascii_uppercase();
+                if !SETTINGS.iter().any(|(known, _, _)| *known == name) {
+                    bail!("{}: unknown setting {key:?}", file.display());
+                }
+                let text = match value {
+                    toml::Value::String(text) => text,
+                    other => other.to_string(),
+                };
+                values.insert(name, text);
+            }
+        }
+        for (name, _, _) in SETTINGS {
+            if let Ok(value) = std::env::var(name) {
+                values.insert(name.to_string(), value);
+            }
+        }
+        Ok(RawSettings { values })
+    }
+
+    /// From explicit values (tests).
+    #[cfg(test)]
+    pub fn from_pairs(pairs: &[(&str, &str)]) -> RawSettings {
+        RawSettings {
+            values: pairs
+                .iter()
+                .map(|(key, value)| (key.to_string(), value.to_string()))
+                .collect(),
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<&str> {
+        self.values
+            .get(name)
+            .map(String::as_str)
+            .map(str::trim)
+            .filter(|value| !value.is_empty())
+    }
+
+    fn parse<T: std::str::FromStr>(&self, name: &str, default: T) -> Result<T>
+    where
+        T::Err: std::fmt::Display,
+    {
+        match self.get(name) {
+            None => Ok(default),
+            Some(text) => text
+                .parse()
+                .map_err(|error| anyhow!("{name}: invalid value {text:?}: {error}")),
+        }
+    }
+
+    fn flag(&self, name: &str, default: bool) -> Result<bool> {
+        match self.get(name).map(str::to_ascii_lowercase).as_deref() {
+            None => Ok(default),
+            Some("1" | "true" | "yes" | "on") => Ok(true),
+            Some("0" | "false" | "no" | "off") => Ok(false),
+            Some(other) => bail!("{name}: invalid value {other:?}: expected true or false"),
+        }
+    }
+
+    fn url(&self, name: &str, default: &str) -> Result<String> {
+        let value = self.get(name).unwrap_or(default);
+        if !(value.starts_with("http://") || value.starts_with("https://")) {
+            bail!("{name}: invalid value {value:?}: expected an http:// or https:// URL");
+        }
+        Ok(value.trim_end_matches('/').to_string())
+    }
+
+    /// Log settings, needed before the rest is validated.
+    pub fn log_format(&self) -> Result<LogFormat> {
+        match self.get("LOG_FORMAT").unwrap_or("text") {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            other => bail!("LOG_FORMAT: invalid value {other:?}: expected text or json"),
+        }
+    }
+}
+
+/// How logs are written.
+#[derive(Debug, Clone, Copy)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Everything the binary needs.
+#[derive(Debug)]
+pub struct Settings {
+    /// The library configuration.
+    pub config: Config,
+    /// Listen address.
+    pub bind_address: std::net::SocketAddr,
+    /// Jobs run at once per process.
+    pub worker_concurrency: usize,
+    /// Superuser to create when there is no user.
+    pub admin: Option<(String, String)>,
+}
+
+impl TryFrom<RawSettings> for Settings {
+    type Error = anyhow::Error;
+
+    fn try_from(raw: RawSettings) -> Result<Settings> {
+        let data_dir = PathBuf::from(raw.get("DATA_DIR").unwrap_or("./data"));
+        std::fs::create_dir_all(&data_dir)
+            .with_context(|| format!("DATA_DIR: cannot create {}", data_dir.display()))?;
+        let data_dir = data_dir
+            .canonicalize()
+            .with_context(|| format!("DATA_DIR: {}", data_dir.display()))?;
+        let mut config = Config::embedded(&data_dir);
+
+        if let Some(url) = raw.get("DATABASE_URL") {
+            if !(url.starts_with("sqlite:")
+                || url.starts_with("postgres://")
+                || url.starts_with("postgresql://"))
+            {
+                bail!("DATABASE_URL: invalid value: expected sqlite://PATH or postgres://…");
+            }
+            config.database_url = url.to_string();
+        }
+        config.storage = match raw.get("STORAGE_BACKEND").unwrap_or("local") {
+            "local" => StorageConfig::Local {
+                root: raw
+                    .get("LOCAL_STORAGE_PATH")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| data_dir.join("media")),
+            },
+            "s3" => StorageConfig::S3(S3Config {
+                bucket: raw
+                    .get("S3_BUCKET")
+                    .ok_or_else(|| anyhow!("S3_BUCKET: required when STORAGE_BACKEND=s3"))?
+                    .to_string(),
+                endpoint: match raw.get("S3_ENDPOINT") {
+                    Some(_) => Some(raw.url("S3_ENDPOINT", "")?),
+                    None => None,
+                },
+                region: raw.get("S3_REGION").unwrap_or("us-east-1").to_string(),
+                access_key_id: raw.get("S3_ACCESS_KEY_ID").map(str::to_string),
+                secret_access_key: raw.get("S3_SECRET_ACCESS_KEY").map(str::to_string),
+                allow_http: raw.flag("S3_ALLOW_HTTP", false)?,
+                prefix: raw.get("S3_PREFIX").map(str::to_string),
+            }),
+            other => bail!("STORAGE_BACKEND: invalid value {other:?}: expected local or s3"),
+        };
+        config.local_media_import_path = match raw.get("LOCAL_MEDIA_IMPORT_PATH") {
+            Some(path) => {
+                let path = PathBuf::from(path);
+                if !path.is_dir() {
+                    bail!(
+                        "LOCAL_MEDIA_IMPORT_PATH: {} is not a directory",
+                        path.display()
+                    );
+                }
+                Some(path)
+            }
+            None => None,
+        };
+        config.allow_registration = raw.flag("ALLOW_REGISTRATION", true)?;
+        config.jwt_secret = match raw.get("JWT_SECRET") {
+            Some(secret) if secret.len() < 16 => {
+                bail!("JWT_SECRET: too short: use at least 16 characters")
+            }
+            Some(secret) => secret.as_bytes().to_vec(),
+            None => persistent_secret(&data_dir.join("jwt_secret"))?,
+        };
+        config.legacy_secret_key = match raw.get("LEGACY_SECRET_KEY") {
+            Some(secret) if secret.len() < 16 => {
+                bail!("LEGACY_SECRET_KEY: too short: use at least 16 characters")
+            }
+            Some(secret) => secret.as_bytes().to_vec(),
+            None => persistent_secret(&data_dir.join("legacy_secret_key"))?,
+        };
+        let ttl_hours: u64 = raw.parse("TOKEN_TTL_HOURS", 168)?;
+        if ttl_hours == 0 {
+            bail!("TOKEN_TTL_HOURS: must be at least 1");
+        }
+        config.token_ttl = Duration::from_secs(ttl_hours * 3600);
+        config.max_upload_bytes = raw.parse("MAX_UPLOAD_BYTES", 1024 * 1024 * 1024)?;
+        if config.max_upload_bytes == 0 {
+            bail!("MAX_UPLOAD_BYTES: must be positive");
+        }
+        config.jobs.max_attempts = raw.parse("JOB_MAX_ATTEMPTS", 5)?;
+        if config.jobs.max_attempts == 0 {
+            bail!("JOB_MAX_ATTEMPTS: must be at least 1");
+        }
+        let lease: u64 = raw.parse("JOB_LEASE_SECONDS", 60)?;
+        if lease < 5 {
+            bail!("JOB_LEASE_SECONDS: must be at least 5");
+        }
+        config.jobs.lease = Duration::from_secs(lease);
+        config.enrichment.acoustid_api_key = raw.get("ACOUSTID_API_KEY").map(str::to_string);
+        config.enrichment.acoustid_base_url =
+            raw.url("ACOUSTID_BASE_URL", "https://api.acoustid.org")?;
+        let trust: f64 = raw.parse("ACOUSTID_TRUST_SCORE", 0.85)?;
+        if !(0.0..=1.0).contains(&trust) {
+            bail!("ACOUSTID_TRUST_SCORE: must be between 0 and 1");
+        }
+        config.enrichment.acoustid_trust_score = trust;
+        config.enrichment.coverart_enabled = raw.flag("COVERART_ENABLED", true)?;
+        config.enrichment.coverart_base_url =
+            raw.url("COVERART_BASE_URL", "https://coverartarchive.org")?;
+        config.enrichment.lrclib_base_url = raw.url("LRCLIB_BASE_URL", "https://lrclib.net")?;
+
+        let bind_address = raw
+            .get("BIND_ADDRESS")
+            .unwrap_or("127.0.0.1:8000")
+            .parse()
+            .map_err(|error| anyhow!("BIND_ADDRESS: invalid value: {error} (expected HOST:PORT, e.g. 127.0.0.1:8000)"))?;
+        let worker_concurrency: usize = raw.parse("WORKER_CONCURRENCY", 2)?;
+        if worker_concurrency == 0 || worker_concurrency > 64 {
+            bail!("WORKER_CONCURRENCY: must be between 1 and 64");
+        }
+        let admin = match (raw.get("ADMIN_USERNAME"), raw.get("ADMIN_PASSWORD")) {
+            (Some(name), Some(password)) => {
+                if password.chars().count() < musiclib_core::auth::MIN_PASSWORD_LEN {
+                    bail!(
+                        "ADMIN_PASSWORD: must be at least {} characters",
+                        musiclib_core::auth::MIN_PASSWORD_LEN
+                    );
+                }
+                Some((name.to_string(), password.to_string()))
+            }
+            (None, None) => None,
+            (Some(_), None) => bail!("ADMIN_PASSWORD: required when ADMIN_USERNAME is set"),
+            (None, Some(_)) => bail!("ADMIN_USERNAME: required when ADMIN_PASSWORD is set"),
+        };
+        Ok(Settings {
+            config,
+            bind_address,
+            worker_concurrency,
+            admin,
+        })
+    }
+}
+
+/// Reads a secret kept in `path`, generating it (mode 0600) on first use.
+fn persistent_secret(path: &Path) -> Result<Vec<u8>> {
+    if let Ok(text) = std::fs::read_to_string(path) {
+        let text = text.trim();
+        if text.len() >= 32 {
+            return Ok(text.as_bytes().to_vec());
+        }
+    }
+    let secret = hex::encode(musiclib_core::auth::random_secret());
+    let staging = path.with_extension("tmp");
+    {
+        use std::io::Write;
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options
+            .open(&staging)
+            .with_context(|| format!("cannot write {}", staging.display()))?;
+        file.write_all(secret.as_bytes())?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&staging, path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(secret.into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(pairs: &[(&str, &str)]) -> Result<Settings> {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = dir.path().to_str().unwrap().to_string();
+        let mut all = vec![("DATA_DIR", data_dir.as_str())];
+        all.extend_from_slice(pairs);
+        let result = Settings::try_from(RawSettings::from_pairs(&all));
+        std::mem::forget(dir);
+        result
+    }
+
+    #[test]
+    fn defaults_are_the_embedded_setup() {
+        let settings = build(&[]).unwrap();
+        assert!(settings.config.database_url.starts_with("sqlite://"));
+        assert!(matches!(
+            settings.config.storage,
+            StorageConfig::Local { .. }
+        ));
+        assert!(settings.config.allow_registration);
+        assert_eq!(settings.bind_address.to_string(), "127.0.0.1:8000");
+        assert_eq!(settings.config.jwt_secret.len(), 64);
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        for (name, value) in [
+            ("STORAGE_BACKEND", "ftp"),
+            ("ALLOW_REGISTRATION", "maybe"),
+            ("BIND_ADDRESS", "nowhere"),
+            ("MAX_UPLOAD_BYTES", "-3"),
+            ("DATABASE_URL", "mysql://x"),
+            ("ACOUSTID_TRUST_SCORE", "2"),
+            ("COVERART_BASE_URL", "ftp://x"),
+            ("LOCAL_MEDIA_IMPORT_PATH", "/does/not/exist"),
+        ] {
+            let error = build(&[(name, value)]).unwrap_err().to_string();
+            assert!(error.starts_with(name), "{name}: {error}");
+        }
+        let error = build(&[("STORAGE_BACKEND", "s3")]).unwrap_err().to_string();
+        assert!(error.starts_with("S3_BUCKET"), "{error}");
+    }
+}

@@ -1,0 +1,22 @@
+//! Logging: tracing to stderr, as text or JSON lines, filtered by `RUST_LOG`.
+
+use tracing_subscriber::EnvFilter;
+
+use crate::settings::LogFormat;
+
+/// Installs the global subscriber.
+pub fn init(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=warn,object_store=warn"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .init(),
+    }
+}

@@ -1,0 +1,187 @@
+//! Wiring: build the library, then the workers and the router, and run them. Business rules
+//! stay in musiclib-core.
+
+use std::io::{IsTerminal, Read};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use musiclib_core::jobs::Worker;
+use musiclib_core::Library;
+
+use crate::settings::Settings;
+use crate::shutdown::Shutdown;
+
+async fn open(settings: &Settings) -> Result<Library> {
+    let library = Library::open(settings.config.clone())
+        .await
+        .with_context(|| {
+            format!(
+                "cannot open the library at {}",
+                musiclib_core::config::redact_url(&settings.config.database_url)
+            )
+        })?;
+    Ok(library)
+}
+
+/// Creates `ADMIN_USERNAME` when the server has no user yet.
+async fn ensure_admin(library: &Library, settings: &Settings) -> Result<()> {
+    if let Some((username, password)) = &settings.admin {
+        if library.user_count().await? == 0 {
+            library
+                .create_user(username, password, true)
+                .await
+                .context("ADMIN_USERNAME: cannot create the admin")?;
+            tracing::info!(%username, "created the admin account");
+        }
+    }
+    Ok(())
+}
+
+fn spawn_workers(
+    library: &Library,
+    count: usize,
+    shutdown: &Shutdown,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    (0..count)
+        .map(|index| {
+            let worker = Worker::new(library.clone(), &format!("worker{index}"));
+            let shutdown = shutdown.clone();
+            tokio::spawn(worker.run(shutdown.wait()))
+        })
+        .collect()
+}
+
+/// `musiclib serve`.
+pub async fn serve(settings: Settings, run_worker: bool) -> Result<()> {
+    let library = open(&settings).await?;
+    ensure_admin(&library, &settings).await?;
+    let shutdown = Shutdown::listen();
+    let workers = if run_worker {
+        spawn_workers(&library, settings.worker_concurrency, &shutdown)
+    } else {
+        Vec::new()
+    };
+    let listener = tokio::net::TcpListener::bind(settings.bind_address)
+        .await
+        .with_context(|| format!("BIND_ADDRESS: cannot listen on {}", settings.bind_address))?;
+    tracing::info!(
+        address = %listener.local_addr()?,
+        database = ?library.db().backend(),
+        storage = library.blobs().kind().as_str(),
+        workers = workers.len(),
+        "musiclib is listening"
+    );
+    let app = musiclib_http::router(library);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown.clone().wait())
+        .await?;
+    for worker in workers {
+        let _ = tokio::time::timeout(Duration::from_secs(30), worker).await;
+    }
+    Ok(())
+}
+
+/// `musiclib worker`.
+pub async fn worker(settings: Settings) -> Result<()> {
+    let library = open(&settings).await?;
+    let shutdown = Shutdown::listen();
+    tracing::info!(
+        workers = settings.worker_concurrency,
+        "musiclib worker is running jobs"
+    );
+    for worker in spawn_workers(&library, settings.worker_concurrency, &shutdown) {
+        let _ = worker.await;
+    }
+    Ok(())
+}
+
+/// `musiclib migrate`.
+pub async fn migrate(settings: Settings) -> Result<()> {
+    open(&settings).await?;
+    println!("database is up to date");
+    Ok(())
+}
+
+/// `musiclib user create`.
+pub async fn create_user(settings: Settings, username: &str, admin: bool) -> Result<()> {
+    let password = if std::io::stdin().is_terminal() {
+        let password = rpassword::prompt_password("Password: ")?;
+        let again = rpassword::prompt_password("Password again: ")?;
+        if password != again {
+            bail!("the passwords differ");
+        }
+        password
+    } else {
+        let mut input = String::new();
+        std::io::stdin()
+            .read_to_string(&mut input)
+            .context("cannot read the password from stdin")?;
+        input.lines().next().unwrap_or("").to_string()
+    };
+    let library = open(&settings).await?;
+    let user = library
+        .create_user(username, &password, admin)
+        .await
+        .map_err(|error| anyhow::anyhow!("{error}"))?;
+    println!(
+        "created {} {} ({})",
+        if user.is_admin { "admin" } else { "user" },
+        user.username,
+        user.id
+    );
+    Ok(())
+}
+
+/// `musiclib scan`.
+pub async fn scan(settings: Settings) -> Result<()> {
+    let Some(folder) = settings.config.local_media_import_path.clone() else {
+        bail!("LOCAL_MEDIA_IMPORT_PATH: not set; point it at your music folder");
+    };
+    let library = open(&settings).await?;
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} files {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let started = std::time::Instant::now();
+    let report = library
+        .scan_local_folder(|report| {
+            bar.set_length(report.seen);
+            bar.set_position(report.imported + report.skipped + report.failed);
+            bar.set_message(format!(
+                "{} imported, {} failed",
+                report.imported, report.failed
+            ));
+        })
+        .await
+        .map_err(|error| anyhow::anyhow!("{}", musiclib_core::error_chain(&error)))?;
+    bar.finish_and_clear();
+    let elapsed = started.elapsed().as_secs_f64();
+    println!("Scanned {} in {elapsed:.1} s", folder.display());
+    println!("  files seen        {}", report.seen);
+    println!("  imported          {}", report.imported);
+    println!("  already imported  {}", report.already_imported);
+    println!(
+        "  skipped (other)   {}",
+        report.skipped - report.already_imported
+    );
+    println!("  failed            {}", report.failed);
+    for error in &report.errors {
+        println!("    {}: {}", error.path, error.error);
+    }
+    if report.imported > 0 {
+        println!(
+            "{} enrichment jobs are queued; they run while `musiclib serve` or `musiclib worker` is running.",
+            report.enrichment_jobs_queued
+        );
+    }
+    if report.seen > 0 && elapsed > 0.0 {
+        println!(
+            "  throughput        {:.0} files/s",
+            report.seen as f64 / elapsed
+        );
+    }
+    Ok(())
+}

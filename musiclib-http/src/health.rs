@@ -1,0 +1,58 @@
+//! `GET /health` (root and `/api/v1`): no auth, 503 when the database is unreachable.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use musiclib_core::Library;
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+pub(crate) fn routes() -> OpenApiRouter<Library> {
+    OpenApiRouter::new().routes(routes!(health))
+}
+
+/// Health of the server and its dependencies.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HealthOut {
+    /// `ok` or `unavailable`.
+    pub status: &'static str,
+    /// Whether the database answered.
+    pub database: &'static str,
+    /// sqlite or postgres.
+    pub database_backend: &'static str,
+    /// local or s3.
+    pub storage_backend: &'static str,
+    /// Server version.
+    pub version: &'static str,
+}
+
+/// Reports health; also served at the root `/health` for probes.
+#[utoipa::path(get, path = "/health", tag = "health",
+    responses((status = 200, body = HealthOut), (status = 503, description = "The database is unreachable", body = HealthOut)))]
+pub(crate) async fn health(State(library): State<Library>) -> (StatusCode, axum::Json<HealthOut>) {
+    let health = library.health().await;
+    let status = if health.database_ok {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    let body = HealthOut {
+        status: if health.database_ok {
+            "ok"
+        } else {
+            "unavailable"
+        },
+        database: if health.database_ok {
+            "ok"
+        } else {
+            "unreachable"
+        },
+        database_backend: match health.database_backend {
+            musiclib_core::db::Backend::Sqlite => "sqlite",
+            musiclib_core::db::Backend::Postgres => "postgres",
+        },
+        storage_backend: health.storage_backend.as_str(),
+        version: env!("CARGO_PKG_VERSION"),
+    };
+    (status, axum::Json(body))
+}

@@ -1,0 +1,58 @@
+//! `/api/v1`: one module per resource, each with its routes and handlers side by side.
+//! A future `/api/v2` gets sibling modules instead of edits here.
+
+pub mod albums;
+pub mod auth;
+pub mod dto;
+pub mod search;
+pub mod sources;
+pub mod tracks;
+
+use musiclib_core::Library;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "musiclib API", description = "The /api/v1 JSON API of musiclib, a self-hosted music library server."),
+    servers((url = "/api/v1")),
+    modifiers(&BearerAuth),
+    tags(
+        (name = "auth", description = "Accounts and access tokens"),
+        (name = "tracks", description = "Tracks: upload, browse, edit"),
+        (name = "albums"), (name = "artists"), (name = "search"),
+        (name = "sources", description = "Ingest sources and imports"),
+        (name = "jobs", description = "Background jobs"),
+        (name = "admin"), (name = "health"),
+    )
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// Every `/api/v1` route (paths relative to the prefix) with its OpenAPI description.
+pub(crate) fn routes() -> OpenApiRouter<Library> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(auth::routes())
+        .merge(tracks::routes())
+        .merge(albums::routes())
+        .merge(search::routes())
+        .merge(sources::routes())
+        .merge(crate::health::routes())
+}

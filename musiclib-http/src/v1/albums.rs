@@ -1,0 +1,186 @@
+//! Albums and artists.
+
+use axum::extract::{Path, State};
+use musiclib_core::catalog::{parse_sort, AlbumFilter, AlbumSortKey};
+use musiclib_core::{AlbumId, ArtistId, Library};
+use serde::Deserialize;
+use utoipa::IntoParams;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::dto::{AlbumOut, ArtistOut, Page, PageParams, TrackOut};
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{Auth, Query};
+
+pub(super) fn routes() -> OpenApiRouter<Library> {
+    OpenApiRouter::new()
+        .routes(routes!(list_albums))
+        .routes(routes!(get_album))
+        .routes(routes!(album_tracks))
+        .routes(routes!(list_artists))
+        .routes(routes!(get_artist))
+        .routes(routes!(artist_albums))
+        .routes(routes!(artist_tracks))
+}
+
+/// Filters, sort and paging of `GET /albums`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AlbumQuery {
+    /// Album artist.
+    artist_id: Option<String>,
+    /// Year.
+    year: Option<i64>,
+    /// Genre (case-insensitive).
+    genre: Option<String>,
+    /// Substring of the title.
+    q: Option<String>,
+    /// title, artist, year or created_at; `-` prefix for descending.
+    sort: Option<String>,
+    /// Page size, 1–200 (default 50).
+    limit: Option<i64>,
+    /// Offset (default 0).
+    offset: Option<i64>,
+}
+
+/// Lists albums.
+#[utoipa::path(get, path = "/albums", tag = "albums", params(AlbumQuery), security(("bearer" = [])),
+    responses((status = 200, body = Page<AlbumOut>), (status = 422, body = ErrorBody)))]
+async fn list_albums(
+    State(library): State<Library>,
+    _auth: Auth,
+    Query(query): Query<AlbumQuery>,
+) -> Result<axum::Json<Page<AlbumOut>>, ApiError> {
+    let filter = AlbumFilter {
+        artist_id: query
+            .artist_id
+            .as_deref()
+            .map(|id| {
+                ArtistId::parse(id).map_err(|_| ApiError::invalid("artist_id", "must be an id"))
+            })
+            .transpose()?,
+        year: query.year,
+        genre: query.genre,
+        q: query.q,
+    };
+    let sort = query
+        .sort
+        .as_deref()
+        .map(|text| parse_sort(text, "sort", AlbumSortKey::parse))
+        .transpose()?;
+    let page = PageParams {
+        limit: query.limit,
+        offset: query.offset,
+    }
+    .page()?;
+    Ok(axum::Json(Page::from_core(
+        library.list_albums(&filter, sort, page).await?,
+        AlbumOut::from,
+    )))
+}
+
+/// Reads an album.
+#[utoipa::path(get, path = "/albums/{id}", tag = "albums", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Album id")),
+    responses((status = 200, body = AlbumOut), (status = 404, body = ErrorBody)))]
+async fn get_album(
+    State(library): State<Library>,
+    _auth: Auth,
+    Path(id): Path<String>,
+) -> Result<axum::Json<AlbumOut>, ApiError> {
+    Ok(axum::Json(
+        library.get_album(&AlbumId::parse(&id)?).await?.into(),
+    ))
+}
+
+/// Tracks of an album, in disc and track order.
+#[utoipa::path(get, path = "/albums/{id}/tracks", tag = "albums", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Album id"), PageParams),
+    responses((status = 200, body = Page<TrackOut>), (status = 404, body = ErrorBody)))]
+async fn album_tracks(
+    State(library): State<Library>,
+    _auth: Auth,
+    Path(id): Path<String>,
+    Query(paging): Query<PageParams>,
+) -> Result<axum::Json<Page<TrackOut>>, ApiError> {
+    let tracks = library
+        .album_tracks(&AlbumId::parse(&id)?, paging.page()?)
+        .await?;
+    Ok(axum::Json(Page::from_core(tracks, TrackOut::from)))
+}
+
+/// Filter and paging of `GET /artists`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ArtistQuery {
+    /// Substring of the name.
+    q: Option<String>,
+    /// Page size, 1–200 (default 50).
+    limit: Option<i64>,
+    /// Offset (default 0).
+    offset: Option<i64>,
+}
+
+/// Lists artists by name.
+#[utoipa::path(get, path = "/artists", tag = "artists", params(ArtistQuery), security(("bearer" = [])),
+    responses((status = 200, body = Page<ArtistOut>), (status = 422, body = ErrorBody)))]
+async fn list_artists(
+    State(library): State<Library>,
+    _auth: Auth,
+    Query(query): Query<ArtistQuery>,
+) -> Result<axum::Json<Page<ArtistOut>>, ApiError> {
+    let page = PageParams {
+        limit: query.limit,
+        offset: query.offset,
+    }
+    .page()?;
+    Ok(axum::Json(Page::from_core(
+        library.list_artists(query.q.as_deref(), page).await?,
+        ArtistOut::from,
+    )))
+}
+
+/// Reads an artist.
+#[utoipa::path(get, path = "/artists/{id}", tag = "artists", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Artist id")),
+    responses((status = 200, body = ArtistOut), (status = 404, body = ErrorBody)))]
+async fn get_artist(
+    State(library): State<Library>,
+    _auth: Auth,
+    Path(id): Path<String>,
+) -> Result<axum::Json<ArtistOut>, ApiError> {
+    Ok(axum::Json(
+        library.get_artist(&ArtistId::parse(&id)?).await?.into(),
+    ))
+}
+
+/// Albums of an artist, newest first.
+#[utoipa::path(get, path = "/artists/{id}/albums", tag = "artists", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Artist id"), PageParams),
+    responses((status = 200, body = Page<AlbumOut>), (status = 404, body = ErrorBody)))]
+async fn artist_albums(
+    State(library): State<Library>,
+    _auth: Auth,
+    Path(id): Path<String>,
+    Query(paging): Query<PageParams>,
+) -> Result<axum::Json<Page<AlbumOut>>, ApiError> {
+    let albums = library
+        .artist_albums(&ArtistId::parse(&id)?, paging.page()?)
+        .await?;
+    Ok(axum::Json(Page::from_core(albums, AlbumOut::from)))
+}
+
+/// Tracks by an artist or on their albums.
+#[utoipa::path(get, path = "/artists/{id}/tracks", tag = "artists", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Artist id"), PageParams),
+    responses((status = 200, body = Page<TrackOut>), (status = 404, body = ErrorBody)))]
+async fn artist_tracks(
+    State(library): State<Library>,
+    _auth: Auth,
+    Path(id): Path<String>,
+    Query(paging): Query<PageParams>,
+) -> Result<axum::Json<Page<TrackOut>>, ApiError> {
+    let tracks = library
+        .artist_tracks(&ArtistId::parse(&id)?, paging.page()?)
+        .await?;
+    Ok(axum::Json(Page::from_core(tracks, TrackOut::from)))
+}

@@ -1,0 +1,142 @@
+//! Sources (the local folder scan), jobs, and the admin settings that come from the
+//! environment.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use musiclib_core::{JobId, Library};
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::dto::{JobOut, JobQueued};
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::Auth;
+
+pub(super) fn routes() -> OpenApiRouter<Library> {
+    OpenApiRouter::new()
+        .routes(routes!(list_sources))
+        .routes(routes!(scan_source))
+        .routes(routes!(get_job))
+        .routes(routes!(patch_admin_settings))
+        .routes(routes!(patch_admin_source))
+}
+
+/// A configured ingest source.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SourceOut {
+    /// upload, local_folder or remote.
+    pub name: String,
+    /// Whether it can be used on this server.
+    pub enabled: bool,
+    /// Whether `POST /sources/{name}/scan` applies.
+    pub scannable: bool,
+    /// The folder, for local_folder.
+    pub path: Option<String>,
+    /// Tracks from this source.
+    pub track_count: i64,
+}
+
+/// Lists the ingest sources.
+#[utoipa::path(get, path = "/sources", tag = "sources", security(("bearer" = [])),
+    responses((status = 200, body = Vec<SourceOut>)))]
+async fn list_sources(
+    State(library): State<Library>,
+    _auth: Auth,
+) -> Result<axum::Json<Vec<SourceOut>>, ApiError> {
+    let sources = library.sources().await?;
+    Ok(axum::Json(
+        sources
+            .into_iter()
+            .map(|source| SourceOut {
+                name: source.source.to_string(),
+                enabled: source.enabled,
+                scannable: source.scannable,
+                path: source.path.map(|path| path.display().to_string()),
+                track_count: source.track_count,
+            })
+            .collect(),
+    ))
+}
+
+/// Starts an import of a source (admin only; today `local_folder`). Returns at once with the
+/// job; a scan already queued or running is returned instead of a second one.
+#[utoipa::path(post, path = "/sources/{source}/scan", tag = "sources", security(("bearer" = [])),
+    params(("source" = String, Path, description = "local_folder")),
+    responses(
+        (status = 202, body = JobQueued),
+        (status = 403, description = "Not an admin", body = ErrorBody),
+        (status = 404, description = "No such source", body = ErrorBody),
+        (status = 422, description = "The source cannot be scanned", body = ErrorBody),
+        (status = 503, description = "No folder configured, or the job queue is unavailable", body = ErrorBody),
+    ))]
+async fn scan_source(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    Path(source): Path<String>,
+) -> Result<(StatusCode, axum::Json<JobQueued>), ApiError> {
+    match source.as_str() {
+        "local_folder" => {}
+        "upload" | "remote" => {
+            return Err(ApiError::invalid(
+                "source",
+                format!("the {source} source cannot be scanned"),
+            ))
+        }
+        _ => return Err(musiclib_core::Error::not_found("source", &source).into()),
+    }
+    caller.require_admin()?;
+    let job_id = library.start_local_scan(&caller).await?;
+    let job = library.get_job(&job_id).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(JobQueued {
+            job_id: job_id.to_string(),
+            state: job.state.as_str().into(),
+            note: None,
+        }),
+    ))
+}
+
+/// Reads a job: its kind, state, attempts, progress and error. Users see the jobs they
+/// started; admins see all.
+#[utoipa::path(get, path = "/jobs/{id}", tag = "jobs", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Job id")),
+    responses((status = 200, body = JobOut), (status = 404, body = ErrorBody)))]
+async fn get_job(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    Path(id): Path<String>,
+) -> Result<axum::Json<JobOut>, ApiError> {
+    let id = JobId::parse(&id)?;
+    let job = library.get_job(&id).await?;
+    if !caller.user.is_admin && job.created_by.as_ref() != Some(&caller.user.id) {
+        return Err(musiclib_core::Error::not_found("job", &id).into());
+    }
+    Ok(axum::Json(job.into()))
+}
+
+/// Always 501: server settings come from the environment.
+#[utoipa::path(patch, path = "/admin/settings", tag = "admin", security(("bearer" = [])),
+    responses((status = 501, body = ErrorBody)))]
+async fn patch_admin_settings(Auth(caller): Auth) -> Result<StatusCode, ApiError> {
+    caller.require_admin()?;
+    Err(musiclib_core::Error::NotSupported(
+        "server settings come from the environment; change them there and restart".into(),
+    )
+    .into())
+}
+
+/// Always 501: sources are configured in the environment.
+#[utoipa::path(patch, path = "/admin/sources/{source}", tag = "admin", security(("bearer" = [])),
+    params(("source" = String, Path, description = "Source name")),
+    responses((status = 501, body = ErrorBody)))]
+async fn patch_admin_source(
+    Auth(caller): Auth,
+    Path(_source): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    caller.require_admin()?;
+    Err(musiclib_core::Error::NotSupported(
+        "sources are configured in the environment; change them there and restart".into(),
+    )
+    .into())
+}

@@ -1,0 +1,327 @@
+//! Tracks: list with filters and sort, upload, read, edit, delete, manual metadata, enrichment.
+
+use axum::extract::{Multipart, Path, State};
+use axum::http::StatusCode;
+use futures::TryStreamExt;
+use musiclib_core::catalog::{parse_sort, TrackFilter, TrackMetadata, TrackPatch, TrackSortKey};
+use musiclib_core::domain::{Availability, MetadataStatus, Source};
+use musiclib_core::{AlbumId, ArtistId, Library, TrackId};
+use serde::Deserialize;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::dto::{JobQueued, Page, PageParams, TrackOut};
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{Auth, Json, Query};
+
+pub(super) fn routes() -> OpenApiRouter<Library> {
+    OpenApiRouter::new()
+        .routes(routes!(list_tracks))
+        .routes(routes!(upload_track))
+        .routes(routes!(get_track, patch_track, delete_track))
+        .routes(routes!(put_metadata))
+        .routes(routes!(enrich))
+}
+
+/// Filters, sort and paging of `GET /tracks`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct TrackQuery {
+    /// upload, local_folder or remote; lists newest first unless `sort` is given.
+    source: Option<String>,
+    /// Tracks by this artist.
+    artist_id: Option<String>,
+    /// Tracks of this album.
+    album_id: Option<String>,
+    /// Genre (case-insensitive).
+    genre: Option<String>,
+    /// Release year.
+    year: Option<i64>,
+    /// pending, enriched, failed or manual.
+    metadata_status: Option<String>,
+    /// available, placeholder or missing.
+    availability: Option<String>,
+    /// Substring of title, artist or album (case- and accent-insensitive).
+    q: Option<String>,
+    /// title, artist, album, year, track_number, duration, created_at or updated_at; `-` prefix for descending.
+    sort: Option<String>,
+    /// Page size, 1–200 (default 50).
+    limit: Option<i64>,
+    /// Offset (default 0).
+    offset: Option<i64>,
+}
+
+fn parse_id<T>(
+    parse: fn(&str) -> musiclib_core::Result<T>,
+    field: &str,
+    value: &Option<String>,
+) -> Result<Option<T>, ApiError> {
+    value
+        .as_deref()
+        .map(|value| parse(value).map_err(|_| ApiError::invalid(field, "must be an id")))
+        .transpose()
+}
+
+/// Lists tracks.
+#[utoipa::path(get, path = "/tracks", tag = "tracks", params(TrackQuery), security(("bearer" = [])),
+    responses((status = 200, body = Page<TrackOut>), (status = 401, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn list_tracks(
+    State(library): State<Library>,
+    _auth: Auth,
+    Query(query): Query<TrackQuery>,
+) -> Result<axum::Json<Page<TrackOut>>, ApiError> {
+    let filter = TrackFilter {
+        source: query
+            .source
+            .as_deref()
+            .map(|text| Source::parse(text, "source"))
+            .transpose()?,
+        artist_id: parse_id(ArtistId::parse, "artist_id", &query.artist_id)?,
+        album_id: parse_id(AlbumId::parse, "album_id", &query.album_id)?,
+        genre: query.genre,
+        year: query.year,
+        metadata_status: query
+            .metadata_status
+            .as_deref()
+            .map(|text| MetadataStatus::parse(text, "metadata_status"))
+            .transpose()?,
+        availability: query
+            .availability
+            .as_deref()
+            .map(|text| Availability::parse(text, "availability"))
+            .transpose()?,
+        q: query.q,
+    };
+    let sort = query
+        .sort
+        .as_deref()
+        .map(|text| parse_sort(text, "sort", TrackSortKey::parse))
+        .transpose()?;
+    let page = PageParams {
+        limit: query.limit,
+        offset: query.offset,
+    }
+    .page()?;
+    let tracks = library.list_tracks(&filter, sort, page).await?;
+    Ok(axum::Json(Page::from_core(tracks, TrackOut::from)))
+}
+
+/// Multipart form of an upload.
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub struct UploadForm {
+    /// The audio file.
+    #[schema(value_type = String, format = Binary)]
+    file: Vec<u8>,
+}
+
+/// Uploads an audio file (multipart field `file`). The same bytes uploaded again answer the
+/// existing track with 200.
+#[utoipa::path(post, path = "/tracks/upload", tag = "tracks", security(("bearer" = [])),
+    request_body(content = UploadForm, content_type = "multipart/form-data"),
+    responses(
+        (status = 201, description = "Created; enrichment is queued", body = TrackOut),
+        (status = 200, description = "These bytes were uploaded before", body = TrackOut),
+        (status = 413, description = "Larger than MAX_UPLOAD_BYTES", body = ErrorBody),
+        (status = 422, description = "No `file` field, or not audio", body = ErrorBody),
+    ))]
+async fn upload_track(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    mut multipart: Multipart,
+) -> Result<(StatusCode, axum::Json<TrackOut>), ApiError> {
+    loop {
+        let field = multipart
+            .next_field()
+            .await
+            .map_err(|error| multipart_error(&library, error))?;
+        let Some(field) = field else {
+            return Err(ApiError::invalid(
+                "file",
+                "the multipart form has no `file` field",
+            ));
+        };
+        if field.name() != Some("file") {
+            continue;
+        }
+        let file_name = field.file_name().map(str::to_string);
+        let limit = library.config().max_upload_bytes;
+        let stream = field.map_err(move |error| {
+            let status = error.status();
+            std::io::Error::other(if status == StatusCode::PAYLOAD_TOO_LARGE {
+                format!("larger than the limit of {limit} bytes")
+            } else {
+                error.body_text()
+            })
+        });
+        let reader = tokio_util::io::StreamReader::new(stream);
+        let outcome = library
+            .upload_track(&caller, file_name.as_deref(), reader)
+            .await?;
+        let status = if outcome.created {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        };
+        return Ok((status, axum::Json(outcome.track.into())));
+    }
+}
+
+fn multipart_error(library: &Library, error: axum::extract::multipart::MultipartError) -> ApiError {
+    if error.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        musiclib_core::Error::TooLarge {
+            limit: library.config().max_upload_bytes,
+        }
+        .into()
+    } else {
+        ApiError::invalid("file", error.body_text())
+    }
+}
+
+fn track_id(id: &str) -> Result<TrackId, ApiError> {
+    Ok(TrackId::parse(id)?)
+}
+
+/// Reads a track.
+#[utoipa::path(get, path = "/tracks/{id}", tag = "tracks", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Track id")),
+    responses((status = 200, body = TrackOut), (status = 404, body = ErrorBody)))]
+async fn get_track(
+    State(library): State<Library>,
+    _auth: Auth,
+    Path(id): Path<String>,
+) -> Result<axum::Json<TrackOut>, ApiError> {
+    Ok(axum::Json(library.get_track(&track_id(&id)?).await?.into()))
+}
+
+/// Fields of `PATCH /tracks/{id}`; absent fields stay as they are. The enrichment state is
+/// unchanged (use `PUT /tracks/{id}/metadata` for a manual edit of identity fields).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TrackPatchIn {
+    /// Title.
+    title: Option<String>,
+    /// Genre.
+    genre: Option<String>,
+    /// Year.
+    year: Option<i64>,
+    /// Track number.
+    track_number: Option<i64>,
+    /// Disc number.
+    disc_number: Option<i64>,
+}
+
+/// Updates descriptive fields of a track (admin or the uploader).
+#[utoipa::path(patch, path = "/tracks/{id}", tag = "tracks", security(("bearer" = [])), request_body = TrackPatchIn,
+    params(("id" = String, Path, description = "Track id")),
+    responses((status = 200, body = TrackOut), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn patch_track(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    Path(id): Path<String>,
+    Json(patch): Json<TrackPatchIn>,
+) -> Result<axum::Json<TrackOut>, ApiError> {
+    let patch = TrackPatch {
+        title: patch.title,
+        genre: patch.genre,
+        year: patch.year,
+        track_number: patch.track_number,
+        disc_number: patch.disc_number,
+    };
+    Ok(axum::Json(
+        library
+            .patch_track(&caller, &track_id(&id)?, &patch)
+            .await?
+            .into(),
+    ))
+}
+
+/// Deletes a track, its audio and its cached renditions (admin or the uploader).
+#[utoipa::path(delete, path = "/tracks/{id}", tag = "tracks", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Track id")),
+    responses((status = 204, description = "Deleted"), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn delete_track(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    library.delete_track(&caller, &track_id(&id)?).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A manual metadata edit: the whole set; absent optional fields are cleared.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TrackMetadataIn {
+    /// Title (required).
+    title: String,
+    /// Track artist.
+    artist: Option<String>,
+    /// Album title.
+    album: Option<String>,
+    /// Album artist (defaults to the track artist).
+    album_artist: Option<String>,
+    /// Genre.
+    genre: Option<String>,
+    /// Year.
+    year: Option<i64>,
+    /// Track number.
+    track_number: Option<i64>,
+    /// Disc number.
+    disc_number: Option<i64>,
+    /// MusicBrainz recording id.
+    musicbrainz_recording_id: Option<String>,
+}
+
+/// Sets a track's metadata by hand; the track becomes `manual` and enrichment leaves it alone.
+#[utoipa::path(put, path = "/tracks/{id}/metadata", tag = "tracks", security(("bearer" = [])), request_body = TrackMetadataIn,
+    params(("id" = String, Path, description = "Track id")),
+    responses((status = 200, body = TrackOut), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn put_metadata(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    Path(id): Path<String>,
+    Json(input): Json<TrackMetadataIn>,
+) -> Result<axum::Json<TrackOut>, ApiError> {
+    let metadata = TrackMetadata {
+        title: input.title,
+        artist: input.artist,
+        album: input.album,
+        album_artist: input.album_artist,
+        genre: input.genre,
+        year: input.year,
+        track_number: input.track_number,
+        disc_number: input.disc_number,
+        musicbrainz_recording_id: input.musicbrainz_recording_id,
+    };
+    Ok(axum::Json(
+        library
+            .set_track_metadata(&caller, &track_id(&id)?, &metadata)
+            .await?
+            .into(),
+    ))
+}
+
+/// Queues enrichment of one track. A `manual` track stays manual (the answer says so).
+#[utoipa::path(post, path = "/tracks/{id}/metadata/enrich", tag = "tracks", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Track id")),
+    responses((status = 202, body = JobQueued), (status = 404, body = ErrorBody), (status = 503, description = "The job queue is unavailable", body = ErrorBody)))]
+async fn enrich(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, axum::Json<JobQueued>), ApiError> {
+    let id = track_id(&id)?;
+    let track = library.get_track(&id).await?;
+    let job_id = library.request_enrichment(&id, &caller.user.id).await?;
+    let note = (track.metadata_status == MetadataStatus::Manual)
+        .then(|| "the track is manual: enrichment will leave its metadata as it is".to_string());
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(JobQueued {
+            job_id: job_id.to_string(),
+            state: "queued".into(),
+            note,
+        }),
+    ))
+}
