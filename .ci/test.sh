@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh Debian machine or in CI:
+#   - installs what is missing (Debian packages; moto for the S3-compatible server),
+#   - starts a private PostgreSQL and an S3-compatible server (moto) on loopback,
+#   - generates the test corpus (shared/corpus/make-corpus.sh),
+#   - builds once and runs every test on SQLite + local disk and on PostgreSQL + S3,
+#   - runs the examples, and checks that musiclib-core depends on no web framework.
+# Everything it starts is stopped on exit.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+shared="${MUSICLIB_SHARED:-$repo/../shared}"
+state="$repo/target/ci"
+mkdir -p "$state"
+
+log() { printf '\n==> %s\n' "$*" >&2; }
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# ---------------------------------------------------------------- dependencies
+command -v cargo >/dev/null || { echo "cargo is required (install Rust with rustup)" >&2; exit 1; }
+need=()
+command -v ffmpeg >/dev/null || need+=(ffmpeg)
+command -v curl >/dev/null || need+=(curl)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+if ! command -v moto_server >/dev/null && [ ! -x "$state/venv/bin/moto_server" ]; then
+  python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+fi
+if [ ${#need[@]} -gt 0 ]; then
+  log "installing ${need[*]}"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+moto="$(command -v moto_server || true)"
+if [ -z "$moto" ] || ! "$moto" --help >/dev/null 2>&1; then
+  if [ ! -x "$state/venv/bin/moto_server" ]; then
+    log "installing moto (S3-compatible test server) into target/ci/venv"
+    python3 -m venv "$state/venv"
+    "$state/venv/bin/pip" install -q 'moto[server]'
+  fi
+  moto="$state/venv/bin/moto_server"
+fi
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+
+# ---------------------------------------------------------------- PostgreSQL
+pids=()
+pg_dir=""
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  if [ -n "$pg_dir" ] && [ -d "$pg_dir" ]; then
+    if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$pg_bin/pg_ctl" -D "$pg_dir/data" -m immediate stop >/dev/null 2>&1 || true
+    else "$pg_bin/pg_ctl" -D "$pg_dir/data" -m immediate stop >/dev/null 2>&1 || true; fi
+    rm -rf "$pg_dir"
+  fi
+}
+trap cleanup EXIT
+
+pg_bin="$(dirname "$(ls -d /usr/lib/postgresql/*/bin/initdb | sort -V | tail -n 1)")"
+pg_port="$(free_port)"
+pg_dir="$(mktemp -d /tmp/musiclib-pg.XXXXXX)"
+log "starting a private PostgreSQL on 127.0.0.1:$pg_port"
+run_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+[ "$(id -u)" = 0 ] && chown postgres "$pg_dir"
+run_pg "$pg_bin/initdb" -D "$pg_dir/data" -U postgres -A trust -E UTF8 >/dev/null
+run_pg "$pg_bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/log" -w -o \
+  "-p $pg_port -k $pg_dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
+  start >/dev/null
+export MUSICLIB_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$pg_port/postgres"
+
+# ---------------------------------------------------------------- S3 (moto)
+s3_port="$(free_port)"
+log "starting moto_server (S3) on 127.0.0.1:$s3_port"
+"$moto" -H 127.0.0.1 -p "$s3_port" >"$state/moto.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$s3_port/" >/dev/null 2>&1 && break; sleep 0.1; done
+export MUSICLIB_TEST_S3_ENDPOINT="http://127.0.0.1:$s3_port"
+export MUSICLIB_TEST_S3_BUCKET=musiclib-test
+curl -sf -X PUT "$MUSICLIB_TEST_S3_ENDPOINT/$MUSICLIB_TEST_S3_BUCKET" >/dev/null
+
+# ---------------------------------------------------------------- corpus
+log "generating the test corpus"
+"$shared/corpus/make-corpus.sh" "$repo/target/corpus" >"$state/corpus.log" 2>&1 || { cat "$state/corpus.log" >&2; exit 1; }
+export MUSICLIB_TEST_CORPUS="$repo/target/corpus"
+
+# ---------------------------------------------------------------- checks and tests
+log "checking that musiclib-core depends on no web framework"
+direct="$(cargo tree -p musiclib-core -e normal --depth 1 --prefix none | awk '{print $1}')"
+if echo "$direct" | grep -qxE 'axum|axum-core|hyper|tower|tower-http|http'; then
+  echo "musiclib-core depends directly on a web framework:" >&2; echo "$direct" >&2; exit 1
+fi
+if cargo tree -p musiclib-core -e normal --prefix none | awk '{print $1}' | grep -qxE 'axum|axum-core|tower-http'; then
+  echo "musiclib-core pulls in axum or tower-http" >&2; exit 1
+fi
+for adapter in musiclib-http musiclib-subsonic; do
+  if cargo tree -p "$adapter" -e normal --depth 1 --prefix none | awk '{print $1}' | grep -qx sqlx; then
+    echo "$adapter depends on sqlx directly" >&2; exit 1
+  fi
+done
+
+log "building"
+cargo build --workspace --all-targets --quiet
+
+log "running the tests (SQLite + local disk, PostgreSQL + S3)"
+cargo test --workspace --all-targets --quiet 2>&1 | tee "$state/test.log"
+
+log "running the examples"
+cargo run --quiet -p musiclib-examples --example embed_core -- "$MUSICLIB_TEST_CORPUS/library"
+cargo run --quiet -p musiclib-examples --example mount_api -- --self-test
+
+log "all tests passed"
