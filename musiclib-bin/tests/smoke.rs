@@ -17,12 +17,19 @@ impl Drop for Process {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn spawn(args: &[&str], env: &[(&str, String)]) -> Process {
     let mut command = Command::new(env!("CARGO_BIN_EXE_musiclib"));
-    command.args(args).stdout(Stdio::null()).stderr(Stdio::null());
+    command
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
     for (key, value) in env {
         command.env(key, value);
     }
@@ -55,12 +62,20 @@ async fn upload_and_wait_enriched(client: &reqwest::Client, upload_to: &str, rea
     let token = token["access_token"].as_str().expect("token").to_string();
     let corpus = musiclib_core::testing::corpus_dir();
     let Some(corpus) = corpus else {
-        assert!(std::env::var("CI").map(|ci| ci != "true").unwrap_or(true), "corpus missing in CI");
+        assert!(
+            std::env::var("CI").map(|ci| ci != "true").unwrap_or(true),
+            "corpus missing in CI"
+        );
         return;
     };
-    let bytes = std::fs::read(corpus.join("library/Aurora Lane/Northern Lights (2019)/02 - Polar Drift.flac")).unwrap();
-    let form = reqwest::multipart::Form::new()
-        .part("file", reqwest::multipart::Part::bytes(bytes).file_name("02 - Polar Drift.flac"));
+    let bytes = std::fs::read(
+        corpus.join("library/Aurora Lane/Northern Lights (2019)/02 - Polar Drift.flac"),
+    )
+    .unwrap();
+    let form = reqwest::multipart::Form::new().part(
+        "file",
+        reqwest::multipart::Part::bytes(bytes).file_name("02 - Polar Drift.flac"),
+    );
     let response = client
         .post(format!("{upload_to}/api/v1/tracks/upload"))
         .bearer_auth(&token)
@@ -98,7 +113,10 @@ async fn embedded_server_serves_and_runs_jobs() {
     let base = format!("http://127.0.0.1:{port}");
     let _server = spawn(
         &["serve"],
-        &[("DATA_DIR", data.path().display().to_string()), ("BIND_ADDRESS", format!("127.0.0.1:{port}"))],
+        &[
+            ("DATA_DIR", data.path().display().to_string()),
+            ("BIND_ADDRESS", format!("127.0.0.1:{port}")),
+        ],
     );
     let client = reqwest::Client::new();
     wait_healthy(&client, &base).await;
@@ -124,25 +142,57 @@ async fn scale_out_replicas_and_a_separate_worker() {
             ("S3_SECRET_ACCESS_KEY", "test".to_string()),
             ("S3_ALLOW_HTTP", "true".to_string()),
             ("S3_PREFIX", s3.prefix.clone().unwrap()),
-            ("JWT_SECRET", "a shared secret for every replica".to_string()),
-            ("LEGACY_SECRET_KEY", "a shared legacy key for every replica".to_string()),
+            (
+                "JWT_SECRET",
+                "a shared secret for every replica".to_string(),
+            ),
+            (
+                "LEGACY_SECRET_KEY",
+                "a shared legacy key for every replica".to_string(),
+            ),
         ]
     };
-    let (data_a, data_b, data_w) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (data_a, data_b, data_w) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
     let (port_a, port_b) = (free_port(), free_port());
     let _migrated = Command::new(env!("CARGO_BIN_EXE_musiclib"))
         .arg("migrate")
         .envs(shared_env(data_a.path(), port_a))
         .status()
         .unwrap();
-    let _replica_a = spawn(&["serve", "--no-worker"], &shared_env(data_a.path(), port_a));
-    let _replica_b = spawn(&["serve", "--no-worker"], &shared_env(data_b.path(), port_b));
+    let _replica_a = spawn(
+        &["serve", "--no-worker"],
+        &shared_env(data_a.path(), port_a),
+    );
+    let _replica_b = spawn(
+        &["serve", "--no-worker"],
+        &shared_env(data_b.path(), port_b),
+    );
     let _worker = spawn(&["worker"], &shared_env(data_w.path(), free_port()));
     let client = reqwest::Client::new();
-    let (base_a, base_b) = (format!("http://127.0.0.1:{port_a}"), format!("http://127.0.0.1:{port_b}"));
+    let (base_a, base_b) = (
+        format!("http://127.0.0.1:{port_a}"),
+        format!("http://127.0.0.1:{port_b}"),
+    );
     wait_healthy(&client, &base_a).await;
     wait_healthy(&client, &base_b).await;
-    let health: Value = client.get(format!("{base_b}/health")).send().await.unwrap().json().await.unwrap();
-    assert_eq!((health["database_backend"].as_str(), health["storage_backend"].as_str()), (Some("postgres"), Some("s3")));
+    let health: Value = client
+        .get(format!("{base_b}/health"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            health["database_backend"].as_str(),
+            health["storage_backend"].as_str()
+        ),
+        (Some("postgres"), Some("s3"))
+    );
     upload_and_wait_enriched(&client, &base_a, &base_b).await;
 }

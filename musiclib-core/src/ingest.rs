@@ -26,7 +26,9 @@ pub(crate) const IN_MEMORY_LIMIT: u64 = 64 * 1024 * 1024;
 
 /// A track ready to be inserted: its blob is already stored.
 #[derive(Debug)]
-pub(crate) struct NewTrack {
+#[doc(hidden)]
+pub struct NewTrack {
+    #[allow(missing_docs)]
     pub id: TrackId,
     pub facts: AudioFacts,
     pub storage_uri: String,
@@ -47,7 +49,8 @@ pub(crate) fn audio_key(id: &TrackId, format: &str) -> String {
 
 /// Inserts a `pending` track with what its tags say, resolving artist and album. Returns
 /// false when a track with the same (source, source_id) already exists.
-pub(crate) async fn insert_track(
+#[doc(hidden)]
+pub async fn insert_track(
     tx: &mut Tx,
     db: &Db,
     resolver: &mut Resolver,

@@ -236,3 +236,53 @@ pub fn corpus_dir() -> Option<std::path::PathBuf> {
         None
     }
 }
+
+/// Inserts `count` synthetic tracks (no audio) in batches: `albums` albums per artist, ten
+/// tracks per album. For benchmarks of catalogue queries on large libraries.
+pub async fn insert_synthetic_tracks(library: &Library, count: usize) {
+    use crate::catalog::Resolver;
+    use crate::domain::Source;
+    use crate::ingest::{AudioFacts, EmbeddedTags, NewTrack};
+    let db = library.db();
+    for start in (0..count).step_by(1000) {
+        let mut tx = db.begin().await.expect("begin");
+        let mut resolver = Resolver::new(db.clone());
+        for index in start..(start + 1000).min(count) {
+            let artist = format!("Artist {} Ñandú", index / 100);
+            let album = format!("Album {} of {}", (index / 10) % 10, artist);
+            let tags = EmbeddedTags {
+                title: Some(format!("Track {index} Mañana {}", index % 97)),
+                artist: Some(artist.clone()),
+                album: Some(album),
+                year: Some(1970 + (index % 50) as i64),
+                track_number: Some((index % 10 + 1) as i64),
+                ..Default::default()
+            };
+            let track = NewTrack {
+                id: crate::TrackId::new(),
+                facts: AudioFacts {
+                    format: "mp3",
+                    mime_type: "audio/mpeg",
+                    duration_ms: 180_000,
+                    bitrate_kbps: Some(320),
+                    sample_rate: Some(44100),
+                    channels: Some(2),
+                    tags,
+                    has_embedded_cover: false,
+                },
+                storage_uri: String::new(),
+                source: Source::Remote,
+                source_id: format!("synthetic-{index}"),
+                size_bytes: 0,
+                sha256: String::new(),
+                mtime: None,
+                added_by: None,
+                fallback_title: String::new(),
+            };
+            crate::ingest::insert_track(&mut tx, db, &mut resolver, &track)
+                .await
+                .expect("insert");
+        }
+        tx.commit().await.expect("commit");
+    }
+}

@@ -16,7 +16,10 @@ struct App {
 
 impl App {
     async fn new(library: TestLibrary) -> App {
-        App { router: musiclib_http::router(library.library.clone()), library }
+        App {
+            router: musiclib_http::router(library.library.clone()),
+            library,
+        }
     }
 
     async fn call(&self, request: Request<Body>) -> (StatusCode, Value) {
@@ -27,12 +30,22 @@ impl App {
         (status, body)
     }
 
-    async fn json(&self, method: &str, uri: &str, token: Option<&str>, body: Value) -> (StatusCode, Value) {
-        let mut request = Request::builder().method(method).uri(uri).header(header::CONTENT_TYPE, "application/json");
+    async fn json(
+        &self,
+        method: &str,
+        uri: &str,
+        token: Option<&str>,
+        body: Value,
+    ) -> (StatusCode, Value) {
+        let mut request = Request::builder()
+            .method(method)
+            .uri(uri)
+            .header(header::CONTENT_TYPE, "application/json");
         if let Some(token) = token {
             request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
         }
-        self.call(request.body(Body::from(body.to_string())).unwrap()).await
+        self.call(request.body(Body::from(body.to_string())).unwrap())
+            .await
     }
 
     async fn get(&self, uri: &str, token: Option<&str>) -> (StatusCode, Value) {
@@ -44,16 +57,31 @@ impl App {
     }
 
     async fn register(&self, name: &str) -> String {
-        let (status, body) =
-            self.json("POST", "/api/v1/auth/register", None, json!({"username": name, "password": "long enough"})).await;
+        let (status, body) = self
+            .json(
+                "POST",
+                "/api/v1/auth/register",
+                None,
+                json!({"username": name, "password": "long enough"}),
+            )
+            .await;
         assert_eq!(status, StatusCode::CREATED, "{body}");
         body["access_token"].as_str().unwrap().to_string()
     }
 
     async fn admin_token(&self) -> String {
-        self.library.create_user("root", "root-password", true).await.unwrap();
-        let (status, body) =
-            self.json("POST", "/api/v1/auth/login", None, json!({"username": "root", "password": "root-password"})).await;
+        self.library
+            .create_user("root", "root-password", true)
+            .await
+            .unwrap();
+        let (status, body) = self
+            .json(
+                "POST",
+                "/api/v1/auth/login",
+                None,
+                json!({"username": "root", "password": "root-password"}),
+            )
+            .await;
         assert_eq!(status, StatusCode::OK);
         body["access_token"].as_str().unwrap().to_string()
     }
@@ -68,7 +96,10 @@ impl App {
         body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
         let request = Request::post("/api/v1/tracks/upload")
             .header(header::AUTHORIZATION, format!("Bearer {token}"))
-            .header(header::CONTENT_TYPE, format!("multipart/form-data; boundary={boundary}"))
+            .header(
+                header::CONTENT_TYPE,
+                format!("multipart/form-data; boundary={boundary}"),
+            )
             .body(Body::from(body))
             .unwrap();
         self.call(request).await
@@ -77,7 +108,12 @@ impl App {
 
 fn assert_error(body: &Value, code: &str) {
     assert_eq!(body["error"]["code"], code, "{body}");
-    assert!(body["error"]["message"].as_str().is_some_and(|message| !message.is_empty()), "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|message| !message.is_empty()),
+        "{body}"
+    );
 }
 
 macro_rules! both_backends {
@@ -103,83 +139,180 @@ both_backends!(auth_and_errors, |backend| async move {
     let token = app.register("alice").await;
 
     let (status, body) = app.get("/api/v1/users/me", Some(&token)).await;
-    assert_eq!((status, body["username"].as_str(), body["is_admin"].as_bool()), (StatusCode::OK, Some("alice"), Some(false)));
+    assert_eq!(
+        (
+            status,
+            body["username"].as_str(),
+            body["is_admin"].as_bool()
+        ),
+        (StatusCode::OK, Some("alice"), Some(false))
+    );
     let (status, body) = app.get("/api/v1/users/me", None).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert_error(&body, "unauthenticated");
     let (status, _) = app.get("/api/v1/users/me", Some("not-a-token")).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     // `?token=` is for media endpoints only.
-    let (status, _) = app.get(&format!("/api/v1/tracks?token={token}"), None).await;
+    let (status, _) = app
+        .get(&format!("/api/v1/tracks?token={token}"), None)
+        .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 
-    let (status, body) = app.json("POST", "/api/v1/auth/register", None, json!({"username": "ALICE", "password": "long enough"})).await;
+    let (status, body) = app
+        .json(
+            "POST",
+            "/api/v1/auth/register",
+            None,
+            json!({"username": "ALICE", "password": "long enough"}),
+        )
+        .await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert_error(&body, "conflict");
-    let (status, body) = app.json("POST", "/api/v1/auth/register", None, json!({"username": "bob", "password": "short"})).await;
+    let (status, body) = app
+        .json(
+            "POST",
+            "/api/v1/auth/register",
+            None,
+            json!({"username": "bob", "password": "short"}),
+        )
+        .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(body["error"]["field"], "password");
-    let (status, body) = app.json("POST", "/api/v1/auth/register", None, json!({"username": "bob"})).await;
+    let (status, body) = app
+        .json(
+            "POST",
+            "/api/v1/auth/register",
+            None,
+            json!({"username": "bob"}),
+        )
+        .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     let (status, body) = app
-        .call(Request::post("/api/v1/auth/login").header(header::CONTENT_TYPE, "application/json").body(Body::from("{not json")).unwrap())
+        .call(
+            Request::post("/api/v1/auth/login")
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from("{not json"))
+                .unwrap(),
+        )
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(body["error"]["field"], "body");
-    let (status, _) = app.json("POST", "/api/v1/auth/login", None, json!({"username": "alice", "password": "wrong password"})).await;
+    let (status, _) = app
+        .json(
+            "POST",
+            "/api/v1/auth/login",
+            None,
+            json!({"username": "alice", "password": "wrong password"}),
+        )
+        .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 
     // OAuth2 password-flow clients log in with a form.
     let request = Request::post("/api/v1/auth/login")
         .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
-        .body(Body::from("grant_type=password&username=alice&password=long+enough"))
+        .body(Body::from(
+            "grant_type=password&username=alice&password=long+enough",
+        ))
         .unwrap();
     let (status, body) = app.call(request).await;
-    assert_eq!((status, body["token_type"].as_str()), (StatusCode::OK, Some("bearer")));
+    assert_eq!(
+        (status, body["token_type"].as_str()),
+        (StatusCode::OK, Some("bearer"))
+    );
 
     // Paging and query validation name the parameter.
     let (status, body) = app.get("/api/v1/tracks?limit=201", Some(&token)).await;
-    assert_eq!((status, body["error"]["field"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("limit")));
+    assert_eq!(
+        (status, body["error"]["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("limit"))
+    );
     let (status, body) = app.get("/api/v1/tracks?year=nineteen", Some(&token)).await;
-    assert_eq!((status, body["error"]["field"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("year")));
+    assert_eq!(
+        (status, body["error"]["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("year"))
+    );
     let (status, body) = app.get("/api/v1/tracks?sort=-bogus", Some(&token)).await;
-    assert_eq!((status, body["error"]["field"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("sort")));
+    assert_eq!(
+        (status, body["error"]["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("sort"))
+    );
     let (status, body) = app.get("/api/v1/tracks", Some(&token)).await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!((body["total"].as_i64(), body["limit"].as_i64(), body["offset"].as_i64()), (Some(0), Some(50), Some(0)));
-    let (status, body) = app.get("/api/v1/tracks/00000000-0000-0000-0000-000000000000", Some(&token)).await;
+    assert_eq!(
+        (
+            body["total"].as_i64(),
+            body["limit"].as_i64(),
+            body["offset"].as_i64()
+        ),
+        (Some(0), Some(50), Some(0))
+    );
+    let (status, body) = app
+        .get(
+            "/api/v1/tracks/00000000-0000-0000-0000-000000000000",
+            Some(&token),
+        )
+        .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_error(&body, "not_found");
     let (status, _) = app.get("/api/v1/nothing-here", Some(&token)).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 
     // Admin-only operations.
-    let (status, body) = app.json("POST", "/api/v1/sources/local_folder/scan", Some(&token), json!({})).await;
+    let (status, body) = app
+        .json(
+            "POST",
+            "/api/v1/sources/local_folder/scan",
+            Some(&token),
+            json!({}),
+        )
+        .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_error(&body, "forbidden");
     let admin = app.admin_token().await;
-    let (status, body) = app.json("PATCH", "/api/v1/admin/settings", Some(&admin), json!({})).await;
+    let (status, body) = app
+        .json("PATCH", "/api/v1/admin/settings", Some(&admin), json!({}))
+        .await;
     assert_eq!(status, StatusCode::NOT_IMPLEMENTED);
     assert_error(&body, "not_supported");
 });
 
 both_backends!(registration_closed_answers_403, |backend| async move {
-    let library = TestLibrary::builder(backend).config(|config| config.allow_registration = false).build().await;
+    let library = TestLibrary::builder(backend)
+        .config(|config| config.allow_registration = false)
+        .build()
+        .await;
     let app = App::new(library).await;
-    let (status, body) = app.json("POST", "/api/v1/auth/register", None, json!({"username": "x", "password": "long enough"})).await;
+    let (status, body) = app
+        .json(
+            "POST",
+            "/api/v1/auth/register",
+            None,
+            json!({"username": "x", "password": "long enough"}),
+        )
+        .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_error(&body, "forbidden");
 });
 
 both_backends!(upload_rules, |backend| async move {
     let Some(corpus) = musiclib_core::testing::corpus_dir() else {
-        assert!(std::env::var("CI").map(|ci| ci != "true").unwrap_or(true), "corpus missing in CI");
+        assert!(
+            std::env::var("CI").map(|ci| ci != "true").unwrap_or(true),
+            "corpus missing in CI"
+        );
         return;
     };
-    let library = TestLibrary::builder(backend).config(|config| config.max_upload_bytes = 12_000_000).build().await;
+    let library = TestLibrary::builder(backend)
+        .config(|config| config.max_upload_bytes = 12_000_000)
+        .build()
+        .await;
     let app = App::new(library).await;
     let token = app.register("alice").await;
-    let mp3 = std::fs::read(corpus.join("library/Los Señores del Ritmo/Canción de Mañana (2021)/01 - Mañana Dorada.mp3")).unwrap();
+    let mp3 = std::fs::read(
+        corpus
+            .join("library/Los Señores del Ritmo/Canción de Mañana (2021)/01 - Mañana Dorada.mp3"),
+    )
+    .unwrap();
 
     let (status, first) = app.upload(&token, "a.mp3", &mp3).await;
     assert_eq!(status, StatusCode::CREATED, "{first}");
@@ -192,8 +325,14 @@ both_backends!(upload_rules, |backend| async move {
     assert_eq!(second["id"], first["id"]);
 
     let (status, body) = app.upload(&token, "notes.mp3", b"plain text").await;
-    assert_eq!((status, body["error"]["field"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("file")));
-    let flac = std::fs::read(corpus.join("library/Aurora Lane/Northern Lights (2019)/01 - First Light.flac")).unwrap();
+    assert_eq!(
+        (status, body["error"]["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("file"))
+    );
+    let flac = std::fs::read(
+        corpus.join("library/Aurora Lane/Northern Lights (2019)/01 - First Light.flac"),
+    )
+    .unwrap();
     let (status, body) = app.upload(&token, "big.flac", &flac).await;
     assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
     assert_error(&body, "payload_too_large");
@@ -201,31 +340,83 @@ both_backends!(upload_rules, |backend| async move {
     let (_, list) = app.get("/api/v1/tracks?source=upload", Some(&token)).await;
     assert_eq!(list["total"], 1);
     let id = first["id"].as_str().unwrap();
-    let (status, _) = app.json("POST", &format!("/api/v1/tracks/{id}/metadata/enrich"), Some(&token), json!({})).await;
+    let (status, _) = app
+        .json(
+            "POST",
+            &format!("/api/v1/tracks/{id}/metadata/enrich"),
+            Some(&token),
+            json!({}),
+        )
+        .await;
     assert_eq!(status, StatusCode::ACCEPTED);
-    let (status, body) = app.get("/api/v1/search/library?q=manana", Some(&token)).await;
-    assert_eq!((status, body["tracks"].as_array().map(Vec::len)), (StatusCode::OK, Some(1)));
-    let (status, body) = app.json("PUT", &format!("/api/v1/tracks/{id}/metadata"), Some(&token), json!({"title": "Renamed", "artist": "Someone"})).await;
-    assert_eq!((status, body["metadata_status"].as_str()), (StatusCode::OK, Some("manual")));
-    let (status, _) = app.json("PATCH", &format!("/api/v1/tracks/{id}"), Some(&token), json!({"year": "x"})).await;
+    let (status, body) = app
+        .get("/api/v1/search/library?q=manana", Some(&token))
+        .await;
+    assert_eq!(
+        (status, body["tracks"].as_array().map(Vec::len)),
+        (StatusCode::OK, Some(1))
+    );
+    let (status, body) = app
+        .json(
+            "PUT",
+            &format!("/api/v1/tracks/{id}/metadata"),
+            Some(&token),
+            json!({"title": "Renamed", "artist": "Someone"}),
+        )
+        .await;
+    assert_eq!(
+        (status, body["metadata_status"].as_str()),
+        (StatusCode::OK, Some("manual"))
+    );
+    let (status, _) = app
+        .json(
+            "PATCH",
+            &format!("/api/v1/tracks/{id}"),
+            Some(&token),
+            json!({"year": "x"}),
+        )
+        .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
-    let (status, _) = app.call(Request::delete(format!("/api/v1/tracks/{id}")).header(header::AUTHORIZATION, format!("Bearer {token}")).body(Body::empty()).unwrap()).await;
+    let (status, _) = app
+        .call(
+            Request::delete(format!("/api/v1/tracks/{id}"))
+                .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
     assert_eq!(status, StatusCode::NO_CONTENT);
 });
 
 both_backends!(scan_is_queued_and_503_without_queue, |backend| async move {
     let folder = tempfile::tempdir().unwrap();
     let path = folder.path().to_path_buf();
-    let library = TestLibrary::builder(backend).config(move |config| config.local_media_import_path = Some(path)).build().await;
+    let library = TestLibrary::builder(backend)
+        .config(move |config| config.local_media_import_path = Some(path))
+        .build()
+        .await;
     let app = App::new(library).await;
     let admin = app.admin_token().await;
-    let (status, body) = app.json("POST", "/api/v1/sources/local_folder/scan", Some(&admin), json!({})).await;
+    let (status, body) = app
+        .json(
+            "POST",
+            "/api/v1/sources/local_folder/scan",
+            Some(&admin),
+            json!({}),
+        )
+        .await;
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     let job_id = body["job_id"].as_str().unwrap().to_string();
     musiclib_core::testing::drain_jobs(&app.library).await;
-    let (status, job) = app.get(&format!("/api/v1/jobs/{job_id}"), Some(&admin)).await;
+    let (status, job) = app
+        .get(&format!("/api/v1/jobs/{job_id}"), Some(&admin))
+        .await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!((job["kind"].as_str(), job["state"].as_str()), (Some("scan_local_folder"), Some("succeeded")), "{job}");
+    assert_eq!(
+        (job["kind"].as_str(), job["state"].as_str()),
+        (Some("scan_local_folder"), Some("succeeded")),
+        "{job}"
+    );
     assert_eq!(job["result"]["seen"], 0);
 
     let path = folder.path().to_path_buf();
@@ -236,7 +427,14 @@ both_backends!(scan_is_queued_and_503_without_queue, |backend| async move {
         .await;
     let app = App::new(down).await;
     let admin = app.admin_token().await;
-    let (status, body) = app.json("POST", "/api/v1/sources/local_folder/scan", Some(&admin), json!({})).await;
+    let (status, body) = app
+        .json(
+            "POST",
+            "/api/v1/sources/local_folder/scan",
+            Some(&admin),
+            json!({}),
+        )
+        .await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert_error(&body, "queue_unavailable");
 });
@@ -245,17 +443,34 @@ both_backends!(health_and_openapi, |backend| async move {
     let app = App::new(TestLibrary::new(backend).await).await;
     for path in ["/health", "/api/v1/health"] {
         let (status, body) = app.get(path, None).await;
-        assert_eq!((status, body["status"].as_str()), (StatusCode::OK, Some("ok")));
+        assert_eq!(
+            (status, body["status"].as_str()),
+            (StatusCode::OK, Some("ok"))
+        );
     }
     let (status, doc) = app.get("/api/v1/openapi.json", None).await;
     assert_eq!(status, StatusCode::OK);
-    for path in ["/tracks", "/tracks/upload", "/tracks/{id}", "/auth/login", "/search/library", "/sources/{source}/scan", "/jobs/{id}"] {
-        assert!(doc["paths"].get(path).is_some(), "{path} missing from the OpenAPI document");
+    for path in [
+        "/tracks",
+        "/tracks/upload",
+        "/tracks/{id}",
+        "/auth/login",
+        "/search/library",
+        "/sources/{source}/scan",
+        "/jobs/{id}",
+    ] {
+        assert!(
+            doc["paths"].get(path).is_some(),
+            "{path} missing from the OpenAPI document"
+        );
     }
     // A database outage is a 503, not a hang or a 500.
     app.library.db().close().await;
     let (status, body) = app.get("/health", None).await;
-    assert_eq!((status, body["database"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("unreachable")));
+    assert_eq!(
+        (status, body["database"].as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, Some("unreachable"))
+    );
 });
 
 #[test]
