@@ -108,4 +108,6 @@ log "running the examples"
 cargo run --quiet -p musiclib-examples --example embed_core -- "$MUSICLIB_TEST_CORPUS/library"
 cargo run --quiet -p musiclib-examples --example mount_api -- --self-test
 
+read -r passed failed < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i == "passed;") p += $(i-1); if ($i == "failed;") f += $(i-1) } } END { print p + 0, f + 0 }' "$state/test.log")
 log "all tests passed"
+echo "tests: $passed passed, $failed failed"
