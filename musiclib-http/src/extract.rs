@@ -72,24 +72,23 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        let query = parts.uri.query().unwrap_or("");
-        let deserializer = serde_urlencoded::Deserializer::new(form_urlencoded_parse(query));
-        serde_path_to_error::deserialize(deserializer)
-            .map(Query)
-            .map_err(|error| {
-                let field = error.path().to_string();
-                let field = if field == "." {
-                    "query".to_string()
-                } else {
-                    field
-                };
-                ApiError::invalid(field, clean_serde_message(&error.inner().to_string()))
-            })
+        parse_form(parts.uri.query().unwrap_or("").as_bytes(), "query").map(Query)
     }
 }
 
-fn form_urlencoded_parse(query: &str) -> form_urlencoded::Parse<'_> {
-    form_urlencoded::parse(query.as_bytes())
+/// Parses `application/x-www-form-urlencoded` text (a query string or a form body); a bad
+/// field is a 422 naming it, or `whole` when the input as a whole is wrong.
+fn parse_form<T: DeserializeOwned>(bytes: &[u8], whole: &str) -> Result<T, ApiError> {
+    let deserializer = serde_urlencoded::Deserializer::new(form_urlencoded::parse(bytes));
+    serde_path_to_error::deserialize(deserializer).map_err(|error| {
+        let field = error.path().to_string();
+        let field = if field == "." {
+            whole.to_string()
+        } else {
+            field
+        };
+        ApiError::invalid(field, clean_serde_message(&error.inner().to_string()))
+    })
 }
 
 /// A JSON body parsed into `T`; malformed JSON or a bad field is a 422 naming it.
@@ -150,18 +149,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonOrForm<T> {
             .await
             .map_err(|rejection| ApiError::invalid("body", rejection.body_text()))?;
         if is_form {
-            let deserializer = serde_urlencoded::Deserializer::new(form_urlencoded::parse(&bytes));
-            serde_path_to_error::deserialize(deserializer)
-                .map(JsonOrForm)
-                .map_err(|error| {
-                    let field = error.path().to_string();
-                    let field = if field == "." {
-                        "body".to_string()
-                    } else {
-                        field
-                    };
-                    ApiError::invalid(field, clean_serde_message(&error.inner().to_string()))
-                })
+            parse_form(&bytes, "body").map(JsonOrForm)
         } else {
             parse_json(&bytes).map(JsonOrForm)
         }
