@@ -41,6 +41,50 @@ pub enum Command {
     Scan,
     /// Print the effective configuration (secrets redacted) and exit.
     Config,
+    /// Print Chromaprint fingerprints of audio files, as `fpcalc` does (same options, also
+    /// spelled with one dash: `-raw`, `-json`, `-plain`, `-length`). Needs no settings.
+    Fingerprint {
+        /// Print the raw fingerprint (comma-separated integers) instead of the compressed one.
+        #[arg(long)]
+        raw: bool,
+        /// Print one JSON object per file.
+        #[arg(long, conflicts_with = "plain")]
+        json: bool,
+        /// Print only the fingerprint.
+        #[arg(long)]
+        plain: bool,
+        /// Seconds of audio to fingerprint.
+        #[arg(long, default_value_t = 120.0)]
+        length: f64,
+        /// Audio files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+/// Options `fpcalc` spells with one dash; `musiclib fingerprint` takes them both ways.
+const FPCALC_OPTIONS: &[&str] = &["-raw", "-json", "-plain", "-length"];
+
+/// Rewrites fpcalc-style options after the `fingerprint` subcommand into clap's `--long`
+/// form (`-text`, fpcalc's default format, is dropped).
+pub fn fpcalc_style(args: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut in_fingerprint = false;
+    args.into_iter()
+        .filter_map(|arg| {
+            if arg == "fingerprint" {
+                in_fingerprint = true;
+            } else if in_fingerprint {
+                match arg.to_str() {
+                    Some("-text") => return None,
+                    Some(text) if FPCALC_OPTIONS.contains(&text) => {
+                        return Some(std::ffi::OsString::from(format!("-{text}")))
+                    }
+                    _ => {}
+                }
+            }
+            Some(arg)
+        })
+        .collect()
 }
 
 /// Account subcommands.

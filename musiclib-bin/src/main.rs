@@ -2,6 +2,7 @@
 //! to [`wiring`]. Any error ends the process with its chain printed and a non-zero code.
 
 mod cli;
+mod fingerprint;
 mod settings;
 mod shutdown;
 mod telemetry;
@@ -13,7 +14,17 @@ use crate::cli::{Cli, Command, UserCommand};
 use crate::settings::{RawSettings, Settings};
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(cli::fpcalc_style(std::env::args_os()));
+    if let Command::Fingerprint {
+        raw,
+        json,
+        plain,
+        length,
+        files,
+    } = &cli.command
+    {
+        return fingerprint::run(files, *raw, *json, *plain, *length);
+    }
     match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
@@ -39,10 +50,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 command: UserCommand::Create { username, admin },
             } => wiring::create_user(settings, &username, admin).await,
             Command::Scan => wiring::scan(settings).await,
+            Command::Fingerprint { .. } => unreachable!("handled before settings are read"),
             Command::Config => {
                 println!("{:#?}", settings.config);
                 println!("bind_address: {}", settings.bind_address);
                 println!("worker_concurrency: {}", settings.worker_concurrency);
+                println!("enrich_concurrency: {}", settings.enrich_concurrency);
                 Ok(())
             }
         }

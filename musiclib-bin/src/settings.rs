@@ -86,6 +86,11 @@ pub const SETTINGS: &[(&str, &str, &str)] = &[
         "Jobs run at once by `serve` (in-process) and by each `worker`",
     ),
     (
+        "ENRICH_CONCURRENCY",
+        "16",
+        "Enrichment jobs run at once per process besides WORKER_CONCURRENCY; they mostly wait for AcoustID, and concurrent ones share one lookup request (decoding still uses one core each at most)",
+    ),
+    (
         "JOB_MAX_ATTEMPTS",
         "5",
         "Attempts before a job stays failed",
@@ -104,6 +109,11 @@ pub const SETTINGS: &[(&str, &str, &str)] = &[
         "ACOUSTID_BASE_URL",
         "https://api.acoustid.org",
         "AcoustID endpoint",
+    ),
+    (
+        "ACOUSTID_REQUESTS_PER_SECOND",
+        "3",
+        "AcoustID requests per second from this process; AcoustID allows 3 per key, so with N worker processes set 3/N",
     ),
     (
         "ACOUSTID_TRUST_SCORE",
@@ -240,6 +250,8 @@ pub struct Settings {
     pub bind_address: std::net::SocketAddr,
     /// Jobs run at once per process.
     pub worker_concurrency: usize,
+    /// Extra workers per process that run only enrichment jobs.
+    pub enrich_concurrency: usize,
     /// Superuser to create when there is no user.
     pub admin: Option<(String, String)>,
 }
@@ -343,6 +355,11 @@ impl TryFrom<RawSettings> for Settings {
             bail!("ACOUSTID_TRUST_SCORE: must be between 0 and 1");
         }
         config.enrichment.acoustid_trust_score = trust;
+        let rate: f64 = raw.parse("ACOUSTID_REQUESTS_PER_SECOND", 3.0)?;
+        if !(rate > 0.0 && rate <= 3.0) {
+            bail!("ACOUSTID_REQUESTS_PER_SECOND: must be above 0 and at most 3 (AcoustID's limit)");
+        }
+        config.enrichment.acoustid_requests_per_second = rate;
         config.enrichment.coverart_enabled = raw.flag("COVERART_ENABLED", true)?;
         config.enrichment.coverart_base_url =
             raw.url("COVERART_BASE_URL", "https://coverartarchive.org")?;
@@ -356,6 +373,10 @@ impl TryFrom<RawSettings> for Settings {
         let worker_concurrency: usize = raw.parse("WORKER_CONCURRENCY", 2)?;
         if worker_concurrency == 0 || worker_concurrency > 64 {
             bail!("WORKER_CONCURRENCY: must be between 1 and 64");
+        }
+        let enrich_concurrency: usize = raw.parse("ENRICH_CONCURRENCY", 16)?;
+        if enrich_concurrency > 256 {
+            bail!("ENRICH_CONCURRENCY: must be between 0 and 256");
         }
         let admin = match (raw.get("ADMIN_USERNAME"), raw.get("ADMIN_PASSWORD")) {
             (Some(name), Some(password)) => {
@@ -375,6 +396,7 @@ impl TryFrom<RawSettings> for Settings {
             config,
             bind_address,
             worker_concurrency,
+            enrich_concurrency,
             admin,
         })
     }

@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Read};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use musiclib_core::jobs::Worker;
+use musiclib_core::jobs::{kind, Worker};
 use musiclib_core::Library;
 
 use crate::settings::Settings;
@@ -37,14 +37,21 @@ async fn ensure_admin(library: &Library, settings: &Settings) -> Result<()> {
     Ok(())
 }
 
+/// Starts the process's workers: `WORKER_CONCURRENCY` that run any job, and
+/// `ENRICH_CONCURRENCY` more that run only enrichment, whose jobs mostly wait on AcoustID
+/// (and wait together: concurrent lookups share one batched request).
 fn spawn_workers(
     library: &Library,
-    count: usize,
+    settings: &Settings,
     shutdown: &Shutdown,
 ) -> Vec<tokio::task::JoinHandle<()>> {
-    (0..count)
-        .map(|index| {
-            let worker = Worker::new(library.clone(), &format!("worker{index}"));
+    let general = (0..settings.worker_concurrency)
+        .map(|index| Worker::new(library.clone(), &format!("worker{index}")));
+    let enrichment = (0..settings.enrich_concurrency)
+        .map(|index| Worker::new(library.clone(), &format!("enrich{index}")).only(&[kind::ENRICH]));
+    general
+        .chain(enrichment)
+        .map(|worker| {
             let shutdown = shutdown.clone();
             tokio::spawn(worker.run(shutdown.wait()))
         })
@@ -57,7 +64,7 @@ pub async fn serve(settings: Settings, run_worker: bool) -> Result<()> {
     ensure_admin(&library, &settings).await?;
     let shutdown = Shutdown::listen();
     let workers = if run_worker {
-        spawn_workers(&library, settings.worker_concurrency, &shutdown)
+        spawn_workers(&library, &settings, &shutdown)
     } else {
         Vec::new()
     };
@@ -87,9 +94,10 @@ pub async fn worker(settings: Settings) -> Result<()> {
     let shutdown = Shutdown::listen();
     tracing::info!(
         workers = settings.worker_concurrency,
+        enrichment_workers = settings.enrich_concurrency,
         "musiclib worker is running jobs"
     );
-    for worker in spawn_workers(&library, settings.worker_concurrency, &shutdown) {
+    for worker in spawn_workers(&library, &settings, &shutdown) {
         let _ = worker.await;
     }
     Ok(())

@@ -157,6 +157,26 @@ impl BlobStore {
         Ok(())
     }
 
+    /// Stores `bytes` at `key` unless something is there already (then `false`, and the
+    /// existing blob is left alone). Local disk and S3 (`If-None-Match: *`) both check this
+    /// atomically.
+    pub async fn put_bytes_if_absent(&self, key: &str, bytes: Bytes) -> Result<bool> {
+        let path = Self::object_path(key)?;
+        let options = object_store::PutOptions::from(object_store::PutMode::Create);
+        match self
+            .store
+            .put_opts(&path, PutPayload::from(bytes), options)
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
+            Err(source) => Err(Error::Blob {
+                key: key.to_string(),
+                source,
+            }),
+        }
+    }
+
     /// Copies the local file `source` to `key` without holding it in memory. Returns its size.
     pub async fn put_file(&self, key: &str, source: &Path) -> Result<u64> {
         match &self.local_root {
@@ -256,6 +276,34 @@ impl BlobStore {
                 },
             })?;
         Ok(result.into_stream().map_err(std::io::Error::other).boxed())
+    }
+
+    /// Copies a whole blob into the local file `dest` (created or truncated), streaming.
+    /// Returns its size.
+    pub async fn download_to(&self, key: &str, dest: &Path) -> Result<u64> {
+        use tokio::io::AsyncWriteExt;
+        let path = Self::object_path(key)?;
+        let result = self.store.get(&path).await.map_err(|source| match source {
+            object_store::Error::NotFound { .. } => Error::not_found("blob", key),
+            source => Error::Blob {
+                key: key.to_string(),
+                source,
+            },
+        })?;
+        let mut file = tokio::fs::File::create(dest)
+            .await
+            .map_err(|error| Error::io(dest, error))?;
+        let mut stream = result.into_stream();
+        let mut size = 0u64;
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(Self::blob_error(key))?;
+            size += chunk.len() as u64;
+            file.write_all(&chunk)
+                .await
+                .map_err(|error| Error::io(dest, error))?;
+        }
+        file.flush().await.map_err(|error| Error::io(dest, error))?;
+        Ok(size)
     }
 
     /// Size and modification time of `key`, or `None` when it does not exist.

@@ -139,6 +139,9 @@ pub struct EnrichmentConfig {
     pub acoustid_base_url: String,
     /// Lookup score at or above which the lookup wins over tags.
     pub acoustid_trust_score: f64,
+    /// AcoustID requests per second from this process (AcoustID allows 3 per client: divide
+    /// it among processes when several workers share one key).
+    pub acoustid_requests_per_second: f64,
     /// Whether cover art is fetched from the Cover Art Archive.
     pub coverart_enabled: bool,
     /// Cover Art Archive base URL.
@@ -175,6 +178,7 @@ impl Config {
                 acoustid_api_key: None,
                 acoustid_base_url: "https://api.acoustid.org".into(),
                 acoustid_trust_score: 0.85,
+                acoustid_requests_per_second: 3.0,
                 coverart_enabled: true,
                 coverart_base_url: "https://coverartarchive.org".into(),
                 lrclib_base_url: "https://lrclib.net".into(),

@@ -1,17 +1,32 @@
 //! Metadata enrichment (spec: Enrichment rules, States): the `enrich_task` job.
 //!
-//! Today the pipeline has its first stage, embedded tags: gap-fill the track from its tags,
-//! resolve artist and album, and record `enriched` (identity found) or `failed` (a readable
-//! reason). The fingerprint and lookup stages plug in after the tags. A crash is recorded as
-//! `failed` in a fresh transaction, so no track stays `pending`; `manual` tracks are skipped.
+//! The pipeline, in order: embedded tags (read at ingest and kept on the track), the audio
+//! fingerprint ([`crate::fingerprint`], identical to `fpcalc`'s), the AcoustID lookup
+//! ([`acoustid`], batched across concurrent jobs and throttled process-wide), the decision
+//! ([`merge`]), artist and album resolution, then cover art ([`coverart`]) for an album that
+//! has none. Each external step degrades: a failed fingerprint or lookup leaves the tags'
+//! answer, a failed cover never changes the status. A crash is recorded as `failed` in a fresh
+//! transaction, so no track stays `pending`; `manual` tracks are skipped.
 
+pub mod acoustid;
+pub mod coverart;
+pub mod merge;
+pub mod throttle;
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::catalog::{lock_track, Resolver};
 use crate::domain::MetadataStatus;
+use crate::fingerprint::{Fingerprint, DEFAULT_MAX_SECONDS};
 use crate::ingest::EmbeddedTags;
 use crate::jobs::{kind, JobError, NewJob};
 use crate::{Error, JobId, Library, Result, TrackId};
+
+use self::acoustid::{LookupError, LookupQuery};
+use self::merge::{Chosen, Current};
 
 /// What one enrichment run decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,18 +39,73 @@ pub enum EnrichOutcome {
     SkippedManual,
 }
 
-impl EnrichOutcome {
-    fn to_json(&self) -> Value {
-        match self {
-            EnrichOutcome::Enriched => serde_json::json!({ "outcome": "enriched" }),
-            EnrichOutcome::Failed(reason) => {
-                serde_json::json!({ "outcome": "failed", "reason": reason })
-            }
-            EnrichOutcome::SkippedManual => {
-                serde_json::json!({ "outcome": "skipped", "reason": "the track is manual" })
-            }
+/// What happened at each step of one run, kept as the job's result.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct EnrichReport {
+    /// `enriched`, `failed` or `skipped`.
+    pub outcome: String,
+    /// The failure or skip reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `ok`, or why there is no fingerprint.
+    pub fingerprint: String,
+    /// `matched (score …)`, `no match`, `off`, or why the lookup failed.
+    pub lookup: String,
+    /// `embedded`, `archive`, `kept` (the album had one), `none`, or why it failed.
+    pub cover: String,
+}
+
+/// A ranked fingerprint match offered for a track (`GET /tracks/{id}/metadata/candidates`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Candidate {
+    /// Lookup score, 0–1.
+    pub score: f64,
+    /// AcoustID track id.
+    pub acoustid_id: String,
+    /// MusicBrainz recording id.
+    pub recording_id: String,
+    /// Recording title.
+    pub title: Option<String>,
+    /// Artist credit.
+    pub artist: Option<String>,
+    /// Release-group title.
+    pub album: Option<String>,
+    /// Release-group artist.
+    pub album_artist: Option<String>,
+    /// MusicBrainz release-group id.
+    pub releasegroup_id: Option<String>,
+    /// Year, when the lookup has one.
+    pub year: Option<i64>,
+}
+
+impl From<Chosen> for Candidate {
+    fn from(chosen: Chosen) -> Candidate {
+        Candidate {
+            score: chosen.score,
+            acoustid_id: chosen.acoustid_id,
+            recording_id: chosen.recording_id,
+            title: chosen.title,
+            artist: chosen.artist,
+            album: chosen.album,
+            album_artist: chosen.album_artist,
+            releasegroup_id: chosen.releasegroup_id,
+            year: chosen.year,
         }
     }
+}
+
+/// The audio of a track as a local file (a temporary copy when the blobs are on S3).
+struct LocalAudio {
+    path: PathBuf,
+    _temp: Option<tempfile::TempPath>,
+}
+
+/// How the lookup went.
+enum Lookup {
+    Off,
+    Skipped(String),
+    Failed(String),
+    Found(Vec<acoustid::Match>),
 }
 
 impl Library {
@@ -59,105 +129,355 @@ impl Library {
 
     /// Runs enrichment for one track now.
     pub async fn enrich_track(&self, id: &TrackId) -> Result<EnrichOutcome> {
+        Ok(match self.enrich_track_report(id).await? {
+            report if report.outcome == "enriched" => EnrichOutcome::Enriched,
+            report if report.outcome == "skipped" => EnrichOutcome::SkippedManual,
+            report => EnrichOutcome::Failed(report.reason.unwrap_or_default()),
+        })
+    }
+
+    /// Runs enrichment for one track now and tells what each step did.
+    pub async fn enrich_track_report(&self, id: &TrackId) -> Result<EnrichReport> {
+        let track = self.get_track(id).await?;
+        if track.metadata_status == MetadataStatus::Manual {
+            return Ok(skipped_manual());
+        }
+        let tags = self.track_tags(id).await?;
+        let mut report = EnrichReport::default();
+
+        // Audio: fingerprint it, then look it up.
+        let audio = match self.local_audio(&track.storage_uri).await {
+            Ok(audio) => Some(audio),
+            Err(error) => {
+                report.fingerprint = format!("no audio: {}", crate::error_chain(&error));
+                None
+            }
+        };
+        let fingerprint = match &audio {
+            Some(audio) => match self.fingerprint_path(&audio.path).await {
+                Ok(fingerprint) => {
+                    report.fingerprint = "ok".into();
+                    Some(fingerprint)
+                }
+                Err(reason) => {
+                    tracing::warn!(track_id = %id, %reason, "cannot fingerprint the track");
+                    report.fingerprint = reason;
+                    None
+                }
+            },
+            None => None,
+        };
+        let lookup = self.lookup(fingerprint.as_ref()).await;
+        let current = Current {
+            title: track.title.clone(),
+            artist: track.artist_name.clone(),
+            album: track.album_title.clone(),
+            album_artist: track.album_artist_name.clone(),
+            year: track.year,
+            genre: track.genre.clone(),
+            track_number: track.track_number,
+            disc_number: track.disc_number,
+            recording_id: track.musicbrainz_recording_id.clone(),
+            duration_secs: track.duration_ms.map(|ms| ms as f64 / 1000.0),
+        };
+        let chosen = match &lookup {
+            Lookup::Found(matches) => merge::choose(matches, &current, &tags),
+            _ => None,
+        };
+        report.lookup = match (&lookup, &chosen) {
+            (Lookup::Off, _) => "off: ACOUSTID_API_KEY is not set".into(),
+            (Lookup::Skipped(reason) | Lookup::Failed(reason), _) => reason.clone(),
+            (Lookup::Found(_), Some(chosen)) => format!("matched (score {:.2})", chosen.score),
+            (Lookup::Found(_), None) => "no match".into(),
+        };
+        let trust = self.config().enrichment.acoustid_trust_score;
+        let decision = merge::decide(&current, &tags, chosen.as_ref(), trust);
+        let failure = (!decision.identified).then(|| no_identity_reason(&tags, &current, &lookup));
+
+        // Record the outcome.
         let db = self.db();
         let mut tx = db.begin().await?;
-        let track = lock_track(&mut tx, id).await?;
-        if track.metadata_status == MetadataStatus::Manual.as_str() {
-            return Ok(EnrichOutcome::SkippedManual);
+        let locked = lock_track(&mut tx, id).await?;
+        if locked.metadata_status == MetadataStatus::Manual.as_str() {
+            return Ok(skipped_manual());
         }
-        let tags: EmbeddedTags = track
-            .tags
-            .as_deref()
-            .and_then(|text| serde_json::from_str(text).ok())
-            .unwrap_or_default();
-
-        // Gap-fill: a field the track already has is never erased or replaced.
-        let title = tags.title.clone().unwrap_or(track.title.clone());
-        let artist = track.artist_name.clone().or(tags.artist.clone());
-        let album = track.album_title.clone().or(tags.album.clone());
-        let album_artist = track
-            .album_artist_name
-            .clone()
-            .or(tags.album_artist.clone())
-            .or_else(|| tags.compilation.then(|| "Various Artists".to_string()))
-            .or(artist.clone());
-        let year = track.year.or(tags.year);
-        let genre = track.genre.clone().or(tags.genre.clone());
         let mut resolver = Resolver::new(db.clone());
-        let artist_id = match (&track.artist_id, &artist) {
-            (Some(id), _) => Some(id.clone()),
-            (None, Some(name)) => Some(resolver.artist(&mut tx, name).await?.to_string()),
-            (None, None) => None,
+        let artist_id = match &decision.artist {
+            Some(name) => Some(resolver.artist(&mut tx, name).await?.to_string()),
+            None => None,
         };
-        let album_id = match (track.album_id(), &album) {
-            (Some(id), _) => Some(id.to_string()),
-            (None, Some(title)) => Some(
+        let album_id = match &decision.album {
+            Some(title) => Some(
                 resolver
                     .album(
                         &mut tx,
                         title,
-                        album_artist.as_deref(),
-                        year,
-                        genre.as_deref(),
+                        decision.album_artist.as_deref(),
+                        decision.year,
+                        decision.genre.as_deref(),
                     )
                     .await?
                     .to_string(),
             ),
-            (None, None) => None,
+            None => None,
         };
-
-        let identified =
-            tags.identifies_track() || (track.artist_name.is_some() && tags.title.is_some());
-        let (status, error) = if identified {
-            (MetadataStatus::Enriched, None)
-        } else {
-            let missing = match (tags.title.is_some(), artist.is_some()) {
-                (false, false) => "the file has no title or artist tags",
-                (false, true) => "the file has no title tag",
-                _ => "the file has no artist tag",
-            };
-            (
-                MetadataStatus::Failed,
-                Some(format!("{missing}, and no fingerprint match was found")),
-            )
+        if let (Some(album_id), Some(group)) = (&album_id, &decision.releasegroup_id) {
+            let query = db.sql(
+                "UPDATE albums SET musicbrainz_releasegroup_id = $2, updated_at = {now}
+                 WHERE id = $1 AND musicbrainz_releasegroup_id IS NULL",
+            );
+            sqlx::query(&query)
+                .bind(album_id)
+                .bind(group)
+                .execute(&mut *tx)
+                .await?;
+        }
+        let status = match failure {
+            None => MetadataStatus::Enriched,
+            Some(_) => MetadataStatus::Failed,
         };
         let search_text = crate::text::search_key(&[
-            &title,
-            artist.as_deref().unwrap_or(""),
-            album.as_deref().unwrap_or(""),
+            &decision.title,
+            decision.artist.as_deref().unwrap_or(""),
+            decision.album.as_deref().unwrap_or(""),
         ]);
         let query = db.sql(
             "UPDATE tracks SET title = $2, artist_id = $3, artist_name = $4, album_id = $5, album_title = $6,
-                 album_artist_name = $7, year = $8, genre = $9,
-                 track_number = COALESCE(track_number, $10), disc_number = COALESCE(disc_number, $11),
-                 musicbrainz_recording_id = COALESCE(musicbrainz_recording_id, $12),
-                 metadata_status = $13, metadata_error = $14, enriched_at = {now}, search_text = $15,
+                 album_artist_name = $7, year = $8, genre = $9, track_number = $10, disc_number = $11,
+                 musicbrainz_recording_id = $12, acoustid_id = COALESCE($13, acoustid_id),
+                 acoustid_score = COALESCE($14, acoustid_score),
+                 fingerprint = COALESCE($15, fingerprint), fingerprint_duration = COALESCE($16, fingerprint_duration),
+                 metadata_status = $17, metadata_error = $18, enriched_at = {now}, search_text = $19,
                  updated_at = {now}
              WHERE id = $1",
         );
         sqlx::query(&query)
             .bind(id.as_str())
-            .bind(&title)
-            .bind(artist_id)
-            .bind(artist.as_deref())
-            .bind(album_id)
-            .bind(album.as_deref())
-            .bind(album_artist.as_deref().filter(|_| album.is_some()))
-            .bind(year)
-            .bind(genre.as_deref())
-            .bind(tags.track_number)
-            .bind(tags.disc_number)
-            .bind(tags.musicbrainz_recording_id.as_deref())
+            .bind(&decision.title)
+            .bind(&artist_id)
+            .bind(decision.artist.as_deref())
+            .bind(&album_id)
+            .bind(decision.album.as_deref())
+            .bind(decision.album_artist.as_deref())
+            .bind(decision.year)
+            .bind(decision.genre.as_deref())
+            .bind(decision.track_number)
+            .bind(decision.disc_number)
+            .bind(decision.recording_id.as_deref())
+            .bind(chosen.as_ref().map(|chosen| chosen.acoustid_id.as_str()))
+            .bind(chosen.as_ref().map(|chosen| chosen.score))
+            .bind(fingerprint.as_ref().map(Fingerprint::compressed))
+            .bind(fingerprint.as_ref().map(|fp| fp.duration.round() as i64))
             .bind(status.as_str())
-            .bind(error.as_deref())
+            .bind(failure.as_deref())
             .bind(search_text)
             .execute(&mut *tx)
             .await?;
+        crate::catalog::drop_orphans(
+            &mut tx,
+            locked
+                .album_id
+                .as_deref()
+                .filter(|old| Some(*old) != album_id.as_deref()),
+            locked
+                .artist_id
+                .as_deref()
+                .filter(|old| Some(*old) != artist_id.as_deref()),
+        )
+        .await?;
         tx.commit().await?;
-        Ok(match error {
-            None => EnrichOutcome::Enriched,
-            Some(reason) => EnrichOutcome::Failed(reason),
+
+        // Cover art: never changes the outcome.
+        report.cover = match &album_id {
+            Some(album_id) => self
+                .resolve_cover(
+                    album_id,
+                    audio.as_ref().map(|audio| audio.path.as_path()),
+                    decision.releasegroup_id.as_deref(),
+                )
+                .await
+                .unwrap_or_else(|error| {
+                    let reason = crate::error_chain(&error);
+                    tracing::warn!(track_id = %id, %album_id, %reason, "cover art failed");
+                    format!("failed: {reason}")
+                }),
+            None => "none: the track has no album".into(),
+        };
+        report.outcome = match &failure {
+            None => "enriched".into(),
+            Some(_) => "failed".into(),
+        };
+        report.reason = failure;
+        Ok(report)
+    }
+
+    /// Ranked fingerprint matches for a track, applied to nothing: a user picks one and
+    /// applies it with `PUT /tracks/{id}/metadata`.
+    pub async fn metadata_candidates(&self, id: &TrackId) -> Result<Vec<Candidate>> {
+        let track = self.get_track(id).await?;
+        let Some(lookups) = self.lookups() else {
+            return Err(Error::NotSupported(
+                "fingerprint lookups are off: the server has no ACOUSTID_API_KEY".into(),
+            ));
+        };
+        let stored: Option<(Option<String>, Option<i64>)> =
+            sqlx::query_as("SELECT fingerprint, fingerprint_duration FROM tracks WHERE id = $1")
+                .bind(id.as_str())
+                .fetch_optional(self.db().pool())
+                .await?;
+        let query = match stored {
+            Some((Some(fingerprint), Some(duration))) => LookupQuery {
+                fingerprint,
+                duration: duration.clamp(0, u32::MAX as i64) as u32,
+            },
+            _ => {
+                let audio = self.local_audio(&track.storage_uri).await?;
+                let fingerprint = self
+                    .fingerprint_path(&audio.path)
+                    .await
+                    .map_err(|reason| Error::invalid("track", reason))?;
+                query_of(&fingerprint)
+            }
+        };
+        let matches = lookups.lookup(query).await.map_err(|error| match error {
+            LookupError::Transient(_) => Error::Unavailable(error.to_string()),
+            LookupError::Permanent(_) => Error::Unavailable(error.to_string()),
+        })?;
+        let tags = self.track_tags(id).await?;
+        let current = Current {
+            title: track.title.clone(),
+            duration_secs: track.duration_ms.map(|ms| ms as f64 / 1000.0),
+            ..Current::default()
+        };
+        Ok(merge::candidates(&matches, &current, &tags)
+            .into_iter()
+            .map(Candidate::from)
+            .collect())
+    }
+
+    async fn track_tags(&self, id: &TrackId) -> Result<EmbeddedTags> {
+        let tags: Option<(Option<String>,)> =
+            sqlx::query_as("SELECT tags FROM tracks WHERE id = $1")
+                .bind(id.as_str())
+                .fetch_optional(self.db().pool())
+                .await?;
+        Ok(tags
+            .and_then(|(text,)| text)
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default())
+    }
+
+    /// The audio of `storage_uri` as a local file.
+    async fn local_audio(&self, storage_uri: &str) -> Result<LocalAudio> {
+        if storage_uri.is_empty() {
+            return Err(Error::not_found("audio", "the track has no audio"));
+        }
+        if let Some(path) = self.blobs().local_path(storage_uri) {
+            return Ok(LocalAudio { path, _temp: None });
+        }
+        let extension = Path::new(storage_uri)
+            .extension()
+            .and_then(|extension| extension.to_str())
+            .unwrap_or("bin");
+        let temp = tempfile::Builder::new()
+            .suffix(&format!(".{extension}"))
+            .tempfile_in(self.staging_dir())
+            .map_err(|error| Error::io(self.staging_dir(), error))?
+            .into_temp_path();
+        self.blobs().download_to(storage_uri, &temp).await?;
+        Ok(LocalAudio {
+            path: temp.to_path_buf(),
+            _temp: Some(temp),
         })
+    }
+
+    /// Fingerprints a file on a blocking thread, at most one per core at a time.
+    async fn fingerprint_path(&self, path: &Path) -> std::result::Result<Fingerprint, String> {
+        let _slot = self.cpu_slot().await;
+        let path = path.to_path_buf();
+        tokio::task::spawn_blocking(move || {
+            crate::fingerprint::fingerprint_file(&path, DEFAULT_MAX_SECONDS)
+        })
+        .await
+        .map_err(|error| format!("the fingerprint task failed: {error}"))?
+        .map_err(|error| format!("cannot fingerprint the audio: {error}"))
+    }
+
+    async fn lookup(&self, fingerprint: Option<&Fingerprint>) -> Lookup {
+        let Some(lookups) = self.lookups() else {
+            return Lookup::Off;
+        };
+        let Some(fingerprint) = fingerprint else {
+            return Lookup::Skipped("skipped: no fingerprint".into());
+        };
+        match lookups.lookup(query_of(fingerprint)).await {
+            Ok(matches) => Lookup::Found(matches),
+            Err(error) => {
+                tracing::warn!(error = %error, "AcoustID lookup failed; keeping the tags");
+                Lookup::Failed(format!("failed: {error}"))
+            }
+        }
+    }
+
+    /// Gives the album a cover when it has none: the file's embedded picture first, then the
+    /// Cover Art Archive by release group. Returns what happened.
+    async fn resolve_cover(
+        &self,
+        album_id: &str,
+        audio: Option<&Path>,
+        releasegroup_id: Option<&str>,
+    ) -> Result<String> {
+        if self.album_has_cover(album_id).await? {
+            return Ok("kept: the album has a cover".into());
+        }
+        if let Some(path) = audio {
+            let path = path.to_path_buf();
+            let picture =
+                tokio::task::spawn_blocking(move || crate::ingest::probe::cover_picture(&path))
+                    .await
+                    .map_err(|error| Error::Internal(format!("the cover task failed: {error}")))?;
+            if let Some(bytes) = picture {
+                match coverart::ImageKind::sniff(&bytes) {
+                    Some(kind) => {
+                        let image = coverart::Image {
+                            bytes: bytes.into(),
+                            kind,
+                        };
+                        self.store_album_cover(album_id, &image).await?;
+                        return Ok("embedded".into());
+                    }
+                    None => {
+                        tracing::info!(%album_id, "the embedded picture is not an image musiclib serves")
+                    }
+                }
+            }
+        }
+        let group = match releasegroup_id {
+            Some(group) => Some(group.to_string()),
+            None => sqlx::query_scalar::<_, Option<String>>(
+                "SELECT musicbrainz_releasegroup_id FROM albums WHERE id = $1",
+            )
+            .bind(album_id)
+            .fetch_optional(self.db().pool())
+            .await?
+            .flatten(),
+        };
+        let Some(group) = group else {
+            return Ok("none: no embedded picture and no release group".into());
+        };
+        if !self.config().enrichment.coverart_enabled {
+            return Ok("none: the Cover Art Archive is off".into());
+        }
+        match self.cover_archive().front(&group).await {
+            Ok(image) => {
+                self.store_album_cover(album_id, &image).await?;
+                Ok("archive".into())
+            }
+            Err(coverart::CoverError::NotFound) => {
+                Ok("none: the archive has no front image".into())
+            }
+            Err(error) => Ok(format!("failed: {error}")),
+        }
     }
 
     /// Records an unexpected enrichment failure in a fresh transaction (the one that failed
@@ -176,6 +496,39 @@ impl Library {
     }
 }
 
+fn skipped_manual() -> EnrichReport {
+    EnrichReport {
+        outcome: "skipped".into(),
+        reason: Some("the track is manual: its metadata was edited by hand".into()),
+        ..EnrichReport::default()
+    }
+}
+
+fn query_of(fingerprint: &Fingerprint) -> LookupQuery {
+    LookupQuery {
+        fingerprint: fingerprint.compressed(),
+        duration: fingerprint.duration.round().clamp(0.0, u32::MAX as f64) as u32,
+    }
+}
+
+/// A readable reason for "no identity": what the tags lack and why the lookup did not help.
+fn no_identity_reason(tags: &EmbeddedTags, current: &Current, lookup: &Lookup) -> String {
+    let has_artist = tags.artist.is_some() || current.artist.is_some();
+    let missing = match (tags.title.is_some(), has_artist) {
+        (false, false) => "the file has no title or artist tags",
+        (false, true) => "the file has no title tag",
+        _ => "the file has no artist tag",
+    };
+    let lookup = match lookup {
+        Lookup::Off => "fingerprint lookup is off (no ACOUSTID_API_KEY)".to_string(),
+        Lookup::Skipped(reason) | Lookup::Failed(reason) => {
+            format!("the fingerprint lookup was {reason}")
+        }
+        Lookup::Found(_) => "no fingerprint match was found".to_string(),
+    };
+    format!("{missing}, and {lookup}")
+}
+
 /// The `enrich_task` job.
 pub(crate) async fn run_job(
     library: &Library,
@@ -187,8 +540,8 @@ pub(crate) async fn run_job(
         .ok_or_else(|| JobError::permanent("the job has no track_id"))?;
     let track_id = TrackId::parse(track_id)
         .map_err(|_| JobError::permanent("the job's track_id is not an id"))?;
-    match library.enrich_track(&track_id).await {
-        Ok(outcome) => Ok(outcome.to_json()),
+    match library.enrich_track_report(&track_id).await {
+        Ok(report) => Ok(serde_json::to_value(report).unwrap_or(Value::Null)),
         // The track was deleted since: nothing to do.
         Err(Error::NotFound { .. }) => {
             Ok(serde_json::json!({ "outcome": "skipped", "reason": "the track was deleted" }))

@@ -11,7 +11,10 @@
 //! - [`auth`]: accounts, password hashes, access tokens.
 //! - [`catalog`]: browsing, filters, library search, manual edits, artist/album resolution.
 //! - [`ingest`]: upload and local-folder import; [`ingest::probe`] reads tags and checks audio.
-//! - [`enrichment`]: the metadata pipeline run by `enrich_task` jobs.
+//! - [`enrichment`]: the metadata pipeline run by `enrich_task` jobs: tags, fingerprint,
+//!   AcoustID lookup, cover art.
+//! - [`fingerprint`]: Chromaprint fingerprints identical to `fpcalc`'s.
+//! - [`covers`]: album covers and their thumbnails.
 //! - [`jobs`]: the durable job queue and its workers.
 //! - [`blobs`]: local-disk or S3 storage with atomic writes and ranged reads.
 //! - [`db`]: SQLite / PostgreSQL access through one body of portable SQL.
@@ -21,10 +24,12 @@ pub mod auth;
 pub mod blobs;
 pub mod catalog;
 pub mod config;
+pub mod covers;
 pub mod db;
 pub mod domain;
 pub mod enrichment;
 mod error;
+pub mod fingerprint;
 pub mod ids;
 pub mod ingest;
 pub mod jobs;

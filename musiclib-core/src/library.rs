@@ -1,12 +1,13 @@
 //! [`Library`]: the one cheap, cloneable handle that adapters and embedding programs hold.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 
 use crate::blobs::{BlobStore, StorageKind};
 use crate::db::{Backend, Db};
+use crate::enrichment::{acoustid, coverart};
 use crate::jobs::{JobQueue, SqlQueue};
 use crate::{Config, Error, Result};
 
@@ -25,6 +26,15 @@ struct Inner {
     /// Wakes this process's idle workers after an in-process enqueue.
     wake: Notify,
     staging_dir: PathBuf,
+    /// Bounds CPU-heavy work (decoding, fingerprinting) to the machine's cores, however many
+    /// jobs run at once.
+    cpu_slots: Semaphore,
+    /// HTTP client for the public web services (built on first use).
+    http: OnceLock<reqwest::Client>,
+    /// The batching AcoustID lookup queue (started on first use; `None` without an API key).
+    lookups: OnceLock<Option<acoustid::Lookups>>,
+    /// The Cover Art Archive client (built on first use).
+    cover_archive: OnceLock<coverart::Client>,
 }
 
 /// Health of the library's dependencies (`GET /health`).
@@ -67,6 +77,12 @@ impl Library {
                 queue,
                 wake: Notify::new(),
                 staging_dir,
+                cpu_slots: Semaphore::new(
+                    std::thread::available_parallelism().map_or(2, |cores| cores.get()),
+                ),
+                http: OnceLock::new(),
+                lookups: OnceLock::new(),
+                cover_archive: OnceLock::new(),
             }),
         })
     }
@@ -94,6 +110,63 @@ impl Library {
     /// Directory for temporary files of uploads (same machine, not necessarily same disk as blobs).
     pub fn staging_dir(&self) -> &Path {
         &self.inner.staging_dir
+    }
+
+    /// Waits for a slot for CPU-heavy work.
+    pub(crate) async fn cpu_slot(&self) -> tokio::sync::SemaphorePermit<'_> {
+        self.inner
+            .cpu_slots
+            .acquire()
+            .await
+            .expect("the semaphore is never closed")
+    }
+
+    fn http(&self) -> &reqwest::Client {
+        self.inner.http.get_or_init(|| {
+            reqwest::Client::builder()
+                .user_agent(concat!(
+                    "musiclib/",
+                    env!("CARGO_PKG_VERSION"),
+                    " (self-hosted music library server)"
+                ))
+                .connect_timeout(std::time::Duration::from_secs(10))
+                .build()
+                .expect("a TLS backend is compiled in")
+        })
+    }
+
+    /// The AcoustID lookup queue, or `None` when no API key is configured. Must be called
+    /// inside a tokio runtime (it starts the batching task).
+    pub(crate) fn lookups(&self) -> Option<&acoustid::Lookups> {
+        self.inner
+            .lookups
+            .get_or_init(|| {
+                let enrichment = &self.config().enrichment;
+                let api_key = enrichment.acoustid_api_key.clone()?;
+                let client = acoustid::Client::new(
+                    self.http().clone(),
+                    acoustid::ClientConfig {
+                        base_url: enrichment.acoustid_base_url.clone(),
+                        api_key,
+                        requests_per_second: enrichment.acoustid_requests_per_second,
+                        attempts: 4,
+                        retry_base: std::time::Duration::from_millis(500),
+                        timeout: std::time::Duration::from_secs(20),
+                    },
+                );
+                Some(acoustid::Lookups::start(client))
+            })
+            .as_ref()
+    }
+
+    /// The Cover Art Archive client.
+    pub(crate) fn cover_archive(&self) -> &coverart::Client {
+        self.inner.cover_archive.get_or_init(|| {
+            coverart::Client::new(
+                self.http().clone(),
+                &self.config().enrichment.coverart_base_url,
+            )
+        })
     }
 
     pub(crate) fn wake_workers(&self) {

@@ -177,10 +177,11 @@ impl JobQueue for UnavailableQueue {
             "the job queue is down (test)".into(),
         ))
     }
-    async fn claim(
+    async fn claim_of(
         &self,
         _worker_id: &str,
         _lease: std::time::Duration,
+        _kinds: &[&'static str],
     ) -> crate::Result<Option<crate::jobs::Job>> {
         Err(crate::Error::Unavailable(
             "the job queue is down (test)".into(),
@@ -223,6 +224,40 @@ pub async fn drain_jobs(library: &Library) -> usize {
     let mut ran = 0;
     while let crate::jobs::Outcome::Ran(_) = worker.run_once().await.expect("run job") {
         ran += 1;
+    }
+    ran
+}
+
+/// Runs queued jobs with `concurrency` workers at once until none is ready (and none of
+/// the workers is busy), as a server's worker pool would: concurrent enrichment jobs share
+/// AcoustID batches.
+pub async fn drain_jobs_concurrently(library: &Library, concurrency: usize) -> usize {
+    let mut tasks = Vec::new();
+    for index in 0..concurrency {
+        let worker = crate::jobs::Worker::new(library.clone(), &format!("test{index}"));
+        tasks.push(tokio::spawn(async move {
+            let mut ran = 0;
+            let mut idle_rounds = 0;
+            // Keep polling a little after going idle: a job may still be running elsewhere
+            // and enqueue more.
+            while idle_rounds < 3 {
+                match worker.run_once().await.expect("run job") {
+                    crate::jobs::Outcome::Ran(_) => {
+                        ran += 1;
+                        idle_rounds = 0;
+                    }
+                    crate::jobs::Outcome::Empty => {
+                        idle_rounds += 1;
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    }
+                }
+            }
+            ran
+        }));
+    }
+    let mut ran = 0;
+    for task in tasks {
+        ran += task.await.expect("worker task");
     }
     ran
 }

@@ -3,13 +3,14 @@
 
 pub mod albums;
 pub mod auth;
+pub mod covers;
 pub mod dto;
 pub mod search;
 pub mod sources;
 pub mod tracks;
 
 use musiclib_core::Library;
-use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 
@@ -43,6 +44,14 @@ impl Modify for BearerAuth {
                     .build(),
             ),
         );
+        // Media endpoints (covers, streams) also take the token as `?token=`.
+        components.add_security_scheme(
+            "token",
+            SecurityScheme::ApiKey(ApiKey::Query(ApiKeyValue::with_description(
+                "token",
+                "The access token, for media endpoints only (image and audio elements cannot send headers)",
+            ))),
+        );
     }
 }
 
@@ -52,6 +61,7 @@ pub(crate) fn routes() -> OpenApiRouter<Library> {
         .merge(auth::routes())
         .merge(tracks::routes())
         .merge(albums::routes())
+        .merge(covers::routes())
         .merge(search::routes())
         .merge(sources::routes())
         .merge(crate::health::routes())

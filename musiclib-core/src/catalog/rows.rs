@@ -9,7 +9,7 @@ pub(crate) const TRACK_SELECT: &str = "SELECT t.id, t.title, t.artist_id, t.arti
     t.album_artist_name, t.genre, t.year, t.track_number, t.disc_number, t.duration_ms, t.format, t.mime_type,
     t.bitrate_kbps, t.sample_rate, t.channels, t.size_bytes, t.content_sha256, t.storage_uri, t.source,
     t.source_id, t.added_by, t.availability, t.metadata_status, t.metadata_error, t.enriched_at,
-    t.musicbrainz_recording_id, t.acoustid_id, t.tags, t.created_at, t.updated_at,
+    t.musicbrainz_recording_id, t.acoustid_id, t.created_at, t.updated_at,
     CASE WHEN EXISTS (SELECT 1 FROM albums c WHERE c.id = t.album_id AND c.cover_uri IS NOT NULL)
          THEN 1 ELSE 0 END AS has_cover
     FROM tracks t";
@@ -45,16 +45,9 @@ pub(crate) struct TrackRow {
     pub enriched_at: Option<i64>,
     pub musicbrainz_recording_id: Option<String>,
     pub acoustid_id: Option<String>,
-    pub tags: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
     pub has_cover: i64,
-}
-
-impl TrackRow {
-    pub(crate) fn album_id(&self) -> Option<AlbumId> {
-        self.album_id.clone().map(AlbumId::from_db)
-    }
 }
 
 impl From<TrackRow> for Track {

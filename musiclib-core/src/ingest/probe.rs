@@ -125,6 +125,32 @@ pub fn probe_path(path: &Path) -> Result<AudioFacts, String> {
     Ok(facts)
 }
 
+/// The embedded picture to use as a cover: the front cover when the file has one, else the
+/// first picture of any type. `None` when the file has no picture or cannot be read.
+pub fn cover_picture(path: &Path) -> Option<Vec<u8>> {
+    use lofty::picture::PictureType;
+    let options = ParseOptions::new()
+        .read_cover_art(true)
+        .read_properties(false);
+    let tagged = Probe::open(path)
+        .ok()?
+        .options(options)
+        .guess_file_type()
+        .ok()?
+        .read()
+        .ok()?;
+    let pictures: Vec<_> = tagged
+        .tags()
+        .iter()
+        .flat_map(|tag| tag.pictures().iter())
+        .collect();
+    pictures
+        .iter()
+        .find(|picture| picture.pic_type() == PictureType::CoverFront)
+        .or_else(|| pictures.first())
+        .map(|picture| picture.data().to_vec())
+}
+
 fn describe_lofty_error(error: lofty::error::LoftyError, _name: &str) -> String {
     match error.kind() {
         lofty::error::ErrorKind::UnknownFormat => "not a recognised audio file".to_string(),

@@ -19,7 +19,16 @@ pub trait JobQueue: Send + Sync + std::fmt::Debug {
     /// Adds several jobs in one transaction.
     async fn enqueue_many(&self, jobs: Vec<NewJob>) -> Result<()>;
     /// Leases the next ready job (queued and due, or running with an expired lease).
-    async fn claim(&self, worker_id: &str, lease: Duration) -> Result<Option<Job>>;
+    async fn claim(&self, worker_id: &str, lease: Duration) -> Result<Option<Job>> {
+        self.claim_of(worker_id, lease, &[]).await
+    }
+    /// As [`JobQueue::claim`], among jobs of `kinds` only (all kinds when empty).
+    async fn claim_of(
+        &self,
+        worker_id: &str,
+        lease: Duration,
+        kinds: &[&'static str],
+    ) -> Result<Option<Job>>;
     /// Renews the lease and stores progress. `false` when the worker no longer holds the job.
     async fn heartbeat(
         &self,
@@ -177,7 +186,12 @@ impl JobQueue for SqlQueue {
         Ok(())
     }
 
-    async fn claim(&self, worker_id: &str, lease: Duration) -> Result<Option<Job>> {
+    async fn claim_of(
+        &self,
+        worker_id: &str,
+        lease: Duration,
+        kinds: &[&'static str],
+    ) -> Result<Option<Job>> {
         // Jobs whose last worker died after using up every attempt fail for good.
         let expire = self.db.sql(
             "UPDATE jobs SET state = 'failed', lease_until = NULL, finished_at = {now}, updated_at = {now},
@@ -190,21 +204,30 @@ impl JobQueue for SqlQueue {
             // SQLite runs one writer at a time; the UPDATE is atomic on its own.
             Backend::Sqlite => "",
         };
+        // Kinds are the handlers' constants, bound as parameters $3, $4, …
+        let kind_filter = if kinds.is_empty() {
+            String::new()
+        } else {
+            let params: Vec<String> = (0..kinds.len()).map(|i| format!("${}", i + 3)).collect();
+            format!(" AND kind IN ({})", params.join(", "))
+        };
         let query = self.db.sql(&format!(
             "UPDATE jobs SET state = 'running', attempts = attempts + 1, worker_id = $1,
                  lease_until = {{now}} + $2, updated_at = {{now}}
              WHERE id = (
                  SELECT id FROM jobs
                  WHERE ((state = 'queued' AND run_at <= {{now}}) OR (state = 'running' AND lease_until < {{now}}))
-                   AND attempts < max_attempts
+                   AND attempts < max_attempts{kind_filter}
                  ORDER BY run_at, id LIMIT 1{lock})
              RETURNING {JOB_COLUMNS}"
         ));
-        let row: Option<JobRow> = sqlx::query_as(&query)
+        let mut claim = sqlx::query_as::<_, JobRow>(&query)
             .bind(worker_id)
-            .bind(micros(lease))
-            .fetch_optional(self.db.pool())
-            .await?;
+            .bind(micros(lease));
+        for kind in kinds {
+            claim = claim.bind(*kind);
+        }
+        let row = claim.fetch_optional(self.db.pool()).await?;
         Ok(row.map(Job::from))
     }
 

@@ -22,6 +22,7 @@ pub enum Outcome {
 pub struct Worker {
     library: Library,
     id: String,
+    kinds: &'static [&'static str],
 }
 
 /// What a running handler can report through.
@@ -59,7 +60,15 @@ impl Worker {
         Worker {
             library,
             id: format!("{name}-{}-{suffix}", std::process::id()),
+            kinds: &[],
         }
+    }
+
+    /// Makes this worker take only jobs of `kinds` (a pool of enrichment workers, say, whose
+    /// jobs mostly wait on the network and so can run many at once).
+    pub fn only(mut self, kinds: &'static [&'static str]) -> Worker {
+        self.kinds = kinds;
+        self
     }
 
     /// This worker's id, as stored on the jobs it holds.
@@ -70,7 +79,12 @@ impl Worker {
     /// Claims and runs at most one job.
     pub async fn run_once(&self) -> crate::Result<Outcome> {
         let lease = self.library.config().jobs.lease;
-        let Some(job) = self.library.queue().claim(&self.id, lease).await? else {
+        let Some(job) = self
+            .library
+            .queue()
+            .claim_of(&self.id, lease, self.kinds)
+            .await?
+        else {
             return Ok(Outcome::Empty);
         };
         let job_id = job.id.clone();

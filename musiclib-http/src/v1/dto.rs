@@ -366,3 +366,42 @@ pub struct JobQueued {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
+
+/// One fingerprint match offered for a track.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CandidateOut {
+    /// Lookup score, 0–1 (best first).
+    pub score: f64,
+    /// AcoustID track id.
+    pub acoustid_id: String,
+    /// MusicBrainz recording id: send it as `musicbrainz_recording_id` in `PUT /metadata`.
+    pub recording_id: String,
+    /// Recording title.
+    pub title: Option<String>,
+    /// Artist credit.
+    pub artist: Option<String>,
+    /// Album (release-group) title.
+    pub album: Option<String>,
+    /// Album artist.
+    pub album_artist: Option<String>,
+    /// MusicBrainz release-group id.
+    pub releasegroup_id: Option<String>,
+    /// Year, when known.
+    pub year: Option<i64>,
+}
+
+impl From<musiclib_core::enrichment::Candidate> for CandidateOut {
+    fn from(candidate: musiclib_core::enrichment::Candidate) -> CandidateOut {
+        CandidateOut {
+            score: candidate.score,
+            acoustid_id: candidate.acoustid_id,
+            recording_id: candidate.recording_id,
+            title: candidate.title,
+            artist: candidate.artist,
+            album: candidate.album,
+            album_artist: candidate.album_artist,
+            releasegroup_id: candidate.releasegroup_id,
+            year: candidate.year,
+        }
+    }
+}

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::dto::{JobQueued, Page, PageParams, TrackOut};
+use super::dto::{CandidateOut, JobQueued, Page, PageParams, TrackOut};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Auth, Json, Query};
 
@@ -21,6 +21,7 @@ pub(super) fn routes() -> OpenApiRouter<Library> {
         .routes(routes!(get_track, patch_track, delete_track))
         .routes(routes!(put_metadata))
         .routes(routes!(enrich))
+        .routes(routes!(candidates))
 }
 
 /// Filters, sort and paging of `GET /tracks`.
@@ -323,5 +324,25 @@ async fn enrich(
             state: "queued".into(),
             note,
         }),
+    ))
+}
+
+/// Ranked fingerprint matches for a track, applied to nothing: pick one and send its fields
+/// (and `musicbrainz_recording_id`) with `PUT /tracks/{id}/metadata`.
+#[utoipa::path(get, path = "/tracks/{id}/metadata/candidates", tag = "tracks", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Track id")),
+    responses((status = 200, body = Vec<CandidateOut>), (status = 404, body = ErrorBody),
+        (status = 422, description = "The audio cannot be fingerprinted", body = ErrorBody),
+        (status = 501, description = "Fingerprint lookups are off (no ACOUSTID_API_KEY)", body = ErrorBody),
+        (status = 503, description = "AcoustID is unavailable", body = ErrorBody)))]
+async fn candidates(
+    State(library): State<Library>,
+    _auth: Auth,
+    Path(id): Path<String>,
+) -> Result<axum::Json<Vec<CandidateOut>>, ApiError> {
+    let id = track_id(&id)?;
+    let found = library.metadata_candidates(&id).await?;
+    Ok(axum::Json(
+        found.into_iter().map(CandidateOut::from).collect(),
     ))
 }

@@ -1,0 +1,5 @@
+-- Enrichment (issue 3): the track's Chromaprint fingerprint and the best lookup score, so the
+-- candidates endpoint and a re-run do not decode the audio again.
+ALTER TABLE tracks ADD COLUMN fingerprint TEXT;
+ALTER TABLE tracks ADD COLUMN fingerprint_duration BIGINT;
+ALTER TABLE tracks ADD COLUMN acoustid_score DOUBLE PRECISION;

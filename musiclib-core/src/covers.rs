@@ -1,0 +1,215 @@
+//! Album covers: stored once as `covers/{album_id}.{ext}` (never overwritten), served with
+//! validators for HTTP caching, and scaled to cached thumbnails on request.
+
+use bytes::Bytes;
+
+use crate::enrichment::coverart::{Image, ImageKind};
+use crate::{AlbumId, Error, Library, Result, Timestamp, TrackId};
+
+/// Smallest and largest thumbnail edge, in pixels.
+pub const THUMBNAIL_SIZES: std::ops::RangeInclusive<u32> = 16..=1200;
+
+/// A cover ready to serve.
+#[derive(Debug, Clone)]
+pub struct Cover {
+    /// The image.
+    pub bytes: Bytes,
+    /// Its MIME type.
+    pub mime_type: &'static str,
+    /// A strong validator: changes whenever the served bytes would.
+    pub etag: String,
+    /// When the cover was stored.
+    pub last_modified: Timestamp,
+}
+
+#[derive(sqlx::FromRow)]
+struct CoverRow {
+    id: String,
+    cover_uri: Option<String>,
+    cover_updated_at: Option<i64>,
+}
+
+impl Library {
+    /// The cover of an album; `size` asks for a thumbnail at most that many pixels wide/high.
+    pub async fn album_cover(&self, id: &AlbumId, size: Option<u32>) -> Result<Cover> {
+        let row: Option<CoverRow> =
+            sqlx::query_as("SELECT id, cover_uri, cover_updated_at FROM albums WHERE id = $1")
+                .bind(id.as_str())
+                .fetch_optional(self.db().pool())
+                .await?;
+        let row = row.ok_or_else(|| Error::not_found("album", id))?;
+        self.serve_cover(row, size).await
+    }
+
+    /// The cover of a track: its album's.
+    pub async fn track_cover(&self, id: &TrackId, size: Option<u32>) -> Result<Cover> {
+        let row: Option<(Option<String>,)> =
+            sqlx::query_as("SELECT album_id FROM tracks WHERE id = $1")
+                .bind(id.as_str())
+                .fetch_optional(self.db().pool())
+                .await?;
+        let (album_id,) = row.ok_or_else(|| Error::not_found("track", id))?;
+        let album_id = album_id.ok_or_else(|| Error::not_found("cover", id))?;
+        let row: Option<CoverRow> =
+            sqlx::query_as("SELECT id, cover_uri, cover_updated_at FROM albums WHERE id = $1")
+                .bind(&album_id)
+                .fetch_optional(self.db().pool())
+                .await?;
+        match row {
+            Some(row) => self
+                .serve_cover(row, size)
+                .await
+                .map_err(|error| match error {
+                    Error::NotFound { .. } => Error::not_found("cover", id),
+                    other => other,
+                }),
+            None => Err(Error::not_found("cover", id)),
+        }
+    }
+
+    async fn serve_cover(&self, row: CoverRow, size: Option<u32>) -> Result<Cover> {
+        let key = row
+            .cover_uri
+            .ok_or_else(|| Error::not_found("cover", &row.id))?;
+        let kind = key
+            .rsplit_once('.')
+            .and_then(|(_, extension)| ImageKind::from_extension(extension))
+            .ok_or_else(|| Error::Internal(format!("cover key {key:?} has no image extension")))?;
+        let stored_at = row.cover_updated_at.unwrap_or(0);
+        let last_modified = Timestamp::from_micros(stored_at);
+        let original = Cover {
+            bytes: Bytes::new(),
+            mime_type: kind.mime_type(),
+            etag: format!("\"{}-{stored_at:x}\"", row.id),
+            last_modified,
+        };
+        let Some(size) = size else {
+            return Ok(Cover {
+                bytes: self.blobs().get_bytes(&key).await?,
+                ..original
+            });
+        };
+        if !THUMBNAIL_SIZES.contains(&size) {
+            return Err(Error::invalid(
+                "size",
+                format!(
+                    "a thumbnail size is {} to {} pixels",
+                    THUMBNAIL_SIZES.start(),
+                    THUMBNAIL_SIZES.end()
+                ),
+            ));
+        }
+        let (thumb_kind, format) = match kind {
+            ImageKind::Png => (ImageKind::Png, image::ImageFormat::Png),
+            _ => (ImageKind::Jpeg, image::ImageFormat::Jpeg),
+        };
+        let thumb_key = format!("covers/thumbs/{}-{size}.{}", row.id, thumb_kind.extension());
+        let etag = format!("\"{}-{stored_at:x}-{size}\"", row.id);
+        match self.blobs().get_bytes(&thumb_key).await {
+            Ok(bytes) => {
+                return Ok(Cover {
+                    bytes,
+                    mime_type: thumb_kind.mime_type(),
+                    etag,
+                    last_modified,
+                })
+            }
+            Err(Error::NotFound { .. }) => {}
+            Err(error) => return Err(error),
+        }
+        let source = self.blobs().get_bytes(&key).await?;
+        let scaled = tokio::task::spawn_blocking(move || scale(&source, size, format))
+            .await
+            .map_err(|error| Error::Internal(format!("thumbnail task failed: {error}")))?;
+        let bytes = match scaled {
+            Ok(bytes) => bytes,
+            // A cover the decoder cannot read (GIF, WebP, a damaged file) is served as it is.
+            Err(reason) => {
+                tracing::warn!(%key, %reason, "cannot make a thumbnail; serving the original");
+                return Ok(Cover {
+                    bytes: self.blobs().get_bytes(&key).await?,
+                    ..original
+                });
+            }
+        };
+        // Another request may have stored the same thumbnail meanwhile: either copy is right.
+        self.blobs()
+            .put_bytes_if_absent(&thumb_key, bytes.clone())
+            .await?;
+        Ok(Cover {
+            bytes,
+            mime_type: thumb_kind.mime_type(),
+            etag,
+            last_modified,
+        })
+    }
+
+    /// Stores `image` as the album's cover unless it has one. Returns whether it was stored.
+    ///
+    /// The blob is written first, with a create-only put (an existing file at that key is
+    /// never replaced), and the album row points at it only if it had no cover: no row ever
+    /// points at a missing file.
+    pub(crate) async fn store_album_cover(&self, album_id: &str, image: &Image) -> Result<bool> {
+        let key = format!("covers/{album_id}.{}", image.kind.extension());
+        let written = self
+            .blobs()
+            .put_bytes_if_absent(&key, image.bytes.clone())
+            .await?;
+        let query = self.db().sql(
+            "UPDATE albums SET cover_uri = $2, cover_updated_at = {now}, updated_at = {now}
+             WHERE id = $1 AND cover_uri IS NULL",
+        );
+        let updated = sqlx::query(&query)
+            .bind(album_id)
+            .bind(&key)
+            .execute(self.db().pool())
+            .await?
+            .rows_affected();
+        if updated == 0 && written {
+            // The album got a cover meanwhile (another track of it), or is gone: drop ours
+            // unless it is the one the album now points at.
+            let current: Option<(Option<String>,)> =
+                sqlx::query_as("SELECT cover_uri FROM albums WHERE id = $1")
+                    .bind(album_id)
+                    .fetch_optional(self.db().pool())
+                    .await?;
+            if current.and_then(|(uri,)| uri).as_deref() != Some(key.as_str()) {
+                self.blobs().delete(&key).await?;
+            }
+        }
+        Ok(updated == 1)
+    }
+
+    /// Whether the album has a cover already.
+    pub(crate) async fn album_has_cover(&self, album_id: &str) -> Result<bool> {
+        let row: Option<(Option<String>,)> =
+            sqlx::query_as("SELECT cover_uri FROM albums WHERE id = $1")
+                .bind(album_id)
+                .fetch_optional(self.db().pool())
+                .await?;
+        Ok(row.and_then(|(uri,)| uri).is_some())
+    }
+}
+
+/// Scales an image to fit a `size` × `size` box (never up), encoded as `format`.
+fn scale(
+    source: &[u8],
+    size: u32,
+    format: image::ImageFormat,
+) -> std::result::Result<Bytes, String> {
+    let decoded = image::load_from_memory(source).map_err(|error| error.to_string())?;
+    let scaled = if decoded.width() <= size && decoded.height() <= size {
+        decoded
+    } else {
+        decoded.thumbnail(size, size)
+    };
+    let scaled = match format {
+        image::ImageFormat::Jpeg => image::DynamicImage::ImageRgb8(scaled.to_rgb8()),
+        _ => scaled,
+    };
+    let mut out = std::io::Cursor::new(Vec::new());
+    scaled
+        .write_to(&mut out, format)
+        .map_err(|error| error.to_string())?;
+    Ok(Bytes::from(out.into_inner()))
+}

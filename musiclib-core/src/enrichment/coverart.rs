@@ -1,0 +1,187 @@
+//! Cover Art Archive client: the front image of a release group.
+//!
+//! `GET {base}/release-group/{mbid}/front` answers a redirect chain ending at the image;
+//! the image type is taken from its bytes (not the URL, which may say `.jpg` for a PNG).
+
+use std::time::Duration;
+
+use super::throttle::Throttle;
+
+/// The largest image accepted.
+const MAX_IMAGE_BYTES: usize = 20 * 1024 * 1024;
+
+/// An image and its real type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image {
+    /// The bytes.
+    pub bytes: bytes::Bytes,
+    /// What the bytes are.
+    pub kind: ImageKind,
+}
+
+/// Image types musiclib stores as covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageKind {
+    /// JPEG.
+    Jpeg,
+    /// PNG.
+    Png,
+    /// GIF.
+    Gif,
+    /// WebP.
+    Webp,
+}
+
+impl ImageKind {
+    /// Recognises an image by its first bytes.
+    pub fn sniff(bytes: &[u8]) -> Option<ImageKind> {
+        if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+            Some(ImageKind::Jpeg)
+        } else if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+            Some(ImageKind::Png)
+        } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+            Some(ImageKind::Gif)
+        } else if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+            Some(ImageKind::Webp)
+        } else {
+            None
+        }
+    }
+
+    /// File extension of the cover key.
+    pub fn extension(self) -> &'static str {
+        match self {
+            ImageKind::Jpeg => "jpg",
+            ImageKind::Png => "png",
+            ImageKind::Gif => "gif",
+            ImageKind::Webp => "webp",
+        }
+    }
+
+    /// The type from an extension of a cover key.
+    pub fn from_extension(extension: &str) -> Option<ImageKind> {
+        match extension {
+            "jpg" | "jpeg" => Some(ImageKind::Jpeg),
+            "png" => Some(ImageKind::Png),
+            "gif" => Some(ImageKind::Gif),
+            "webp" => Some(ImageKind::Webp),
+            _ => None,
+        }
+    }
+
+    /// MIME type.
+    pub fn mime_type(self) -> &'static str {
+        match self {
+            ImageKind::Jpeg => "image/jpeg",
+            ImageKind::Png => "image/png",
+            ImageKind::Gif => "image/gif",
+            ImageKind::Webp => "image/webp",
+        }
+    }
+}
+
+/// Why no image came back.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CoverError {
+    /// The archive has no front image for this release group.
+    #[error("the Cover Art Archive has no front image for this release group")]
+    NotFound,
+    /// A failure worth retrying in a later pass (503, timeout).
+    #[error("the Cover Art Archive is unavailable: {0}")]
+    Transient(String),
+    /// Anything else (a bad answer).
+    #[error("the Cover Art Archive answered badly: {0}")]
+    Invalid(String),
+}
+
+/// Fetches front images, at most about one request per second.
+#[derive(Debug)]
+pub struct Client {
+    http: reqwest::Client,
+    base_url: String,
+    throttle: Throttle,
+    timeout: Duration,
+}
+
+impl Client {
+    /// A client of the archive at `base_url`.
+    pub fn new(http: reqwest::Client, base_url: &str) -> Client {
+        Client {
+            http,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            throttle: Throttle::per_second(1.0),
+            timeout: Duration::from_secs(30),
+        }
+    }
+
+    /// The front image of release group `mbid`.
+    pub async fn front(&self, releasegroup_id: &str) -> Result<Image, CoverError> {
+        if uuid::Uuid::parse_str(releasegroup_id).is_err() {
+            return Err(CoverError::Invalid(format!(
+                "{releasegroup_id:?} is not a MusicBrainz id"
+            )));
+        }
+        self.throttle.ready().await;
+        let url = format!("{}/release-group/{releasegroup_id}/front", self.base_url);
+        let response = self
+            .http
+            .get(&url)
+            .timeout(self.timeout)
+            .send()
+            .await
+            .map_err(|error| CoverError::Transient(crate::error_chain(&error)))?;
+        let status = response.status();
+        if status.as_u16() == 404 {
+            return Err(CoverError::NotFound);
+        }
+        if status.is_server_error() || status.as_u16() == 429 {
+            return Err(CoverError::Transient(format!("HTTP {status}")));
+        }
+        if !status.is_success() {
+            return Err(CoverError::Invalid(format!("HTTP {status}")));
+        }
+        if response
+            .content_length()
+            .is_some_and(|length| length as usize > MAX_IMAGE_BYTES)
+        {
+            return Err(CoverError::Invalid(
+                "the image is larger than 20 MiB".into(),
+            ));
+        }
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|error| CoverError::Transient(crate::error_chain(&error)))?;
+        if bytes.len() > MAX_IMAGE_BYTES {
+            return Err(CoverError::Invalid(
+                "the image is larger than 20 MiB".into(),
+            ));
+        }
+        let kind = ImageKind::sniff(&bytes).ok_or_else(|| {
+            CoverError::Invalid("the answer is not a JPEG, PNG, GIF or WebP image".into())
+        })?;
+        Ok(Image { bytes, kind })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sniffs_image_types_from_bytes() {
+        assert_eq!(
+            ImageKind::sniff(&[0xFF, 0xD8, 0xFF, 0xE0]),
+            Some(ImageKind::Jpeg)
+        );
+        assert_eq!(
+            ImageKind::sniff(b"\x89PNG\r\n\x1a\n...."),
+            Some(ImageKind::Png)
+        );
+        assert_eq!(
+            ImageKind::sniff(b"RIFF\0\0\0\0WEBPVP8 "),
+            Some(ImageKind::Webp)
+        );
+        assert_eq!(ImageKind::sniff(b"<html>"), None);
+    }
+}

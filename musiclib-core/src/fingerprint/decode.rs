@@ -1,0 +1,316 @@
+//! Decoding with Symphonia, delivering the samples FFmpeg's decoders would hand to fpcalc.
+//!
+//! Two things make the sample stream match FFmpeg's rather than just sound the same:
+//! * the sample *format*: FFmpeg decodes 16-bit FLAC/PCM as int16 and deeper PCM as left-aligned
+//!   int32, which decides libswresample's internal arithmetic (see `swr.rs`);
+//! * the *first sample*: FFmpeg drops MP3 encoder delay (LAME tag, delay + 529 samples, which
+//!   Symphonia's gapless mode also does) and the AAC priming named by an MP4 edit list, which
+//!   Symphonia 0.5 ignores, so it is dropped here (see `mp4.rs`).
+
+use std::fs::File;
+use std::ops::ControlFlow;
+use std::path::Path;
+
+use symphonia::core::audio::{AudioBuffer, AudioBufferRef, Signal};
+use symphonia::core::codecs::{
+    CodecParameters, DecoderOptions, CODEC_TYPE_AAC, CODEC_TYPE_MP1, CODEC_TYPE_MP2,
+    CODEC_TYPE_MP3, CODEC_TYPE_NULL,
+};
+use symphonia::core::errors::Error as SymError;
+use symphonia::core::formats::FormatOptions;
+use symphonia::core::io::MediaSourceStream;
+use symphonia::core::meta::MetadataOptions;
+use symphonia::core::probe::Hint;
+use symphonia::core::sample::{i24, u24, Sample};
+
+use super::swr::InputFormat;
+use super::{mp4, AudioSink, Block, FingerprintError};
+
+/// How decoding with Symphonia went wrong: either it can't handle the file at all (worth trying
+/// ffmpeg) or the file itself is bad.
+pub(crate) enum SymphoniaFailure {
+    Unsupported(String),
+    Fatal(FingerprintError),
+}
+
+impl From<FingerprintError> for SymphoniaFailure {
+    fn from(err: FingerprintError) -> Self {
+        SymphoniaFailure::Fatal(err)
+    }
+}
+
+/// Decodes the default audio track of `path` into `sink` until the sink has enough.
+/// Returns the duration of the whole track in seconds, as FFmpeg reports it.
+pub(crate) fn decode_file(path: &Path, sink: &mut dyn AudioSink) -> Result<f64, SymphoniaFailure> {
+    let file = File::open(path).map_err(|e| SymphoniaFailure::Fatal(e.into()))?;
+    let stream = MediaSourceStream::new(Box::new(file), Default::default());
+    let mut hint = Hint::new();
+    if let Some(ext) = path.extension().and_then(|e| e.to_str()) {
+        hint.with_extension(ext);
+    }
+    // Gapless: drop MP3 encoder delay/padding exactly like FFmpeg's mp3 demuxer does.
+    let format_opts = FormatOptions {
+        enable_gapless: true,
+        ..Default::default()
+    };
+    let probed = symphonia::default::get_probe()
+        .format(&hint, stream, &format_opts, &MetadataOptions::default())
+        .map_err(|e| SymphoniaFailure::Unsupported(format!("container: {e}")))?;
+    let mut format = probed.format;
+    let track = format
+        .tracks()
+        .iter()
+        .find(|t| t.codec_params.codec != CODEC_TYPE_NULL)
+        .ok_or_else(|| SymphoniaFailure::Unsupported("no audio track".into()))?;
+    let track_id = track.id;
+    let params = track.codec_params.clone();
+    let mut decoder = symphonia::default::get_codecs()
+        .make(&params, &DecoderOptions::default())
+        .map_err(|e| SymphoniaFailure::Unsupported(format!("codec: {e}")))?;
+
+    // MP4 priming is only visible in the edit list, which Symphonia does not apply.
+    let priming = if params.codec == CODEC_TYPE_AAC {
+        mp4::priming_samples(path, params.sample_rate.unwrap_or(0)).unwrap_or(0)
+    } else {
+        0
+    };
+    let mut feeder = Feeder::new(&params, priming);
+    loop {
+        let packet = match format.next_packet() {
+            Ok(packet) => packet,
+            Err(SymError::IoError(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+            Err(e) => {
+                // A damaged tail: keep what was decoded, as fpcalc does.
+                tracing::debug!(path = %path.display(), error = %e, "stopping at read error");
+                break;
+            }
+        };
+        if packet.track_id() != track_id {
+            continue;
+        }
+        let audio = match decoder.decode(&packet) {
+            Ok(audio) => audio,
+            Err(SymError::DecodeError(e)) => {
+                tracing::debug!(path = %path.display(), error = %e, "skipping undecodable packet");
+                continue;
+            }
+            Err(e) => {
+                tracing::debug!(path = %path.display(), error = %e, "stopping at decode error");
+                break;
+            }
+        };
+        if feeder.feed(audio, sink)?.is_break() {
+            break;
+        }
+    }
+    if !feeder.started {
+        return Err(SymphoniaFailure::Fatal(FingerprintError::Decode(
+            "no audio could be decoded".into(),
+        )));
+    }
+    Ok(ffmpeg_duration(&params, priming).unwrap_or(feeder.decoded_seconds()))
+}
+
+/// The stream duration FFmpeg reports (and fpcalc prints as DURATION) for this track.
+fn ffmpeg_duration(params: &CodecParameters, priming: u64) -> Option<f64> {
+    let rate = f64::from(params.sample_rate?);
+    let frames = params.n_frames?;
+    let frames = if matches!(
+        params.codec,
+        CODEC_TYPE_MP3 | CODEC_TYPE_MP2 | CODEC_TYPE_MP1
+    ) {
+        // MP3 (Xing/LAME): FFmpeg counts whole frames, encoder delay and padding included.
+        frames + u64::from(params.delay.unwrap_or(0)) + u64::from(params.padding.unwrap_or(0))
+    } else {
+        // MP4: the priming named by the edit list is not part of the duration.
+        frames.saturating_sub(priming)
+    };
+    Some(frames as f64 / rate)
+}
+
+/// Turns Symphonia's decoded buffers into the sample format FFmpeg's decoder would output.
+struct Feeder {
+    /// Decoded frames still to drop at the start (MP4 priming).
+    skip: u64,
+    /// Significant bits of integer samples, when the container says (FLAC 16 vs 24 bit).
+    bits_per_sample: Option<u32>,
+    started: bool,
+    rate: u32,
+    decoded_frames: u64,
+    /// Scratch planes for formats that need converting before the resampler.
+    scratch_i16: Vec<Vec<i16>>,
+    scratch_i32: Vec<Vec<i32>>,
+    scratch_u8: Vec<Vec<u8>>,
+    scratch_f32: Vec<Vec<f32>>,
+}
+
+impl Feeder {
+    fn new(params: &CodecParameters, priming: u64) -> Self {
+        Self {
+            skip: priming,
+            bits_per_sample: params.bits_per_sample,
+            started: false,
+            rate: params.sample_rate.unwrap_or(0),
+            decoded_frames: 0,
+            scratch_i16: Vec::new(),
+            scratch_i32: Vec::new(),
+            scratch_u8: Vec::new(),
+            scratch_f32: Vec::new(),
+        }
+    }
+
+    fn decoded_seconds(&self) -> f64 {
+        if self.rate == 0 {
+            0.0
+        } else {
+            self.decoded_frames as f64 / f64::from(self.rate)
+        }
+    }
+
+    /// Feeds one decoded buffer, converted like FFmpeg's decoder output, to the sink.
+    fn feed(
+        &mut self,
+        audio: AudioBufferRef<'_>,
+        sink: &mut dyn AudioSink,
+    ) -> Result<ControlFlow<()>, FingerprintError> {
+        let frames = audio.frames();
+        if frames == 0 {
+            return Ok(ControlFlow::Continue(()));
+        }
+        let spec = *audio.spec();
+        self.decoded_frames += frames as u64;
+        let skip = self.skip.min(frames as u64) as usize;
+        self.skip -= skip as u64;
+        if skip == frames {
+            return Ok(ControlFlow::Continue(()));
+        }
+        let format = self.ffmpeg_format(&audio);
+        if !self.started {
+            self.rate = spec.rate;
+            sink.start(spec.rate, spec.channels.count(), format)?;
+            self.started = true;
+        }
+        let flow = match audio {
+            AudioBufferRef::S16(buf) => push(sink, &buf, skip),
+            AudioBufferRef::F32(buf) => push(sink, &buf, skip),
+            AudioBufferRef::U8(buf) => push(sink, &buf, skip),
+            AudioBufferRef::S32(buf) => match format {
+                // 16-bit FLAC arrives left-aligned in i32; FFmpeg hands out plain int16.
+                InputFormat::S16 => {
+                    convert(&buf, skip, &mut self.scratch_i16, |v: i32| (v >> 16) as i16);
+                    push_owned(sink, &self.scratch_i16)
+                }
+                _ => push(sink, &buf, skip),
+            },
+            AudioBufferRef::S24(buf) => {
+                convert(&buf, skip, &mut self.scratch_i32, |v: i24| v.inner() << 8);
+                push_owned(sink, &self.scratch_i32)
+            }
+            AudioBufferRef::U24(buf) => {
+                convert(&buf, skip, &mut self.scratch_i32, |v: u24| {
+                    (v.inner() as i32 - (1 << 23)) << 8
+                });
+                push_owned(sink, &self.scratch_i32)
+            }
+            AudioBufferRef::U32(buf) => {
+                convert(&buf, skip, &mut self.scratch_i32, |v: u32| {
+                    (v ^ 0x8000_0000) as i32
+                });
+                push_owned(sink, &self.scratch_i32)
+            }
+            AudioBufferRef::U16(buf) => {
+                convert(&buf, skip, &mut self.scratch_i16, |v: u16| {
+                    (v ^ 0x8000) as i16
+                });
+                push_owned(sink, &self.scratch_i16)
+            }
+            AudioBufferRef::S8(buf) => {
+                convert(&buf, skip, &mut self.scratch_u8, |v: i8| (v as u8) ^ 0x80);
+                push_owned(sink, &self.scratch_u8)
+            }
+            AudioBufferRef::F64(buf) => {
+                convert(&buf, skip, &mut self.scratch_f32, |v: f64| v as f32);
+                push_owned(sink, &self.scratch_f32)
+            }
+        };
+        Ok(flow)
+    }
+
+    /// The sample format FFmpeg's decoder produces for this stream.
+    fn ffmpeg_format(&self, audio: &AudioBufferRef<'_>) -> InputFormat {
+        match audio {
+            AudioBufferRef::U8(_) | AudioBufferRef::S8(_) => InputFormat::U8,
+            AudioBufferRef::S16(_) | AudioBufferRef::U16(_) => InputFormat::S16,
+            AudioBufferRef::S24(_) | AudioBufferRef::U24(_) | AudioBufferRef::U32(_) => {
+                InputFormat::S32
+            }
+            AudioBufferRef::S32(_) => match self.bits_per_sample {
+                Some(bits) if bits <= 16 => InputFormat::S16,
+                _ => InputFormat::S32,
+            },
+            AudioBufferRef::F32(_) | AudioBufferRef::F64(_) => InputFormat::F32,
+        }
+    }
+}
+
+/// Sample types that map onto one of the [`Block`] variants.
+trait PlaneSample: Sized {
+    fn block<'a>(planes: &'a [&'a [Self]]) -> Block<'a>;
+}
+
+impl PlaneSample for u8 {
+    fn block<'a>(planes: &'a [&'a [u8]]) -> Block<'a> {
+        Block::U8(planes)
+    }
+}
+
+impl PlaneSample for i16 {
+    fn block<'a>(planes: &'a [&'a [i16]]) -> Block<'a> {
+        Block::S16(planes)
+    }
+}
+
+impl PlaneSample for i32 {
+    fn block<'a>(planes: &'a [&'a [i32]]) -> Block<'a> {
+        Block::S32(planes)
+    }
+}
+
+impl PlaneSample for f32 {
+    fn block<'a>(planes: &'a [&'a [f32]]) -> Block<'a> {
+        Block::F32(planes)
+    }
+}
+
+/// Passes a decoded buffer's planes (minus `skip` leading frames) to the sink.
+fn push<T: Sample + PlaneSample>(
+    sink: &mut dyn AudioSink,
+    buf: &AudioBuffer<T>,
+    skip: usize,
+) -> ControlFlow<()> {
+    let planes: Vec<&[T]> = (0..buf.spec().channels.count())
+        .map(|c| &buf.chan(c)[skip..])
+        .collect();
+    sink.push(T::block(&planes))
+}
+
+/// Passes converted scratch planes to the sink.
+fn push_owned<T: PlaneSample>(sink: &mut dyn AudioSink, planes: &[Vec<T>]) -> ControlFlow<()> {
+    let refs: Vec<&[T]> = planes.iter().map(Vec::as_slice).collect();
+    sink.push(T::block(&refs))
+}
+
+/// Converts every plane of `buf` (minus `skip` leading frames) into `scratch`.
+fn convert<S: Sample, T>(
+    buf: &AudioBuffer<S>,
+    skip: usize,
+    scratch: &mut Vec<Vec<T>>,
+    f: impl Fn(S) -> T,
+) {
+    let channels = buf.spec().channels.count();
+    scratch.resize_with(channels, Vec::new);
+    for (c, dst) in scratch.iter_mut().enumerate() {
+        dst.clear();
+        dst.extend(buf.chan(c)[skip..].iter().map(|&v| f(v)));
+    }
+}

@@ -1,0 +1,221 @@
+//! Chromaprint audio fingerprints identical to Debian's `fpcalc` (Chromaprint 1.5 + FFmpeg 5.1).
+//!
+//! A fingerprint only matches fpcalc's word for word if Chromaprint is fed exactly the samples
+//! fpcalc feeds it. fpcalc decodes with FFmpeg and converts every frame with libswresample to
+//! 11025 Hz mono int16 before Chromaprint sees it; the pipeline here mirrors that:
+//!
+//! 1. `decode`: Symphonia decodes (MP3, AAC/M4A, FLAC, Vorbis, WAV), delivering the sample format
+//!    and start FFmpeg's decoders would (gapless MP3, MP4 edit-list priming via `mp4`).
+//!    Opus, which Symphonia lacks, goes through the `ffmpeg` command instead (`ffmpeg`).
+//! 2. `swr`: a bit-exact re-implementation of the libswresample conversion fpcalc configures.
+//! 3. Chromaprint itself: the `rusty-chromaprint` crate (a Rust port of Lukas Lalinsky's
+//!    Chromaprint), test2 preset (fpcalc's default algorithm 2), fed 11025 Hz mono so its own
+//!    resampler is bypassed; its output then equals Chromaprint's.
+//!
+//! Like fpcalc, at most `max_seconds` × 11025 converted samples are fingerprinted, and the
+//! resampler is not drained at the end of the file (fpcalc 1.5.1 stops at the decoder's
+//! end-of-file error before it would flush).
+
+mod decode;
+mod ffmpeg;
+mod mp4;
+mod swr;
+
+use std::ops::ControlFlow;
+use std::path::Path;
+
+use base64::Engine as _;
+use rusty_chromaprint::{Configuration, FingerprintCompressor, Fingerprinter};
+
+use swr::{Converter, InputFormat, OUTPUT_RATE};
+
+/// fpcalc's default `-length`: only the first 120 seconds of audio are fingerprinted.
+pub const DEFAULT_MAX_SECONDS: f64 = 120.0;
+
+/// A Chromaprint fingerprint of (the start of) one audio file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fingerprint {
+    /// Raw Chromaprint words, as `fpcalc -raw` prints them.
+    pub raw: Vec<u32>,
+    /// Duration of the whole file in seconds (as fpcalc's DURATION, which it prints truncated to
+    /// an integer; the float is kept here).
+    pub duration: f64,
+}
+
+impl Fingerprint {
+    /// The compressed, base64url (no padding) form, as `fpcalc` prints by default and AcoustID
+    /// expects.
+    pub fn compressed(&self) -> String {
+        let config = Configuration::preset_test2();
+        let bytes = FingerprintCompressor::from(&config).compress(&self.raw);
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    }
+}
+
+/// Why a file could not be fingerprinted.
+#[derive(Debug, thiserror::Error)]
+pub enum FingerprintError {
+    /// The file could not be opened or read.
+    #[error("cannot read audio file: {0}")]
+    Io(#[from] std::io::Error),
+    /// Not a container/codec we (or ffmpeg) can decode.
+    #[error("unsupported audio: {0}")]
+    Unsupported(String),
+    /// The audio data is damaged beyond use.
+    #[error("cannot decode: {0}")]
+    Decode(String),
+    /// Too little audio for Chromaprint to produce a single word (about 2.5 seconds are needed).
+    #[error("audio too short to fingerprint")]
+    TooShort,
+    /// The ffmpeg fallback could not be run or failed.
+    #[error("ffmpeg failed: {0}")]
+    Ffmpeg(String),
+}
+
+/// Decodes at most `max_seconds` of audio and fingerprints it with the test2 preset (fpcalc's
+/// default algorithm 2). A `max_seconds` of zero or less means the whole file (fpcalc
+/// `-length 0`). Blocking (CPU-bound); callers run it on a blocking thread.
+pub fn fingerprint_file(path: &Path, max_seconds: f64) -> Result<Fingerprint, FingerprintError> {
+    let limit = output_limit(max_seconds);
+    let mut pipeline = Pipeline::new(limit);
+    let duration = match decode::decode_file(path, &mut pipeline) {
+        Ok(duration) => duration,
+        // Symphonia cannot handle this codec/container (e.g. Opus): let ffmpeg decode it.
+        Err(decode::SymphoniaFailure::Unsupported(reason)) => {
+            tracing::debug!(path = %path.display(), %reason, "symphonia cannot decode; using ffmpeg");
+            pipeline = Pipeline::new(limit);
+            ffmpeg::decode_file(path, &mut pipeline)?
+        }
+        Err(decode::SymphoniaFailure::Fatal(err)) => return Err(err),
+    };
+    let raw = pipeline.finish();
+    if raw.is_empty() {
+        return Err(FingerprintError::TooShort);
+    }
+    Ok(Fingerprint { raw, duration })
+}
+
+/// The 11025 Hz mono samples Chromaprint is fed for `path` (what fpcalc would feed it), for
+/// tests and diagnostics.
+#[doc(hidden)]
+pub fn chromaprint_input(path: &Path, max_seconds: f64) -> Result<Vec<i16>, FingerprintError> {
+    let mut pipeline = Pipeline::new(output_limit(max_seconds));
+    pipeline.keep_input = true;
+    match decode::decode_file(path, &mut pipeline) {
+        Ok(_) => {}
+        Err(decode::SymphoniaFailure::Unsupported(_)) => {
+            pipeline = Pipeline::new(output_limit(max_seconds));
+            pipeline.keep_input = true;
+            ffmpeg::decode_file(path, &mut pipeline)?;
+        }
+        Err(decode::SymphoniaFailure::Fatal(err)) => return Err(err),
+    }
+    Ok(pipeline.kept)
+}
+
+/// fpcalc's `stream_limit`: the number of converted samples fingerprinted (`size_t` truncation of
+/// seconds × 11025); `usize::MAX` when unlimited.
+fn output_limit(max_seconds: f64) -> usize {
+    if max_seconds.is_finite() && max_seconds > 0.0 {
+        (max_seconds * f64::from(OUTPUT_RATE)) as usize
+    } else {
+        usize::MAX
+    }
+}
+
+/// Decoded audio as FFmpeg's decoder would hand it over: one slice per channel.
+pub(crate) enum Block<'a> {
+    U8(&'a [&'a [u8]]),
+    S16(&'a [&'a [i16]]),
+    S32(&'a [&'a [i32]]),
+    F32(&'a [&'a [f32]]),
+}
+
+/// Where decoders deliver audio.
+pub(crate) trait AudioSink {
+    /// Declares the stream format; called once, before the first `push`.
+    fn start(
+        &mut self,
+        sample_rate: u32,
+        channels: usize,
+        format: InputFormat,
+    ) -> Result<(), FingerprintError>;
+    /// Consumes one block; `Break` means no more audio is needed.
+    fn push(&mut self, block: Block<'_>) -> ControlFlow<()>;
+}
+
+/// libswresample-equivalent conversion followed by Chromaprint, with fpcalc's length limit.
+struct Pipeline {
+    converter: Option<Converter>,
+    fingerprinter: Fingerprinter,
+    converted: Vec<i16>,
+    /// Converted samples still allowed into the fingerprint.
+    remaining: usize,
+    /// Diagnostics: keep a copy of everything fed to Chromaprint in `kept`.
+    keep_input: bool,
+    kept: Vec<i16>,
+}
+
+impl Pipeline {
+    fn new(limit: usize) -> Self {
+        Self {
+            converter: None,
+            fingerprinter: Fingerprinter::new(&Configuration::preset_test2()),
+            converted: Vec::new(),
+            remaining: limit,
+            keep_input: false,
+            kept: Vec::new(),
+        }
+    }
+
+    fn finish(mut self) -> Vec<u32> {
+        if self.converter.is_none() {
+            return Vec::new();
+        }
+        self.fingerprinter.finish();
+        self.fingerprinter.fingerprint().to_vec()
+    }
+}
+
+impl AudioSink for Pipeline {
+    fn start(
+        &mut self,
+        sample_rate: u32,
+        channels: usize,
+        format: InputFormat,
+    ) -> Result<(), FingerprintError> {
+        let converter =
+            Converter::new(sample_rate, channels, format).map_err(FingerprintError::Unsupported)?;
+        self.fingerprinter
+            .start(OUTPUT_RATE, 1)
+            .map_err(|e| FingerprintError::Unsupported(format!("chromaprint: {e}")))?;
+        self.converter = Some(converter);
+        Ok(())
+    }
+
+    fn push(&mut self, block: Block<'_>) -> ControlFlow<()> {
+        let Some(converter) = self.converter.as_mut() else {
+            return ControlFlow::Break(());
+        };
+        self.converted.clear();
+        match block {
+            Block::U8(planes) => converter.push_u8(planes, &mut self.converted),
+            Block::S16(planes) => converter.push_s16(planes, &mut self.converted),
+            Block::S32(planes) => converter.push_s32(planes, &mut self.converted),
+            Block::F32(planes) => converter.push_f32(planes, &mut self.converted),
+        }
+        let take = self.converted.len().min(self.remaining);
+        if take > 0 {
+            self.fingerprinter.consume(&self.converted[..take]);
+            if self.keep_input {
+                self.kept.extend_from_slice(&self.converted[..take]);
+            }
+        }
+        self.remaining -= take;
+        if self.remaining == 0 {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
+}

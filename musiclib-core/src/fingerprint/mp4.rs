@@ -1,0 +1,121 @@
+//! Just enough of an MP4 box walker to read the audio track's edit list.
+//!
+//! AAC streams start with encoder priming (1024 samples from FFmpeg's encoder, 2112 from Apple's
+//! and Nero's) that the edit list (`moov/trak/edts/elst`, its first non-empty edit's
+//! `media_time`) says to skip. FFmpeg's mov demuxer honours it, so fpcalc never sees those
+//! samples; Symphonia 0.5 parses the box but does not apply it, so we drop them ourselves.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+/// The moov box is read into memory; anything bigger than this is not a sane audio file.
+const MAX_MOOV_BYTES: u64 = 64 << 20;
+
+/// Number of samples (at `sample_rate`) the first audio track's edit list skips, or `None` when the
+/// file is not MP4 or has no edit list.
+pub(crate) fn priming_samples(path: &Path, sample_rate: u32) -> Option<u64> {
+    let mut file = File::open(path).ok()?;
+    let moov = read_top_level_box(&mut file, b"moov")?;
+    for trak in children(&moov).filter(|(kind, _)| kind == b"trak") {
+        let trak = trak.1;
+        let mdia = child(trak, b"mdia")?;
+        let is_audio = child(mdia, b"hdlr").is_some_and(|hdlr| hdlr.get(8..12) == Some(b"soun"));
+        if !is_audio {
+            continue;
+        }
+        let timescale = child(mdia, b"mdhd").and_then(mdhd_timescale)?;
+        let media_time = child(trak, b"edts")
+            .and_then(|edts| child(edts, b"elst"))
+            .and_then(first_media_time)?;
+        if timescale == 0 {
+            return None;
+        }
+        return Some(media_time * u64::from(sample_rate) / u64::from(timescale));
+    }
+    None
+}
+
+/// Reads the payload of the first top-level box of type `kind`, skipping others by their size.
+fn read_top_level_box(file: &mut File, kind: &[u8; 4]) -> Option<Vec<u8>> {
+    let file_len = file.metadata().ok()?.len();
+    let mut offset = 0u64;
+    while offset + 8 <= file_len {
+        file.seek(SeekFrom::Start(offset)).ok()?;
+        let mut header = [0u8; 16];
+        file.read_exact(&mut header[..8]).ok()?;
+        let mut size = u64::from(u32::from_be_bytes([
+            header[0], header[1], header[2], header[3],
+        ]));
+        let mut header_len = 8;
+        if size == 1 {
+            file.read_exact(&mut header[8..16]).ok()?;
+            size = u64::from_be_bytes(header[8..16].try_into().ok()?);
+            header_len = 16;
+        } else if size == 0 {
+            size = file_len - offset;
+        }
+        if size < header_len {
+            return None;
+        }
+        if &header[4..8] == kind {
+            let payload = size - header_len;
+            if payload > MAX_MOOV_BYTES {
+                return None;
+            }
+            let mut data = vec![0u8; payload as usize];
+            file.read_exact(&mut data).ok()?;
+            return Some(data);
+        }
+        offset += size;
+    }
+    None
+}
+
+/// Iterates over the (type, payload) boxes directly inside `data`.
+fn children(data: &[u8]) -> impl Iterator<Item = ([u8; 4], &[u8])> {
+    let mut rest = data;
+    std::iter::from_fn(move || {
+        let size = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+        let kind: [u8; 4] = rest.get(4..8)?.try_into().ok()?;
+        let (header, size) = match size {
+            1 => (
+                16,
+                u64::from_be_bytes(rest.get(8..16)?.try_into().ok()?) as usize,
+            ),
+            0 => (8, rest.len()),
+            n => (8, n),
+        };
+        let payload = rest.get(header..size)?;
+        rest = &rest[size..];
+        Some((kind, payload))
+    })
+}
+
+fn child<'a>(data: &'a [u8], kind: &[u8; 4]) -> Option<&'a [u8]> {
+    children(data)
+        .find(|(k, _)| k == kind)
+        .map(|(_, payload)| payload)
+}
+
+/// `mdhd` timescale (version 0: 32-bit times, version 1: 64-bit times).
+fn mdhd_timescale(mdhd: &[u8]) -> Option<u32> {
+    let at = if *mdhd.first()? == 1 { 20 } else { 12 };
+    Some(u32::from_be_bytes(mdhd.get(at..at + 4)?.try_into().ok()?))
+}
+
+/// `media_time` of the first edit that is not an empty (-1) edit.
+fn first_media_time(elst: &[u8]) -> Option<u64> {
+    let version = *elst.first()?;
+    let count = u32::from_be_bytes(elst.get(4..8)?.try_into().ok()?) as usize;
+    let entry_len = if version == 1 { 20 } else { 12 };
+    (0..count).find_map(|i| {
+        let entry = elst.get(8 + i * entry_len..8 + (i + 1) * entry_len)?;
+        let media_time = if version == 1 {
+            i64::from_be_bytes(entry.get(8..16)?.try_into().ok()?)
+        } else {
+            i64::from(i32::from_be_bytes(entry.get(4..8)?.try_into().ok()?))
+        };
+        u64::try_from(media_time).ok()
+    })
+}
