@@ -142,6 +142,8 @@ pub struct EnrichmentConfig {
     /// AcoustID requests per second from this process (AcoustID allows 3 per client: divide
     /// it among processes when several workers share one key).
     pub acoustid_requests_per_second: f64,
+    /// First delay before retrying a failed lookup (doubles each retry; 4 attempts in all).
+    pub acoustid_retry_base: Duration,
     /// Whether cover art is fetched from the Cover Art Archive.
     pub coverart_enabled: bool,
     /// Cover Art Archive base URL.
@@ -179,6 +181,7 @@ impl Config {
                 acoustid_base_url: "https://api.acoustid.org".into(),
                 acoustid_trust_score: 0.85,
                 acoustid_requests_per_second: 3.0,
+                acoustid_retry_base: Duration::from_millis(500),
                 coverart_enabled: true,
                 coverart_base_url: "https://coverartarchive.org".into(),
                 lrclib_base_url: "https://lrclib.net".into(),

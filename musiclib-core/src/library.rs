@@ -150,7 +150,7 @@ impl Library {
                         api_key,
                         requests_per_second: enrichment.acoustid_requests_per_second,
                         attempts: 4,
-                        retry_base: std::time::Duration::from_millis(500),
+                        retry_base: enrichment.acoustid_retry_base,
                         timeout: std::time::Duration::from_secs(20),
                     },
                 );

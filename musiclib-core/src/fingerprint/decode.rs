@@ -14,7 +14,7 @@ use std::path::Path;
 use symphonia::core::audio::{AudioBuffer, AudioBufferRef, Signal};
 use symphonia::core::codecs::{
     CodecParameters, DecoderOptions, CODEC_TYPE_AAC, CODEC_TYPE_MP1, CODEC_TYPE_MP2,
-    CODEC_TYPE_MP3, CODEC_TYPE_NULL,
+    CODEC_TYPE_MP3, CODEC_TYPE_NULL, CODEC_TYPE_OPUS,
 };
 use symphonia::core::errors::Error as SymError;
 use symphonia::core::formats::FormatOptions;
@@ -23,14 +23,29 @@ use symphonia::core::meta::MetadataOptions;
 use symphonia::core::probe::Hint;
 use symphonia::core::sample::{i24, u24, Sample};
 
+use super::ffmpeg::StreamInfo;
 use super::swr::InputFormat;
 use super::{mp4, AudioSink, Block, FingerprintError};
 
 /// How decoding with Symphonia went wrong: either it can't handle the file at all (worth trying
 /// ffmpeg) or the file itself is bad.
 pub(crate) enum SymphoniaFailure {
-    Unsupported(String),
+    /// Symphonia cannot decode this; `stream` is what it could still tell about the stream
+    /// (e.g. an Ogg Opus file: the container is read, only the codec is missing).
+    Unsupported {
+        reason: String,
+        stream: Option<StreamInfo>,
+    },
     Fatal(FingerprintError),
+}
+
+impl SymphoniaFailure {
+    fn unsupported(reason: String) -> Self {
+        SymphoniaFailure::Unsupported {
+            reason,
+            stream: None,
+        }
+    }
 }
 
 impl From<FingerprintError> for SymphoniaFailure {
@@ -55,18 +70,25 @@ pub(crate) fn decode_file(path: &Path, sink: &mut dyn AudioSink) -> Result<f64, 
     };
     let probed = symphonia::default::get_probe()
         .format(&hint, stream, &format_opts, &MetadataOptions::default())
-        .map_err(|e| SymphoniaFailure::Unsupported(format!("container: {e}")))?;
+        .map_err(|e| SymphoniaFailure::unsupported(format!("container: {e}")))?;
     let mut format = probed.format;
     let track = format
         .tracks()
         .iter()
         .find(|t| t.codec_params.codec != CODEC_TYPE_NULL)
-        .ok_or_else(|| SymphoniaFailure::Unsupported("no audio track".into()))?;
+        .ok_or_else(|| SymphoniaFailure::unsupported("no audio track".into()))?;
     let track_id = track.id;
     let params = track.codec_params.clone();
-    let mut decoder = symphonia::default::get_codecs()
-        .make(&params, &DecoderOptions::default())
-        .map_err(|e| SymphoniaFailure::Unsupported(format!("codec: {e}")))?;
+    let mut decoder =
+        match symphonia::default::get_codecs().make(&params, &DecoderOptions::default()) {
+            Ok(decoder) => decoder,
+            Err(e) => {
+                return Err(SymphoniaFailure::Unsupported {
+                    reason: format!("codec: {e}"),
+                    stream: float_stream_info(&params),
+                })
+            }
+        };
 
     // MP4 priming is only visible in the edit list, which Symphonia does not apply.
     let priming = if params.codec == CODEC_TYPE_AAC {
@@ -109,6 +131,20 @@ pub(crate) fn decode_file(path: &Path, sink: &mut dyn AudioSink) -> Result<f64, 
         )));
     }
     Ok(ffmpeg_duration(&params, priming).unwrap_or(feeder.decoded_seconds()))
+}
+
+/// Stream facts for the ffmpeg fallback, for codecs whose FFmpeg decoder outputs float (Opus).
+fn float_stream_info(params: &CodecParameters) -> Option<StreamInfo> {
+    if params.codec != CODEC_TYPE_OPUS {
+        return None;
+    }
+    Some(StreamInfo {
+        // FFmpeg's Opus decoder always runs at 48 kHz.
+        sample_rate: 48_000,
+        channels: params.channels?.count(),
+        format: InputFormat::F32,
+        duration: ffmpeg_duration(params, 0),
+    })
 }
 
 /// The stream duration FFmpeg reports (and fpcalc prints as DURATION) for this track.

@@ -81,10 +81,10 @@ pub fn fingerprint_file(path: &Path, max_seconds: f64) -> Result<Fingerprint, Fi
     let duration = match decode::decode_file(path, &mut pipeline) {
         Ok(duration) => duration,
         // Symphonia cannot handle this codec/container (e.g. Opus): let ffmpeg decode it.
-        Err(decode::SymphoniaFailure::Unsupported(reason)) => {
+        Err(decode::SymphoniaFailure::Unsupported { reason, stream }) => {
             tracing::debug!(path = %path.display(), %reason, "symphonia cannot decode; using ffmpeg");
             pipeline = Pipeline::new(limit);
-            ffmpeg::decode_file(path, &mut pipeline)?
+            ffmpeg::decode_file(path, &mut pipeline, stream)?
         }
         Err(decode::SymphoniaFailure::Fatal(err)) => return Err(err),
     };
@@ -103,10 +103,10 @@ pub fn chromaprint_input(path: &Path, max_seconds: f64) -> Result<Vec<i16>, Fing
     pipeline.keep_input = true;
     match decode::decode_file(path, &mut pipeline) {
         Ok(_) => {}
-        Err(decode::SymphoniaFailure::Unsupported(_)) => {
+        Err(decode::SymphoniaFailure::Unsupported { stream, .. }) => {
             pipeline = Pipeline::new(output_limit(max_seconds));
             pipeline.keep_input = true;
-            ffmpeg::decode_file(path, &mut pipeline)?;
+            ffmpeg::decode_file(path, &mut pipeline, stream)?;
         }
         Err(decode::SymphoniaFailure::Fatal(err)) => return Err(err),
     }

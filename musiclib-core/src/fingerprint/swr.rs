@@ -214,9 +214,15 @@ impl Internal for f32 {
 
     fn resample(filter: &FilterBank<f32>, history: &[f32], steps: &[Step], out: &mut Vec<f32>) {
         #[cfg(target_arch = "x86_64")]
-        if filter.kernel == FloatKernel::Fma8 && !filter.linear {
+        if filter.kernel == FloatKernel::Fma8 {
             // SAFETY: FloatKernel::Fma8 is only chosen when the CPU reports AVX and FMA.
-            unsafe { resample_f32_fma8(filter, history, steps, out) };
+            unsafe {
+                if filter.linear {
+                    resample_f32_fma8_linear(filter, history, steps, out);
+                } else {
+                    resample_f32_fma8(filter, history, steps, out);
+                }
+            }
             return;
         }
         out.reserve(steps.len());
@@ -371,6 +377,71 @@ unsafe fn resample_f32_fma8(
     }
     for step in groups.remainder() {
         out.push(fma8_padded(filter, history, step));
+    }
+}
+
+/// float `resample_linear` as libswresample's FMA3 kernel computes it: both neighbouring phases
+/// accumulated in 8 lanes, folded to 4, interpolated lane by lane with a fused multiply-add by
+/// `frac × (1 / src_incr)`, then summed like [`resample_f32_fma8`].
+///
+/// Safety: the CPU must support AVX and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx,fma")]
+unsafe fn resample_f32_fma8_linear(
+    filter: &FilterBank<f32>,
+    history: &[f32],
+    steps: &[Step],
+    out: &mut Vec<f32>,
+) {
+    use std::arch::x86_64::*;
+    let stride = filter.stride;
+    let inv_incr = 1.0f32 / filter.src_incr as f32;
+    out.reserve(steps.len());
+    for step in steps {
+        let Some(window) = history.get(step.pos..step.pos + stride) else {
+            // Window running off the end of the history: the portable twin pads it with zeros.
+            let src = &history[step.pos..step.pos + filter.taps];
+            let (f1, f2) = (filter.phase(step.phase), filter.phase(step.phase + 1));
+            out.push(
+                filter
+                    .kernel
+                    .dot_linear(src, f1, f2, step.frac, filter.src_incr),
+            );
+            continue;
+        };
+        let (f1, f2) = (
+            filter.phase(step.phase).as_ptr(),
+            filter.phase(step.phase + 1).as_ptr(),
+        );
+        let mut acc1 = _mm256_setzero_ps();
+        let mut acc2 = _mm256_setzero_ps();
+        for c in 0..stride / 8 {
+            // SAFETY: the window and both phases hold `stride` floats.
+            let (s, c1, c2) = unsafe {
+                (
+                    _mm256_loadu_ps(window.as_ptr().add(c * 8)),
+                    _mm256_loadu_ps(f1.add(c * 8)),
+                    _mm256_loadu_ps(f2.add(c * 8)),
+                )
+            };
+            acc2 = _mm256_fmadd_ps(s, c2, acc2);
+            acc1 = _mm256_fmadd_ps(s, c1, acc1);
+        }
+        let v1 = _mm_add_ps(
+            _mm256_castps256_ps128(acc1),
+            _mm256_extractf128_ps::<1>(acc1),
+        );
+        let v2 = _mm_add_ps(
+            _mm256_castps256_ps128(acc2),
+            _mm256_extractf128_ps::<1>(acc2),
+        );
+        let weight = _mm_set1_ps(step.frac as f32 * inv_incr);
+        let quad = _mm_fmadd_ps(_mm_sub_ps(v2, v1), weight, v1);
+        let pair = _mm_add_ps(quad, _mm_movehl_ps(quad, quad));
+        out.push(_mm_cvtss_f32(_mm_add_ss(
+            pair,
+            _mm_shuffle_ps::<0b01>(pair, pair),
+        )));
     }
 }
 
@@ -907,18 +978,18 @@ mod tests {
 
     #[test]
     fn phase_counts_follow_exact_rational() {
-        let r = Resampler::<f32>::new(44100, 1).expect("44.1k");
-        assert_eq!((r.phase_count, r.taps, r.linear), (1, 80, false));
-        let r = Resampler::<f32>::new(48000, 1).expect("48k");
-        assert_eq!((r.phase_count, r.taps, r.linear), (147, 88, false));
-        let r = Resampler::<i16>::new(32000, 1).expect("32k");
-        assert_eq!((r.phase_count, r.linear), (256, true));
+        let f = Resampler::<f32>::new(44100, 1).expect("44.1k").filter;
+        assert_eq!((f.phase_count, f.taps, f.linear), (1, 80, false));
+        let f = Resampler::<f32>::new(48000, 1).expect("48k").filter;
+        assert_eq!((f.phase_count, f.taps, f.linear), (147, 88, false));
+        let f = Resampler::<i16>::new(32000, 1).expect("32k").filter;
+        assert_eq!((f.phase_count, f.linear), (256, true));
     }
 
     #[test]
     fn filter_phase_zero_sums_to_unity() {
-        let r = Resampler::<f32>::new(44100, 1).expect("44.1k");
-        let sum: f64 = r.bank[..r.taps].iter().map(|&c| f64::from(c)).sum();
+        let f = Resampler::<f32>::new(44100, 1).expect("44.1k").filter;
+        let sum: f64 = f.bank[..f.taps].iter().map(|&c| f64::from(c)).sum();
         assert!((sum - 1.0).abs() < 1e-5, "{sum}");
     }
 

@@ -5,6 +5,7 @@
 //! - `accounts`: registration, login, tokens.
 //! - `catalog`: upload, listing, filters, edits, deletion, search.
 //! - `scan`: local-folder import against the generated corpus.
+//! - `enrichment`: tags, fingerprint, AcoustID (mocked), cover art.
 //! - `jobs`: the durable queue: retries, leases, concurrent workers.
 //! - `blobs`: atomic writes and ranged reads on both storage backends.
 
@@ -13,5 +14,6 @@ mod support;
 mod accounts;
 mod blobs;
 mod catalog;
+mod enrichment;
 mod jobs;
 mod scan;

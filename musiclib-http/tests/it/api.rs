@@ -9,20 +9,20 @@ use musiclib_core::testing::{scale_out_available, Backend, TestLibrary, Unavaila
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
-struct App {
+pub(crate) struct App {
     router: axum::Router,
-    library: TestLibrary,
+    pub(crate) library: TestLibrary,
 }
 
 impl App {
-    async fn new(library: TestLibrary) -> App {
+    pub(crate) async fn new(library: TestLibrary) -> App {
         App {
             router: musiclib_http::router(library.library.clone()),
             library,
         }
     }
 
-    async fn call(&self, request: Request<Body>) -> (StatusCode, Value) {
+    pub(crate) async fn call(&self, request: Request<Body>) -> (StatusCode, Value) {
         let response = self.router.clone().oneshot(request).await.unwrap();
         let status = response.status();
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
@@ -30,7 +30,18 @@ impl App {
         (status, body)
     }
 
-    async fn json(
+    pub(crate) async fn raw(
+        &self,
+        request: Request<Body>,
+    ) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        (status, headers, bytes.to_vec())
+    }
+
+    pub(crate) async fn json(
         &self,
         method: &str,
         uri: &str,
@@ -48,7 +59,7 @@ impl App {
             .await
     }
 
-    async fn get(&self, uri: &str, token: Option<&str>) -> (StatusCode, Value) {
+    pub(crate) async fn get(&self, uri: &str, token: Option<&str>) -> (StatusCode, Value) {
         let mut request = Request::get(uri);
         if let Some(token) = token {
             request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
@@ -56,7 +67,7 @@ impl App {
         self.call(request.body(Body::empty()).unwrap()).await
     }
 
-    async fn register(&self, name: &str) -> String {
+    pub(crate) async fn register(&self, name: &str) -> String {
         let (status, body) = self
             .json(
                 "POST",
@@ -69,7 +80,7 @@ impl App {
         body["access_token"].as_str().unwrap().to_string()
     }
 
-    async fn admin_token(&self) -> String {
+    pub(crate) async fn admin_token(&self) -> String {
         self.library
             .create_user("root", "root-password", true)
             .await
@@ -86,7 +97,12 @@ impl App {
         body["access_token"].as_str().unwrap().to_string()
     }
 
-    async fn upload(&self, token: &str, name: &str, bytes: &[u8]) -> (StatusCode, Value) {
+    pub(crate) async fn upload(
+        &self,
+        token: &str,
+        name: &str,
+        bytes: &[u8],
+    ) -> (StatusCode, Value) {
         let boundary = "musiclib-test-boundary";
         let mut body = format!(
             "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\nContent-Type: application/octet-stream\r\n\r\n"

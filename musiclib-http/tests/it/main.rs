@@ -2,3 +2,4 @@
 //! `oneshot`, no sockets. Each scenario runs on SQLite + local disk and on PostgreSQL + S3.
 
 mod api;
+mod covers;

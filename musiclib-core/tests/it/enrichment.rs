@@ -1,0 +1,593 @@
+//! The enrichment pipeline against a mock AcoustID and Cover Art Archive (wiremock) with the
+//! shared fixtures: every row of the metadata_status table, both sides of the trust score,
+//! gap-filling, degraded services, batching and the throttle, covers.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use musiclib_core::domain::MetadataStatus;
+use musiclib_core::enrichment::acoustid::{self, LookupQuery};
+use musiclib_core::{Config, Library, TrackId};
+use wiremock::matchers::{body_string_contains, method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use crate::backend_test;
+use crate::support::*;
+
+const POLAR_DRIFT_MP3: &str = "library/Incoming/Aurora Lane - Polar Drift.mp3";
+const FIRST_LIGHT_FLAC: &str = "library/Aurora Lane/Northern Lights (2019)/01 - First Light.flac";
+const UNTITLED_MP3: &str = "library/Incoming/untitled.mp3";
+const NO_ALBUM_OGG: &str = "library/Incoming/Some Artist - Song Without Album.ogg";
+/// The file name is in NFD on disk (the tags are NFC).
+const CAFE_NOIR_MP3: &str = "library/Incoming/Cafe\u{301} Noir \u{2013} Nuit Blanche.mp3";
+const VOICE_MEMO_WAV: &str = "library/Unsorted/voice memo 2024-03-01.wav";
+const TIDAL_HUM_OPUS: &str =
+    "library/Opus Collective/Field Recordings & Drones/01 - Tidal Hum.opus";
+const NORTHERN_LIGHTS_RG: &str = "0071b7aa-2cea-433f-89ce-4851fb983174";
+
+fn fixture(relative: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/fixtures")
+        .join(relative);
+    std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+}
+
+fn json_response(status: u16, fixture_file: &str) -> ResponseTemplate {
+    ResponseTemplate::new(status)
+        .insert_header("Content-Type", "application/json; charset=UTF-8")
+        .set_body_string(fixture(fixture_file))
+}
+
+/// The 250-pixel JPEG of the fixtures.
+fn front_image() -> Vec<u8> {
+    let doc: serde_json::Value =
+        serde_json::from_str(&fixture("coverartarchive/front_image_250.json")).unwrap();
+    base64::engine::general_purpose::STANDARD
+        .decode(doc["body_base64"].as_str().unwrap())
+        .unwrap()
+}
+
+/// Mocks of both services, and a library configured to use them.
+struct Services {
+    acoustid: MockServer,
+    archive: MockServer,
+}
+
+impl Services {
+    async fn start() -> Services {
+        Services {
+            acoustid: MockServer::start().await,
+            archive: MockServer::start().await,
+        }
+    }
+
+    async fn library(
+        &self,
+        backend: Backend,
+        change: impl FnOnce(&mut Config) + Send + 'static,
+    ) -> TestLibrary {
+        let acoustid = self.acoustid.uri();
+        let archive = self.archive.uri();
+        TestLibrary::builder(backend)
+            .config(move |config| {
+                config.enrichment.acoustid_api_key = Some("test-key".into());
+                config.enrichment.acoustid_base_url = acoustid;
+                config.enrichment.coverart_base_url = archive;
+                config.enrichment.acoustid_retry_base = Duration::from_millis(10);
+                config.enrichment.acoustid_requests_per_second = 50.0;
+                change(config);
+            })
+            .build()
+            .await
+    }
+
+    /// AcoustID answers every lookup with `fixture_file`.
+    async fn acoustid_answers(&self, status: u16, fixture_file: &str) {
+        Mock::given(method("POST"))
+            .and(path("/v2/lookup"))
+            .respond_with(json_response(status, fixture_file))
+            .mount(&self.acoustid)
+            .await;
+    }
+
+    /// The archive serves the fixture JPEG for the Northern Lights release group, through a
+    /// redirect as the real one does.
+    async fn archive_has_front(&self) {
+        Mock::given(method("GET"))
+            .and(path(format!("/release-group/{NORTHERN_LIGHTS_RG}/front")))
+            .respond_with(ResponseTemplate::new(307).insert_header(
+                "Location",
+                format!(
+                    "{}/download/mbid-b681feb9/mbid-b681feb9-37482910561.jpg",
+                    self.archive.uri()
+                ),
+            ))
+            .mount(&self.archive)
+            .await;
+        Mock::given(method("GET"))
+            .and(path(
+                "/download/mbid-b681feb9/mbid-b681feb9-37482910561.jpg",
+            ))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .insert_header("Content-Type", "image/jpeg")
+                    .set_body_bytes(front_image()),
+            )
+            .mount(&self.archive)
+            .await;
+    }
+
+    async fn lookups(&self) -> usize {
+        self.acoustid
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .len()
+    }
+
+    async fn archive_requests(&self) -> usize {
+        self.archive
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .len()
+    }
+}
+
+async fn upload(library: &Library, relative: &str) -> TrackId {
+    let corpus = corpus().expect("corpus");
+    let alice = match library.find_user_by_name("alice").await {
+        Ok(Some(user)) => musiclib_core::auth::Caller { user },
+        _ => user(library, "alice").await,
+    };
+    let bytes = corpus_file(&corpus, relative);
+    let name = relative.rsplit('/').next().unwrap();
+    library
+        .upload_track(&alice, Some(name), bytes.as_slice())
+        .await
+        .expect("upload")
+        .track
+        .id
+}
+
+backend_test! {
+    async fn a_trusted_match_wins_and_the_archive_cover_is_stored(backend: Backend) {
+        if corpus().is_none() { return }
+        let services = Services::start().await;
+        services.acoustid_answers(200, "acoustid/lookup_high_score.json").await;
+        services.archive_has_front().await;
+        let library = services.library(backend, |_| {}).await;
+        let id = upload(&library, POLAR_DRIFT_MP3).await;
+        musiclib_core::testing::drain_jobs(&library).await;
+
+        let track = library.get_track(&id).await.unwrap();
+        assert_eq!(track.metadata_status, MetadataStatus::Enriched, "{:?}", track.metadata_error);
+        assert_eq!(track.title, "Polar Drift");
+        assert_eq!(track.artist_name.as_deref(), Some("Aurora Lane"));
+        assert_eq!(track.album_title.as_deref(), Some("Northern Lights"));
+        // Of the two recordings, the one as long as the file (142 s, not the 139.5 s edit).
+        assert_eq!(track.musicbrainz_recording_id.as_deref(), Some("864455ce-3586-4f6f-8caf-9c6eba11d576"));
+        assert_eq!(track.acoustid_id.as_deref(), Some("3f1c2a9e-5b7d-4e61-a0c4-8d2b6e9f7a13"));
+        assert!(track.enriched_at.is_some());
+        let album = library.get_album(track.album_id.as_ref().unwrap()).await.unwrap();
+        assert_eq!(album.musicbrainz_releasegroup_id.as_deref(), Some(NORTHERN_LIGHTS_RG));
+        assert_eq!(album.cover_uri.as_deref(), Some(format!("covers/{}.jpg", album.id).as_str()));
+        assert!(track.has_cover);
+        let cover = library.album_cover(&album.id, None).await.unwrap();
+        assert_eq!(cover.mime_type, "image/jpeg");
+        assert_eq!(cover.bytes.as_ref(), front_image().as_slice());
+
+        // The lookup sent what AcoustID expects: the key, whole seconds, the compressed print.
+        let requests = services.acoustid.received_requests().await.unwrap();
+        let form: Vec<(String, String)> = serde_urlencoded::from_bytes(&requests[0].body).unwrap();
+        let value = |key: &str| form.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+        assert_eq!(value("client").as_deref(), Some("test-key"));
+        assert_eq!(value("duration").as_deref(), Some("142"));
+        assert_eq!(value("meta").as_deref(), Some("recordings releasegroups compress"));
+        assert!(value("fingerprint").unwrap().starts_with("AQAD"), "a compressed fingerprint");
+    }
+}
+
+backend_test! {
+    async fn a_weak_match_only_fills_gaps(backend: Backend) {
+        if corpus().is_none() { return }
+        let services = Services::start().await;
+        services.acoustid_answers(200, "acoustid/lookup_low_score.json").await;
+        let library = services.library(backend, |config| config.enrichment.coverart_enabled = false).await;
+
+        // Tags say title and artist: they stay; the missing album comes from the lookup.
+        let tagged = upload(&library, NO_ALBUM_OGG).await;
+        // No tags at all: everything comes from the lookup.
+        let untagged = upload(&library, UNTITLED_MP3).await;
+        musiclib_core::testing::drain_jobs(&library).await;
+
+        let tagged = library.get_track(&tagged).await.unwrap();
+        assert_eq!(tagged.metadata_status, MetadataStatus::Enriched);
+        assert_eq!(tagged.title, "Song Without Album");
+        assert_eq!(tagged.artist_name.as_deref(), Some("Some Artist"));
+        assert_eq!(tagged.album_title.as_deref(), Some("Harbour Lights"));
+
+        let untagged = library.get_track(&untagged).await.unwrap();
+        assert_eq!(untagged.metadata_status, MetadataStatus::Enriched, "{:?}", untagged.metadata_error);
+        assert_eq!(untagged.title, "Sunrise Parade");
+        assert_eq!(untagged.artist_name.as_deref(), Some("Marta Vel & Oskar Lind"));
+        assert_eq!(untagged.album_title.as_deref(), Some("Harbour Lights"));
+    }
+}
+
+backend_test! {
+    async fn the_trust_score_is_inclusive_and_configurable(backend: Backend) {
+        if corpus().is_none() { return }
+        let services = Services::start().await;
+        services.acoustid_answers(200, "acoustid/lookup_at_threshold.json").await;
+        // Exactly 0.85 with the default trust score 0.85: the lookup wins over the tags.
+        let library = services.library(backend, |config| config.enrichment.coverart_enabled = false).await;
+        let id = upload(&library, CAFE_NOIR_MP3).await;
+        musiclib_core::testing::drain_jobs(&library).await;
+        let track = library.get_track(&id).await.unwrap();
+        assert_eq!(track.title, "Tidal Hum");
+        assert_eq!(track.artist_name.as_deref(), Some("Opus Collective"));
+        assert_eq!(track.album_title.as_deref(), Some("Field Recordings & Drones"));
+        // The lookup has no year: the tags' year stays.
+        assert_eq!(track.year, Some(2017));
+
+        // With the trust score raised above it, the tags win and nothing is erased.
+        let library = services.library(backend, |config| {
+            config.enrichment.coverart_enabled = false;
+            config.enrichment.acoustid_trust_score = 0.86;
+        }).await;
+        let id = upload(&library, CAFE_NOIR_MP3).await;
+        musiclib_core::testing::drain_jobs(&library).await;
+        let track = library.get_track(&id).await.unwrap();
+        assert_eq!(track.metadata_status, MetadataStatus::Enriched);
+        assert_eq!(track.title, "Nuit Blanche");
+        assert_eq!(track.artist_name.as_deref(), Some("Café Noir"));
+        assert_eq!(track.album_title.as_deref(), Some("Rive Gauche"));
+        assert_eq!(track.track_number, Some(7));
+        // The recording id was a gap: the lookup fills it.
+        assert_eq!(track.musicbrainz_recording_id.as_deref(), Some("4c82f515-257a-45b2-93f2-6c139b0ee163"));
+    }
+}
+
+backend_test! {
+    async fn no_identity_fails_with_a_readable_reason(backend: Backend) {
+        if corpus().is_none() { return }
+        let services = Services::start().await;
+        // A match with no MusicBrainz recording identifies nothing.
+        Mock::given(method("POST")).and(body_string_contains("duration=9"))
+            .respond_with(json_response(200, "acoustid/lookup_no_recordings.json"))
+            .mount(&services.acoustid).await;
+        Mock::given(method("POST")).and(body_string_contains("duration=5"))
+            .respond_with(json_response(200, "acoustid/lookup_empty.json"))
+            .mount(&services.acoustid).await;
+        let library = services.library(backend, |_| {}).await;
+        let memo = upload(&library, VOICE_MEMO_WAV).await;
+        let untitled = upload(&library, UNTITLED_MP3).await;
+        musiclib_core::testing::drain_jobs(&library).await;
+        for id in [memo, untitled] {
+            let track = library.get_track(&id).await.unwrap();
+            assert_eq!(track.metadata_status, MetadataStatus::Failed);
+            assert_eq!(
+                track.metadata_error.as_deref(),
+                Some("the file has no title or artist tags, and no fingerprint match was found")
+            );
+            assert!(track.enriched_at.is_some());
+            assert!(track.artist_id.is_none() && track.album_id.is_none());
+        }
+
+        // Without an API key the lookup is skipped, not failed, and the reason says so.
+        let library = TestLibrary::new(backend).await;
+        let id = upload(&library, UNTITLED_MP3).await;
+        musiclib_core::testing::drain_jobs(&library).await;
+        let track = library.get_track(&id).await.unwrap();
+        assert_eq!(track.metadata_status, MetadataStatus::Failed);
+        assert!(track.metadata_error.unwrap().contains("fingerprint lookup is off"));
+    }
+}
+
+backend_test! {
+    async fn a_failing_acoustid_degrades_to_the_tags(backend: Backend) {
+        if corpus().is_none() { return }
+        // 500 on every try: retried with backoff, then the tags decide.
+        let services = Services::start().await;
+        services.acoustid_answers(500, "acoustid/error_internal.json").await;
+        let library = services.library(backend, |config| config.enrichment.coverart_enabled = false).await;
+        let id = upload(&library, CAFE_NOIR_MP3).await;
+        let job = musiclib_core::testing::drain_jobs(&library).await;
+        assert_eq!(job, 1);
+        let track = library.get_track(&id).await.unwrap();
+        assert_eq!(track.metadata_status, MetadataStatus::Enriched);
+        assert_eq!(track.title, "Nuit Blanche");
+        assert_eq!(services.lookups().await, 4, "1 try + 3 retries");
+
+        // A bad API key is not retried.
+        let services = Services::start().await;
+        services.acoustid_answers(400, "acoustid/error_invalid_api_key.json").await;
+        let library = services.library(backend, |config| config.enrichment.coverart_enabled = false).await;
+        let id = upload(&library, CAFE_NOIR_MP3).await;
+        musiclib_core::testing::drain_jobs(&library).await;
+        assert_eq!(library.get_track(&id).await.unwrap().metadata_status, MetadataStatus::Enriched);
+        assert_eq!(services.lookups().await, 1);
+
+        // Rate limited once (429), then fine: the retry succeeds.
+        let services = Services::start().await;
+        Mock::given(method("POST")).respond_with(json_response(429, "acoustid/error_rate_limited.json"))
+            .up_to_n_times(1).mount(&services.acoustid).await;
+        services.acoustid_answers(200, "acoustid/lookup_at_threshold.json").await;
+        let library = services.library(backend, |config| config.enrichment.coverart_enabled = false).await;
+        let id = upload(&library, CAFE_NOIR_MP3).await;
+        musiclib_core::testing::drain_jobs(&library).await;
+        assert_eq!(library.get_track(&id).await.unwrap().title, "Tidal Hum");
+        assert_eq!(services.lookups().await, 2);
+    }
+}
+
+backend_test! {
+    async fn covers_come_from_the_file_first_and_are_never_overwritten(backend: Backend) {
+        if corpus().is_none() { return }
+        let services = Services::start().await;
+        services.acoustid_answers(200, "acoustid/lookup_high_score.json").await;
+        services.archive_has_front().await;
+        let library = services.library(backend, |_| {}).await;
+
+        // The FLAC embeds a PNG front cover: the album gets it, the archive is not asked.
+        let flac = upload(&library, FIRST_LIGHT_FLAC).await;
+        musiclib_core::testing::drain_jobs(&library).await;
+        let flac = library.get_track(&flac).await.unwrap();
+        let album_id = flac.album_id.clone().unwrap();
+        let cover = library.album_cover(&album_id, None).await.unwrap();
+        assert_eq!(cover.mime_type, "image/png");
+        assert_eq!(library.get_album(&album_id).await.unwrap().cover_uri, Some(format!("covers/{album_id}.png")));
+        let first_bytes = cover.bytes.clone();
+
+        // A second track of the same album, with a release group the archive has a cover
+        // for: the album keeps its cover and the archive is never asked.
+        let mp3 = upload(&library, POLAR_DRIFT_MP3).await;
+        musiclib_core::testing::drain_jobs(&library).await;
+        let mp3 = library.get_track(&mp3).await.unwrap();
+        assert_eq!(mp3.album_id.as_ref(), Some(&album_id));
+        assert!(mp3.has_cover);
+        assert_eq!(library.album_cover(&album_id, None).await.unwrap().bytes, first_bytes);
+        assert_eq!(services.archive_requests().await, 0);
+
+        // Thumbnails are cached and smaller.
+        let thumb = library.album_cover(&album_id, Some(64)).await.unwrap();
+        assert_eq!(thumb.mime_type, "image/png");
+        let decoded = image_size(&thumb.bytes);
+        assert_eq!(decoded, (64, 64));
+        assert!(library.blobs().head(&format!("covers/thumbs/{album_id}-64.png")).await.unwrap().is_some());
+        assert!(library.album_cover(&album_id, Some(5000)).await.is_err());
+    }
+}
+
+fn image_size(bytes: &[u8]) -> (u32, u32) {
+    // PNG: width and height are big-endian at bytes 16..24.
+    assert!(bytes.starts_with(b"\x89PNG"));
+    let word = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
+    (word(16), word(20))
+}
+
+backend_test! {
+    async fn a_cover_failure_never_changes_the_status(backend: Backend) {
+        if corpus().is_none() { return }
+        let services = Services::start().await;
+        services.acoustid_answers(200, "acoustid/lookup_high_score.json").await;
+        Mock::given(method("GET"))
+            .respond_with(ResponseTemplate::new(503).insert_header("Retry-After", "2").set_body_string("<html>busy</html>"))
+            .mount(&services.archive).await;
+        let library = services.library(backend, |_| {}).await;
+        let id = upload(&library, POLAR_DRIFT_MP3).await;
+        musiclib_core::testing::drain_jobs(&library).await;
+        let track = library.get_track(&id).await.unwrap();
+        assert_eq!(track.metadata_status, MetadataStatus::Enriched);
+        assert!(!track.has_cover);
+        assert_eq!(services.archive_requests().await, 1);
+        let missing = library.track_cover(&id, None).await.unwrap_err();
+        assert_eq!(missing.kind(), musiclib_core::ErrorKind::NotFound);
+        // Nothing half-written in storage.
+        assert!(library.blobs().list("covers/").await.unwrap().is_empty());
+    }
+}
+
+backend_test! {
+    async fn opus_goes_through_ffmpeg_and_its_embedded_cover_is_used(backend: Backend) {
+        if corpus().is_none() { return }
+        let services = Services::start().await;
+        services.acoustid_answers(200, "acoustid/lookup_at_threshold.json").await;
+        let library = services.library(backend, |_| {}).await;
+        let id = upload(&library, TIDAL_HUM_OPUS).await;
+        musiclib_core::testing::drain_jobs(&library).await;
+        let track = library.get_track(&id).await.unwrap();
+        assert_eq!(track.metadata_status, MetadataStatus::Enriched);
+        assert_eq!(track.acoustid_id.as_deref(), Some("7c2e9f4a-8b1d-4e63-9a57-0f3c6d8e2b15"), "the fingerprint was looked up");
+        assert!(track.has_cover);
+        let cover = library.track_cover(&id, None).await.unwrap();
+        assert_eq!(cover.mime_type, "image/jpeg");
+        assert_eq!(services.archive_requests().await, 0);
+    }
+}
+
+backend_test! {
+    async fn manual_tracks_are_skipped_and_crashes_end_failed(backend: Backend) {
+        if corpus().is_none() { return }
+        let services = Services::start().await;
+        services.acoustid_answers(200, "acoustid/lookup_high_score.json").await;
+        let library = services.library(backend, |_| {}).await;
+        let id = upload(&library, CAFE_NOIR_MP3).await;
+        let alice = musiclib_core::auth::Caller { user: library.find_user_by_name("alice").await.unwrap().unwrap() };
+        let edit = musiclib_core::catalog::TrackMetadata {
+            title: "Hand Edited".into(),
+            artist: Some("Someone".into()),
+            ..Default::default()
+        };
+        library.set_track_metadata(&alice, &id, &edit).await.unwrap();
+        musiclib_core::testing::drain_jobs(&library).await;
+        let track = library.get_track(&id).await.unwrap();
+        assert_eq!(track.metadata_status, MetadataStatus::Manual);
+        assert_eq!(track.title, "Hand Edited");
+        assert_eq!(services.lookups().await, 0, "a manual track is not even looked up");
+
+        // A crash inside the pipeline (here: the artists table is gone) is recorded as failed.
+        let id = upload(&library, NO_ALBUM_OGG).await;
+        sqlx::query("ALTER TABLE artists RENAME TO artists_gone").execute(library.db().pool()).await.unwrap();
+        musiclib_core::testing::drain_jobs(&library).await;
+        let track = library.get_track(&id).await.unwrap();
+        assert_eq!(track.metadata_status, MetadataStatus::Failed);
+        assert!(track.metadata_error.unwrap().starts_with("enrichment crashed"));
+        assert!(track.enriched_at.is_some());
+    }
+}
+
+/// A mock AcoustID that enforces 3 requests per second (429 above, as the real one) and
+/// answers each fingerprint of a batch with a recording named after its duration.
+#[derive(Clone, Default)]
+struct StrictAcoustId {
+    seen: Arc<Mutex<Vec<(Instant, usize)>>>,
+    refused: Arc<Mutex<usize>>,
+}
+
+impl Respond for StrictAcoustId {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let now = Instant::now();
+        let form: Vec<(String, String)> = serde_urlencoded::from_bytes(&request.body).unwrap();
+        let durations: Vec<(String, String)> = form
+            .iter()
+            .filter(|(key, _)| key == "duration" || key.starts_with("duration."))
+            .map(|(key, value)| {
+                (
+                    key.trim_start_matches("duration")
+                        .trim_start_matches('.')
+                        .to_string(),
+                    value.clone(),
+                )
+            })
+            .collect();
+        {
+            let mut seen = self.seen.lock().unwrap();
+            let recent = seen
+                .iter()
+                .filter(|(at, _)| now.duration_since(*at) < Duration::from_secs(1))
+                .count();
+            if recent >= 3 {
+                *self.refused.lock().unwrap() += 1;
+                return json_response(429, "acoustid/error_rate_limited.json");
+            }
+            seen.push((now, durations.len()));
+        }
+        let result = |duration: &str| {
+            serde_json::json!([{
+                "id": format!("acoustid-{duration}"),
+                "score": 0.99,
+                "recordings": [{"id": format!("rec-{duration}"), "title": format!("Song of {duration} seconds"),
+                                "artists": [{"id": "a", "name": "Mock Artist"}]}]
+            }])
+        };
+        let body = if form
+            .iter()
+            .any(|(key, value)| key == "batch" && value == "1")
+        {
+            let entries: Vec<_> = durations
+                .iter()
+                .map(|(index, duration)| serde_json::json!({"index": index.parse::<u64>().unwrap(), "results": result(duration)}))
+                .collect();
+            serde_json::json!({"status": "ok", "fingerprints": entries})
+        } else {
+            serde_json::json!({"status": "ok", "results": result(&durations[0].1)})
+        };
+        ResponseTemplate::new(200).set_body_json(body)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookups_are_batched_and_throttled_to_three_per_second() {
+    let server = MockServer::start().await;
+    let mock = StrictAcoustId::default();
+    Mock::given(method("POST"))
+        .and(path("/v2/lookup"))
+        .respond_with(mock.clone())
+        .mount(&server)
+        .await;
+    let client = acoustid::Client::new(
+        reqwest::Client::new(),
+        acoustid::ClientConfig {
+            base_url: server.uri(),
+            api_key: "k".into(),
+            requests_per_second: 3.0,
+            attempts: 1,
+            retry_base: Duration::from_millis(10),
+            timeout: Duration::from_secs(10),
+        },
+    );
+    let lookups = acoustid::Lookups::start(client);
+    // 100 lookups at once: 5 full batches, at most 3 a second.
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..100u32)
+        .map(|duration| {
+            let lookups = lookups.clone();
+            tokio::spawn(async move {
+                let query = LookupQuery {
+                    fingerprint: format!("AQAD{duration}"),
+                    duration,
+                };
+                (duration, lookups.lookup(query).await)
+            })
+        })
+        .collect();
+    for task in tasks {
+        let (duration, answer) = task.await.unwrap();
+        let matches = answer.expect("every lookup answered");
+        // Each caller gets the answer to its own fingerprint.
+        assert_eq!(matches[0].recordings[0].id, format!("rec-{duration}"));
+    }
+    let elapsed = started.elapsed();
+    let seen = mock.seen.lock().unwrap().clone();
+    assert_eq!(
+        *mock.refused.lock().unwrap(),
+        0,
+        "the mock never had to refuse a request"
+    );
+    assert!(seen.len() <= 6, "{} requests for 100 lookups", seen.len());
+    assert!(seen.iter().all(|(_, size)| *size <= acoustid::MAX_BATCH));
+    // The first request goes at once; later ones are spaced by a third of a second.
+    assert!(
+        elapsed >= Duration::from_millis(333 * (seen.len() as u64 - 1)),
+        "{elapsed:?}"
+    );
+}
+
+backend_test! {
+    async fn concurrent_enrichment_jobs_share_lookup_requests(backend: Backend) {
+        if corpus().is_none() { return }
+        let server = MockServer::start().await;
+        let mock = StrictAcoustId::default();
+        Mock::given(method("POST")).and(path("/v2/lookup")).respond_with(mock.clone()).mount(&server).await;
+        let uri = server.uri();
+        let library = TestLibrary::builder(backend)
+            .config(move |config| {
+                config.enrichment.acoustid_api_key = Some("k".into());
+                config.enrichment.acoustid_base_url = uri;
+                config.enrichment.coverart_enabled = false;
+                // One request every 4 s: the first goes alone, the others wait and batch
+                // (decoding all six takes well under that).
+                config.enrichment.acoustid_requests_per_second = 0.25;
+            })
+            .build()
+            .await;
+        let files = [UNTITLED_MP3, VOICE_MEMO_WAV, NO_ALBUM_OGG, CAFE_NOIR_MP3, "library/Unsorted/sine sweep 20Hz-20kHz.wav", "library/Unsorted/field take 01.wav"];
+        let mut ids = Vec::new();
+        for file in files {
+            ids.push(upload(&library, file).await);
+        }
+        musiclib_core::testing::drain_jobs_concurrently(&library, 8).await;
+        for id in &ids {
+            let track = library.get_track(id).await.unwrap();
+            assert_eq!(track.metadata_status, MetadataStatus::Enriched, "{:?}", track.metadata_error);
+            let seconds = (track.duration_ms.unwrap() as f64 / 1000.0).round() as i64;
+            assert_eq!(track.musicbrainz_recording_id, Some(format!("rec-{seconds}")), "{}", track.title);
+        }
+        let seen = mock.seen.lock().unwrap().clone();
+        assert!(seen.len() <= 3, "{} requests for {} tracks: lookups were not batched", seen.len(), files.len());
+        assert_eq!(*mock.refused.lock().unwrap(), 0);
+    }
+}
