@@ -87,7 +87,7 @@ pub const SETTINGS: &[(&str, &str, &str)] = &[
     ),
     (
         "ENRICH_CONCURRENCY",
-        "16",
+        "40",
         "Enrichment jobs run at once per process besides WORKER_CONCURRENCY; they mostly wait for AcoustID, and concurrent ones share one lookup request (decoding still uses one core each at most)",
     ),
     (
@@ -374,7 +374,10 @@ impl TryFrom<RawSettings> for Settings {
         if worker_concurrency == 0 || worker_concurrency > 64 {
             bail!("WORKER_CONCURRENCY: must be between 1 and 64");
         }
-        let enrich_concurrency: usize = raw.parse("ENRICH_CONCURRENCY", 16)?;
+        let enrich_concurrency: usize = raw.parse(
+            "ENRICH_CONCURRENCY",
+            musiclib_core::jobs::DEFAULT_ENRICH_CONCURRENCY,
+        )?;
         if enrich_concurrency > 256 {
             bail!("ENRICH_CONCURRENCY: must be between 0 and 256");
         }

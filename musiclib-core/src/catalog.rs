@@ -557,13 +557,14 @@ impl Library {
             .bind(search_text)
             .execute(&mut *tx)
             .await?;
-        drop_orphans(
+        let dropped_cover = drop_orphans(
             &mut tx,
             current.album_id.as_deref(),
             current.artist_id.as_deref(),
         )
         .await?;
         tx.commit().await?;
+        self.remove_cover_blobs(dropped_cover).await;
         self.get_track(id).await
     }
 
@@ -592,13 +593,14 @@ impl Library {
             .bind(id.as_str())
             .execute(&mut *tx)
             .await?;
-        drop_orphans(
+        let dropped_cover = drop_orphans(
             &mut tx,
             track.album_id.as_deref(),
             track.artist_id.as_deref(),
         )
         .await?;
         tx.commit().await?;
+        self.remove_cover_blobs(dropped_cover).await;
         // The row is gone first, so no row ever points at a missing blob. A failure here leaves
         // an orphan blob, which the cleanup job reclaims.
         for key in std::iter::once(track.storage_uri)
@@ -789,9 +791,26 @@ impl Library {
         }
         let pattern = like_pattern(&key);
         let pool = self.db().pool();
-        let tracks_query = format!(
-            "{TRACK_SELECT} WHERE t.search_text LIKE $1 ESCAPE '\\' ORDER BY LENGTH(t.title), t.title, t.id LIMIT {limit}"
-        );
+        // SQLite: the FTS5 trigram index, where a quoted phrase matches any substring of three
+        // characters or more. PostgreSQL: LIKE, which its trigram index serves.
+        let use_fts = self.db().backend() == crate::db::Backend::Sqlite && key.chars().count() >= 3;
+        let (tracks_query, tracks_arg) = if use_fts {
+            (
+                format!(
+                    "{TRACK_SELECT} JOIN track_search_ids m ON m.track_id = t.id
+                     WHERE m.seq IN (SELECT rowid FROM tracks_search WHERE tracks_search MATCH $1)
+                     ORDER BY LENGTH(t.title), t.title, t.id LIMIT {limit}"
+                ),
+                format!("\"{}\"", key.replace('"', "\"\"")),
+            )
+        } else {
+            (
+                format!(
+                    "{TRACK_SELECT} WHERE t.search_text LIKE $1 ESCAPE '\\' ORDER BY LENGTH(t.title), t.title, t.id LIMIT {limit}"
+                ),
+                pattern.clone(),
+            )
+        };
         let albums_query = format!(
             "{ALBUM_SELECT} WHERE al.title_key LIKE $1 ESCAPE '\\' ORDER BY LENGTH(al.title_key), al.title_key, al.id LIMIT {limit}"
         );
@@ -800,7 +819,7 @@ impl Library {
         );
         let (tracks, albums, artists) = futures::try_join!(
             sqlx::query_as::<_, TrackRow>(&tracks_query)
-                .bind(&pattern)
+                .bind(&tracks_arg)
                 .fetch_all(pool),
             sqlx::query_as::<_, AlbumRow>(&albums_query)
                 .bind(&pattern)
@@ -840,19 +859,24 @@ pub(crate) async fn lock_track(tx: &mut Tx, id: &TrackId) -> Result<TrackRow> {
 }
 
 /// Deletes an album left with no tracks, and an artist left with no tracks or albums.
+/// Returns the deleted album's id when it had a cover: its blobs go after commit
+/// ([`Library::remove_cover_blobs`]).
 pub(crate) async fn drop_orphans(
     tx: &mut Tx,
     album_id: Option<&str>,
     artist_id: Option<&str>,
-) -> Result<()> {
+) -> Result<Option<String>> {
+    let mut dropped_cover = None;
     if let Some(album_id) = album_id {
-        sqlx::query(
+        let deleted: Option<(String, Option<String>)> = sqlx::query_as(
             "DELETE FROM albums WHERE id = $1
-               AND NOT EXISTS (SELECT 1 FROM tracks WHERE album_id = $1)",
+               AND NOT EXISTS (SELECT 1 FROM tracks WHERE album_id = $1)
+             RETURNING id, cover_uri",
         )
         .bind(album_id)
-        .execute(&mut **tx)
+        .fetch_optional(&mut **tx)
         .await?;
+        dropped_cover = deleted.and_then(|(id, cover)| cover.map(|_| id));
     }
     if let Some(artist_id) = artist_id {
         sqlx::query(
@@ -864,7 +888,28 @@ pub(crate) async fn drop_orphans(
         .execute(&mut **tx)
         .await?;
     }
-    Ok(())
+    Ok(dropped_cover)
+}
+
+impl Library {
+    /// Removes the cover and thumbnails of a deleted album (after its row is gone, so no row
+    /// points at a missing blob). A failure only leaves orphan blobs, which is logged.
+    pub(crate) async fn remove_cover_blobs(&self, album_id: Option<String>) {
+        let Some(album_id) = album_id else { return };
+        let mut keys = self
+            .blobs()
+            .list(&format!("covers/thumbs/{album_id}"))
+            .await
+            .unwrap_or_default();
+        for extension in ["jpg", "png", "gif", "webp"] {
+            keys.push(format!("covers/{album_id}.{extension}"));
+        }
+        for key in keys {
+            if let Err(error) = self.blobs().delete(&key).await {
+                tracing::warn!(%key, error = %crate::error_chain(&error), "could not delete a cover blob");
+            }
+        }
+    }
 }
 
 #[cfg(test)]

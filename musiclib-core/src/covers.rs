@@ -103,7 +103,7 @@ impl Library {
             ImageKind::Png => (ImageKind::Png, image::ImageFormat::Png),
             _ => (ImageKind::Jpeg, image::ImageFormat::Jpeg),
         };
-        let thumb_key = format!("covers/thumbs/{}-{size}.{}", row.id, thumb_kind.extension());
+        let thumb_key = format!("covers/thumbs/{}/{size}.{}", row.id, thumb_kind.extension());
         let etag = format!("\"{}-{stored_at:x}-{size}\"", row.id);
         match self.blobs().get_bytes(&thumb_key).await {
             Ok(bytes) => {

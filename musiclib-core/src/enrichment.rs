@@ -186,7 +186,8 @@ impl Library {
         };
         report.lookup = match (&lookup, &chosen) {
             (Lookup::Off, _) => "off: ACOUSTID_API_KEY is not set".into(),
-            (Lookup::Skipped(reason) | Lookup::Failed(reason), _) => reason.clone(),
+            (Lookup::Skipped(reason), _) => format!("skipped: {reason}"),
+            (Lookup::Failed(reason), _) => format!("failed: {reason}"),
             (Lookup::Found(_), Some(chosen)) => format!("matched (score {:.2})", chosen.score),
             (Lookup::Found(_), None) => "no match".into(),
         };
@@ -273,7 +274,7 @@ impl Library {
             .bind(search_text)
             .execute(&mut *tx)
             .await?;
-        crate::catalog::drop_orphans(
+        let dropped_cover = crate::catalog::drop_orphans(
             &mut tx,
             locked
                 .album_id
@@ -286,6 +287,7 @@ impl Library {
         )
         .await?;
         tx.commit().await?;
+        self.remove_cover_blobs(dropped_cover).await;
 
         // Cover art: never changes the outcome.
         report.cover = match &album_id {
@@ -408,13 +410,13 @@ impl Library {
             return Lookup::Off;
         };
         let Some(fingerprint) = fingerprint else {
-            return Lookup::Skipped("skipped: no fingerprint".into());
+            return Lookup::Skipped("the audio has no fingerprint".into());
         };
         match lookups.lookup(query_of(fingerprint)).await {
             Ok(matches) => Lookup::Found(matches),
             Err(error) => {
                 tracing::warn!(error = %error, "AcoustID lookup failed; keeping the tags");
-                Lookup::Failed(format!("failed: {error}"))
+                Lookup::Failed(error.to_string())
             }
         }
     }
@@ -521,9 +523,8 @@ fn no_identity_reason(tags: &EmbeddedTags, current: &Current, lookup: &Lookup) -
     };
     let lookup = match lookup {
         Lookup::Off => "fingerprint lookup is off (no ACOUSTID_API_KEY)".to_string(),
-        Lookup::Skipped(reason) | Lookup::Failed(reason) => {
-            format!("the fingerprint lookup was {reason}")
-        }
+        Lookup::Skipped(reason) => format!("the fingerprint lookup was skipped ({reason})"),
+        Lookup::Failed(reason) => format!("the fingerprint lookup failed ({reason})"),
         Lookup::Found(_) => "no fingerprint match was found".to_string(),
     };
     format!("{missing}, and {lookup}")

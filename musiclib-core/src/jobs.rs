@@ -15,6 +15,10 @@ use crate::{JobId, Result, Timestamp, UserId};
 pub use queue::{JobQueue, SqlQueue};
 pub use worker::{JobContext, Outcome, Worker};
 
+/// Enrichment-only workers a server runs by default besides its general ones: enough that two
+/// full AcoustID batches (20 fingerprints each) can be waiting while another is in flight.
+pub const DEFAULT_ENRICH_CONCURRENCY: usize = 40;
+
 /// Job kinds, as stored and as shown by `GET /jobs/{id}`.
 pub mod kind {
     /// Enrich one track's metadata.

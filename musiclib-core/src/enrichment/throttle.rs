@@ -112,7 +112,7 @@ mod tests {
                 .count();
             assert!(in_window <= 3, "{times:?}");
         }
-        // And it does not wait longer than needed: 9 calls take 8 periods.
-        assert!(times[8] < Duration::from_millis(2700), "{times:?}");
+        // And it does not wait longer than needed: 9 calls take 8 periods (with 5 % slack).
+        assert!(times[8] < Duration::from_millis(2850), "{times:?}");
     }
 }

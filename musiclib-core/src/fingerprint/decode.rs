@@ -1,11 +1,17 @@
 //! Decoding with Symphonia, delivering the samples FFmpeg's decoders would hand to fpcalc.
 //!
-//! Two things make the sample stream match FFmpeg's rather than just sound the same:
+//! Three things make the sample stream match FFmpeg's rather than just sound the same:
 //! * the sample *format*: FFmpeg decodes 16-bit FLAC/PCM as int16 and deeper PCM as left-aligned
 //!   int32, which decides libswresample's internal arithmetic (see `swr.rs`);
+//! * the *channel layout*, which decides the downmix gains (including the layout a FLAC file may
+//!   state in a `WAVEFORMATEXTENSIBLE_CHANNEL_MASK` comment, as FFmpeg honours it);
 //! * the *first sample*: FFmpeg drops MP3 encoder delay (LAME tag, delay + 529 samples, which
 //!   Symphonia's gapless mode also does) and the AAC priming named by an MP4 edit list, which
 //!   Symphonia 0.5 ignores, so it is dropped here (see `mp4.rs`).
+//!
+//! Lossy codecs decode to float, and Symphonia's float arithmetic is not FFmpeg's (FFmpeg's
+//! decoders use their own SIMD transforms): about 0.02–0.15 % of the final 11025 Hz samples come
+//! out one step apart, which flips a fingerprint bit now and then. Lossless decoding is exact.
 
 use std::fs::File;
 use std::ops::ControlFlow;
@@ -13,18 +19,18 @@ use std::path::Path;
 
 use symphonia::core::audio::{AudioBuffer, AudioBufferRef, Signal};
 use symphonia::core::codecs::{
-    CodecParameters, DecoderOptions, CODEC_TYPE_AAC, CODEC_TYPE_MP1, CODEC_TYPE_MP2,
-    CODEC_TYPE_MP3, CODEC_TYPE_NULL, CODEC_TYPE_OPUS,
+    CodecParameters, Decoder, DecoderOptions, CODEC_TYPE_AAC, CODEC_TYPE_FLAC, CODEC_TYPE_MP1,
+    CODEC_TYPE_MP2, CODEC_TYPE_MP3, CODEC_TYPE_NULL, CODEC_TYPE_OPUS, CODEC_TYPE_VORBIS,
 };
 use symphonia::core::errors::Error as SymError;
-use symphonia::core::formats::FormatOptions;
+use symphonia::core::formats::{FormatOptions, FormatReader, Packet};
 use symphonia::core::io::MediaSourceStream;
 use symphonia::core::meta::MetadataOptions;
 use symphonia::core::probe::Hint;
 use symphonia::core::sample::{i24, u24, Sample};
 
 use super::ffmpeg::StreamInfo;
-use super::swr::InputFormat;
+use super::swr::{ChannelLayout, InputFormat};
 use super::{mp4, AudioSink, Block, FingerprintError};
 
 /// How decoding with Symphonia went wrong: either it can't handle the file at all (worth trying
@@ -57,6 +63,68 @@ impl From<FingerprintError> for SymphoniaFailure {
 /// Decodes the default audio track of `path` into `sink` until the sink has enough.
 /// Returns the duration of the whole track in seconds, as FFmpeg reports it.
 pub(crate) fn decode_file(path: &Path, sink: &mut dyn AudioSink) -> Result<f64, SymphoniaFailure> {
+    let mut track = open_track(path)?;
+    let params = track.params.clone();
+    let mut decoder = make_decoder(&params)?;
+    // MP4 priming is only visible in the edit list, which Symphonia does not apply.
+    let priming = if params.codec == CODEC_TYPE_AAC {
+        mp4::priming_samples(path, params.sample_rate.unwrap_or(0)).unwrap_or(0)
+    } else {
+        0
+    };
+    let mut feeder = Feeder::new(&params, priming);
+    if params.codec == CODEC_TYPE_FLAC {
+        feeder.channel_mask = flac_channel_mask(track.format.as_mut());
+    }
+    let sink_is_full = decode_packets(&mut track, decoder.as_mut(), &mut feeder, sink)?;
+    if !feeder.started {
+        let err = FingerprintError::Decode("no audio could be decoded".into());
+        return Err(SymphoniaFailure::Fatal(err));
+    }
+    if let Some(duration) = ffmpeg_duration(&params, priming) {
+        return Ok(duration);
+    }
+    // The container does not state a length: count the remaining packets without decoding them.
+    let mut frames = feeder.decoded_frames;
+    if sink_is_full {
+        while let Some(packet) = track.next_packet() {
+            frames += packet.dur;
+        }
+    }
+    let rate = f64::from(feeder.rate.max(1));
+    Ok(frames.saturating_sub(priming) as f64 / rate)
+}
+
+/// The demuxer positioned on the audio track to decode.
+struct OpenTrack<'p> {
+    path: &'p Path,
+    format: Box<dyn FormatReader>,
+    track_id: u32,
+    params: CodecParameters,
+}
+
+impl OpenTrack<'_> {
+    /// The next packet of the track, or `None` at the end of the stream (or at damage, keeping
+    /// what was read before it, as fpcalc does).
+    fn next_packet(&mut self) -> Option<Packet> {
+        loop {
+            match self.format.next_packet() {
+                Ok(packet) if packet.track_id() == self.track_id => return Some(packet),
+                Ok(_) => continue,
+                Err(SymError::IoError(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                    return None
+                }
+                Err(e) => {
+                    tracing::debug!(path = %self.path.display(), error = %e, "stopping at read error");
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// Probes the container and picks its first audio track.
+fn open_track(path: &Path) -> Result<OpenTrack<'_>, SymphoniaFailure> {
     let file = File::open(path).map_err(|e| SymphoniaFailure::Fatal(e.into()))?;
     let stream = MediaSourceStream::new(Box::new(file), Default::default());
     let mut hint = Hint::new();
@@ -71,80 +139,118 @@ pub(crate) fn decode_file(path: &Path, sink: &mut dyn AudioSink) -> Result<f64, 
     let probed = symphonia::default::get_probe()
         .format(&hint, stream, &format_opts, &MetadataOptions::default())
         .map_err(|e| SymphoniaFailure::unsupported(format!("container: {e}")))?;
-    let mut format = probed.format;
+    let format = probed.format;
     let track = format
         .tracks()
         .iter()
         .find(|t| t.codec_params.codec != CODEC_TYPE_NULL)
         .ok_or_else(|| SymphoniaFailure::unsupported("no audio track".into()))?;
-    let track_id = track.id;
-    let params = track.codec_params.clone();
-    let mut decoder =
-        match symphonia::default::get_codecs().make(&params, &DecoderOptions::default()) {
-            Ok(decoder) => decoder,
-            Err(e) => {
-                return Err(SymphoniaFailure::Unsupported {
-                    reason: format!("codec: {e}"),
-                    stream: float_stream_info(&params),
-                })
-            }
-        };
+    let (track_id, params) = (track.id, track.codec_params.clone());
+    Ok(OpenTrack {
+        path,
+        format,
+        track_id,
+        params,
+    })
+}
 
-    // MP4 priming is only visible in the edit list, which Symphonia does not apply.
-    let priming = if params.codec == CODEC_TYPE_AAC {
-        mp4::priming_samples(path, params.sample_rate.unwrap_or(0)).unwrap_or(0)
-    } else {
-        0
-    };
-    let mut feeder = Feeder::new(&params, priming);
-    loop {
-        let packet = match format.next_packet() {
-            Ok(packet) => packet,
-            Err(SymError::IoError(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
-            Err(e) => {
-                // A damaged tail: keep what was decoded, as fpcalc does.
-                tracing::debug!(path = %path.display(), error = %e, "stopping at read error");
-                break;
-            }
-        };
-        if packet.track_id() != track_id {
-            continue;
-        }
+/// Symphonia's decoder for the track, unless Symphonia lacks one or is known to decode it
+/// differently from FFmpeg (then the ffmpeg fallback takes over).
+fn make_decoder(params: &CodecParameters) -> Result<Box<dyn Decoder>, SymphoniaFailure> {
+    if symphonia_is_unreliable(params) {
+        return Err(SymphoniaFailure::Unsupported {
+            reason: "codec configuration Symphonia decodes differently from FFmpeg".into(),
+            stream: float_stream_info(params),
+        });
+    }
+    symphonia::default::get_codecs()
+        .make(params, &DecoderOptions::default())
+        .map_err(|e| SymphoniaFailure::Unsupported {
+            reason: format!("codec: {e}"),
+            stream: float_stream_info(params),
+        })
+}
+
+/// Decodes packets into the feeder until the stream ends or the sink is full (then `true`).
+/// Like fpcalc, which gives up at the first decoding error (forgiving one on the very first
+/// packet), a damaged packet ends the stream: the fingerprint covers the audio before it.
+fn decode_packets(
+    track: &mut OpenTrack<'_>,
+    decoder: &mut dyn Decoder,
+    feeder: &mut Feeder,
+    sink: &mut dyn AudioSink,
+) -> Result<bool, SymphoniaFailure> {
+    let mut first_packet = true;
+    while let Some(packet) = track.next_packet() {
         let audio = match decoder.decode(&packet) {
             Ok(audio) => audio,
-            Err(SymError::DecodeError(e)) => {
-                tracing::debug!(path = %path.display(), error = %e, "skipping undecodable packet");
+            Err(SymError::DecodeError(e)) if first_packet => {
+                tracing::debug!(path = %track.path.display(), error = %e, "skipping undecodable first packet");
+                first_packet = false;
                 continue;
             }
             Err(e) => {
-                tracing::debug!(path = %path.display(), error = %e, "stopping at decode error");
-                break;
+                tracing::debug!(path = %track.path.display(), error = %e, "stopping at decode error");
+                return Ok(false);
             }
         };
+        first_packet = false;
         if feeder.feed(audio, sink)?.is_break() {
-            break;
+            return Ok(true);
         }
     }
-    if !feeder.started {
-        return Err(SymphoniaFailure::Fatal(FingerprintError::Decode(
-            "no audio could be decoded".into(),
-        )));
-    }
-    Ok(ffmpeg_duration(&params, priming).unwrap_or(feeder.decoded_seconds()))
+    Ok(false)
 }
 
-/// Stream facts for the ffmpeg fallback, for codecs whose FFmpeg decoder outputs float (Opus).
-fn float_stream_info(params: &CodecParameters) -> Option<StreamInfo> {
-    if params.codec != CODEC_TYPE_OPUS {
-        return None;
+/// The speaker layout a FLAC file states in its `WAVEFORMATEXTENSIBLE_CHANNEL_MASK` comment
+/// (written for layouts FLAC has no default for), which FFmpeg's demuxer applies.
+fn flac_channel_mask(format: &mut dyn FormatReader) -> Option<u64> {
+    let metadata = format.metadata();
+    let tag = metadata.current()?.tags().iter().find(|tag| {
+        tag.key
+            .eq_ignore_ascii_case("WAVEFORMATEXTENSIBLE_CHANNEL_MASK")
+    })?;
+    let text = tag.value.to_string();
+    let text = text.trim();
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
     }
-    Some(StreamInfo {
+}
+
+/// Stream facts for the ffmpeg fallback, for codecs whose FFmpeg decoder outputs float (Opus,
+/// multichannel Vorbis), so ffprobe need not be asked.
+fn float_stream_info(params: &CodecParameters) -> Option<StreamInfo> {
+    let sample_rate = match params.codec {
         // FFmpeg's Opus decoder always runs at 48 kHz.
-        sample_rate: 48_000,
-        channels: params.channels?.count(),
+        CODEC_TYPE_OPUS => 48_000,
+        CODEC_TYPE_VORBIS => params.sample_rate?,
+        _ => return None,
+    };
+    Some(StreamInfo {
+        sample_rate,
+        layout: ChannelLayout::vorbis_for(params.channels?.count()),
         format: InputFormat::F32,
         duration: ffmpeg_duration(params, 0),
     })
+}
+
+/// Codec configurations Symphonia 0.5 decodes differently from FFmpeg beyond rounding: its
+/// Vorbis decoder's output for more than two channels does not match FFmpeg's at all, and its AAC
+/// decoder ignores SBR/PS, so HE-AAC would come out as the band-limited core only.
+fn symphonia_is_unreliable(params: &CodecParameters) -> bool {
+    match params.codec {
+        CODEC_TYPE_VORBIS => params.channels.is_some_and(|c| c.count() > 2),
+        CODEC_TYPE_AAC => params.extra_data.as_deref().is_some_and(is_he_aac_config),
+        _ => false,
+    }
+}
+
+/// Whether an AAC AudioSpecificConfig declares SBR (HE-AAC, object type 5) or parametric stereo
+/// (HE-AACv2, object type 29) explicitly.
+fn is_he_aac_config(config: &[u8]) -> bool {
+    let object_type = config.first().map_or(0, |b| b >> 3);
+    matches!(object_type, 5 | 29)
 }
 
 /// The stream duration FFmpeg reports (and fpcalc prints as DURATION) for this track.
@@ -170,6 +276,8 @@ struct Feeder {
     skip: u64,
     /// Significant bits of integer samples, when the container says (FLAC 16 vs 24 bit).
     bits_per_sample: Option<u32>,
+    /// Speaker layout stated by the file, overriding the codec's default one.
+    channel_mask: Option<u64>,
     started: bool,
     rate: u32,
     decoded_frames: u64,
@@ -185,6 +293,7 @@ impl Feeder {
         Self {
             skip: priming,
             bits_per_sample: params.bits_per_sample,
+            channel_mask: None,
             started: false,
             rate: params.sample_rate.unwrap_or(0),
             decoded_frames: 0,
@@ -192,14 +301,6 @@ impl Feeder {
             scratch_i32: Vec::new(),
             scratch_u8: Vec::new(),
             scratch_f32: Vec::new(),
-        }
-    }
-
-    fn decoded_seconds(&self) -> f64 {
-        if self.rate == 0 {
-            0.0
-        } else {
-            self.decoded_frames as f64 / f64::from(self.rate)
         }
     }
 
@@ -223,7 +324,9 @@ impl Feeder {
         let format = self.ffmpeg_format(&audio);
         if !self.started {
             self.rate = spec.rate;
-            sink.start(spec.rate, spec.channels.count(), format)?;
+            let mask = self.channel_mask.unwrap_or(u64::from(spec.channels.bits()));
+            let layout = ChannelLayout::from_mask(mask, spec.channels.count());
+            sink.start(spec.rate, layout, format)?;
             self.started = true;
         }
         let flow = match audio {
@@ -348,5 +451,18 @@ fn convert<S: Sample, T>(
     for (c, dst) in scratch.iter_mut().enumerate() {
         dst.clear();
         dst.extend(buf.chan(c)[skip..].iter().map(|&v| f(v)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recognises_explicit_he_aac() {
+        assert!(!is_he_aac_config(&[0x12, 0x10])); // AAC-LC, 44.1 kHz stereo
+        assert!(is_he_aac_config(&[0x2b, 0x92, 0x08, 0x00])); // SBR (object type 5)
+        assert!(is_he_aac_config(&[0xeb, 0x09, 0x88, 0x00])); // PS (object type 29)
+        assert!(!is_he_aac_config(&[]));
     }
 }

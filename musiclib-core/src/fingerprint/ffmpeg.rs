@@ -11,14 +11,14 @@ use std::ops::ControlFlow;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use super::swr::InputFormat;
+use super::swr::{ChannelLayout, InputFormat};
 use super::{AudioSink, Block, FingerprintError};
 
 /// What the decoder produces, when already known from Symphonia's look at the container.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct StreamInfo {
     pub(crate) sample_rate: u32,
-    pub(crate) channels: usize,
+    pub(crate) layout: ChannelLayout,
     pub(crate) format: InputFormat,
     pub(crate) duration: Option<f64>,
 }
@@ -40,6 +40,8 @@ pub(crate) fn decode_file(
         InputFormat::S32 => "s32le",
         InputFormat::F32 => "f32le",
     };
+    // Refuse unusable formats before starting a process.
+    sink.start(info.sample_rate, info.layout, info.format)?;
     let mut child = Command::new("ffmpeg")
         .args(["-nostdin", "-v", "error", "-i"])
         .arg(path)
@@ -49,24 +51,35 @@ pub(crate) fn decode_file(
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| FingerprintError::Ffmpeg(format!("cannot run ffmpeg: {e}")))?;
-    let Some(mut stdout) = child.stdout.take() else {
-        return Err(FingerprintError::Ffmpeg("no stdout pipe".into()));
+    // ffmpeg may complain at length about a damaged file: drain its stderr on the side so a full
+    // pipe can never stall it, keeping the last message for the error report.
+    let stderr = child.stderr.take().map(|mut err| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = err.read_to_string(&mut text);
+            text.lines().last().unwrap_or_default().to_string()
+        })
+    });
+    let pushed = match child.stdout.take() {
+        Some(mut stdout) => pump(&mut stdout, sink, info),
+        None => Err(std::io::Error::other("no stdout pipe")),
     };
-    sink.start(info.sample_rate, info.channels, info.format)?;
-    let pushed = pump(&mut stdout, sink, info);
-    // Closing the pipe stops ffmpeg early when we have enough; its exit status then doesn't matter.
-    drop(stdout);
-    let mut stderr = String::new();
-    if let Some(mut err) = child.stderr.take() {
-        let _ = err.read_to_string(&mut stderr);
-    }
+    // The pipe is closed by now, which stops ffmpeg early when we have enough; its exit status
+    // then doesn't matter.
     let status = child
         .wait()
         .map_err(|e| FingerprintError::Ffmpeg(e.to_string()))?;
+    let last_message = stderr
+        .and_then(|reader| reader.join().ok())
+        .unwrap_or_default();
     let frames =
         pushed.map_err(|e| FingerprintError::Ffmpeg(format!("reading ffmpeg output: {e}")))?;
     if frames == 0 && !status.success() {
-        let msg = stderr.lines().last().unwrap_or("unknown error").to_string();
+        let msg = if last_message.is_empty() {
+            "no audio decoded".to_string()
+        } else {
+            last_message
+        };
         return Err(FingerprintError::Decode(msg));
     }
     Ok(info
@@ -82,7 +95,7 @@ fn pump(input: &mut impl Read, sink: &mut dyn AudioSink, info: StreamInfo) -> st
         InputFormat::S16 => 2,
         InputFormat::S32 | InputFormat::F32 => 4,
     };
-    let frame_bytes = bytes_per_sample * info.channels;
+    let frame_bytes = bytes_per_sample * info.layout.channels();
     let mut buf = vec![0u8; frame_bytes * 4096];
     let mut filled = 0;
     let mut frames_total = 0u64;
@@ -122,7 +135,7 @@ impl Planes {
         info: StreamInfo,
         sink: &mut dyn AudioSink,
     ) -> ControlFlow<()> {
-        let ch = info.channels;
+        let ch = info.layout.channels();
         match info.format {
             InputFormat::U8 => {
                 deinterleave(&mut self.u8, bytes, ch, |b| b[0]);
@@ -181,7 +194,7 @@ fn probe(path: &Path) -> Result<StreamInfo, FingerprintError> {
             "-select_streams",
             "a:0",
             "-show_entries",
-            "stream=sample_fmt,sample_rate,channels,duration:format=duration",
+            "stream=sample_fmt,sample_rate,channels,channel_layout,duration:format=duration",
             "-of",
             "default=nw=1",
         ])
@@ -219,10 +232,50 @@ fn probe(path: &Path) -> Result<StreamInfo, FingerprintError> {
         .lines()
         .filter_map(|l| l.strip_prefix("duration="))
         .find_map(|v| v.trim().parse::<f64>().ok());
+    let layout = field("channel_layout").map_or_else(
+        || ChannelLayout::default_for(channels),
+        |name| layout_named(name, channels),
+    );
     Ok(StreamInfo {
         sample_rate,
-        channels,
+        layout,
         format,
         duration,
     })
+}
+
+/// The layout behind one of FFmpeg's layout names (the common ones; others fall back to the
+/// default layout for the channel count, as FFmpeg does for unknown layouts).
+fn layout_named(name: &str, channels: usize) -> ChannelLayout {
+    const FL: u64 = 0x1;
+    const FR: u64 = 0x2;
+    const FC: u64 = 0x4;
+    const LFE: u64 = 0x8;
+    const BL: u64 = 0x10;
+    const BR: u64 = 0x20;
+    const BC: u64 = 0x100;
+    const SL: u64 = 0x200;
+    const SR: u64 = 0x400;
+    let mask = match name {
+        "mono" => FC,
+        "stereo" => FL | FR,
+        "2.1" => FL | FR | LFE,
+        "3.0" => FL | FR | FC,
+        "3.0(back)" => FL | FR | BC,
+        "4.0" => FL | FR | FC | BC,
+        "quad" => FL | FR | BL | BR,
+        "quad(side)" => FL | FR | SL | SR,
+        "3.1" => FL | FR | FC | LFE,
+        "5.0" => FL | FR | FC | BL | BR,
+        "5.0(side)" => FL | FR | FC | SL | SR,
+        "4.1" => FL | FR | FC | LFE | BC,
+        "5.1" => FL | FR | FC | LFE | BL | BR,
+        "5.1(side)" => FL | FR | FC | LFE | SL | SR,
+        "6.0" => FL | FR | FC | BC | SL | SR,
+        "6.1" => FL | FR | FC | LFE | BC | SL | SR,
+        "7.0" => FL | FR | FC | BL | BR | SL | SR,
+        "7.1" => FL | FR | FC | LFE | BL | BR | SL | SR,
+        _ => 0,
+    };
+    ChannelLayout::from_mask(mask, channels)
 }

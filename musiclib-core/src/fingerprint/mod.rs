@@ -4,9 +4,10 @@
 //! fpcalc feeds it. fpcalc decodes with FFmpeg and converts every frame with libswresample to
 //! 11025 Hz mono int16 before Chromaprint sees it; the pipeline here mirrors that:
 //!
-//! 1. `decode`: Symphonia decodes (MP3, AAC/M4A, FLAC, Vorbis, WAV), delivering the sample format
-//!    and start FFmpeg's decoders would (gapless MP3, MP4 edit-list priming via `mp4`).
-//!    Opus, which Symphonia lacks, goes through the `ffmpeg` command instead (`ffmpeg`).
+//! 1. `decode`: Symphonia decodes (MP3, AAC/M4A, FLAC, Vorbis, WAV), delivering the sample format,
+//!    channel layout and first sample FFmpeg's decoders would (gapless MP3, MP4 edit-list priming
+//!    via `mp4`). What Symphonia cannot decode, or not like FFmpeg (Opus, ALAC, WMA, multichannel
+//!    Vorbis, …), is decoded by the `ffmpeg` command instead (`ffmpeg`), unconverted.
 //! 2. `swr`: a bit-exact re-implementation of the libswresample conversion fpcalc configures.
 //! 3. Chromaprint itself: the `rusty-chromaprint` crate (a Rust port of Lukas Lalinsky's
 //!    Chromaprint), test2 preset (fpcalc's default algorithm 2), fed 11025 Hz mono so its own
@@ -27,7 +28,7 @@ use std::path::Path;
 use base64::Engine as _;
 use rusty_chromaprint::{Configuration, FingerprintCompressor, Fingerprinter};
 
-use swr::{Converter, InputFormat, OUTPUT_RATE};
+use swr::{ChannelLayout, Converter, InputFormat, OUTPUT_RATE};
 
 /// fpcalc's default `-length`: only the first 120 seconds of audio are fingerprinted.
 pub const DEFAULT_MAX_SECONDS: f64 = 120.0;
@@ -76,18 +77,8 @@ pub enum FingerprintError {
 /// default algorithm 2). A `max_seconds` of zero or less means the whole file (fpcalc
 /// `-length 0`). Blocking (CPU-bound); callers run it on a blocking thread.
 pub fn fingerprint_file(path: &Path, max_seconds: f64) -> Result<Fingerprint, FingerprintError> {
-    let limit = output_limit(max_seconds);
-    let mut pipeline = Pipeline::new(limit);
-    let duration = match decode::decode_file(path, &mut pipeline) {
-        Ok(duration) => duration,
-        // Symphonia cannot handle this codec/container (e.g. Opus): let ffmpeg decode it.
-        Err(decode::SymphoniaFailure::Unsupported { reason, stream }) => {
-            tracing::debug!(path = %path.display(), %reason, "symphonia cannot decode; using ffmpeg");
-            pipeline = Pipeline::new(limit);
-            ffmpeg::decode_file(path, &mut pipeline, stream)?
-        }
-        Err(decode::SymphoniaFailure::Fatal(err)) => return Err(err),
-    };
+    let mut pipeline = Pipeline::new(output_limit(max_seconds));
+    let duration = decode_into(path, &mut pipeline)?;
     let raw = pipeline.finish();
     if raw.is_empty() {
         return Err(FingerprintError::TooShort);
@@ -101,16 +92,22 @@ pub fn fingerprint_file(path: &Path, max_seconds: f64) -> Result<Fingerprint, Fi
 pub fn chromaprint_input(path: &Path, max_seconds: f64) -> Result<Vec<i16>, FingerprintError> {
     let mut pipeline = Pipeline::new(output_limit(max_seconds));
     pipeline.keep_input = true;
-    match decode::decode_file(path, &mut pipeline) {
-        Ok(_) => {}
-        Err(decode::SymphoniaFailure::Unsupported { stream, .. }) => {
-            pipeline = Pipeline::new(output_limit(max_seconds));
-            pipeline.keep_input = true;
-            ffmpeg::decode_file(path, &mut pipeline, stream)?;
-        }
-        Err(decode::SymphoniaFailure::Fatal(err)) => return Err(err),
-    }
+    decode_into(path, &mut pipeline)?;
     Ok(pipeline.kept)
+}
+
+/// Decodes `path` into `sink` with Symphonia, or with ffmpeg for what Symphonia cannot decode
+/// (faithfully); returns the stream duration. Symphonia gives up before delivering any audio,
+/// so the same sink serves the fallback.
+fn decode_into(path: &Path, sink: &mut dyn AudioSink) -> Result<f64, FingerprintError> {
+    match decode::decode_file(path, sink) {
+        Ok(duration) => Ok(duration),
+        Err(decode::SymphoniaFailure::Unsupported { reason, stream }) => {
+            tracing::debug!(path = %path.display(), %reason, "symphonia cannot decode; using ffmpeg");
+            ffmpeg::decode_file(path, sink, stream)
+        }
+        Err(decode::SymphoniaFailure::Fatal(err)) => Err(err),
+    }
 }
 
 /// fpcalc's `stream_limit`: the number of converted samples fingerprinted (`size_t` truncation of
@@ -137,7 +134,7 @@ pub(crate) trait AudioSink {
     fn start(
         &mut self,
         sample_rate: u32,
-        channels: usize,
+        layout: ChannelLayout,
         format: InputFormat,
     ) -> Result<(), FingerprintError>;
     /// Consumes one block; `Break` means no more audio is needed.
@@ -181,11 +178,12 @@ impl AudioSink for Pipeline {
     fn start(
         &mut self,
         sample_rate: u32,
-        channels: usize,
+        layout: ChannelLayout,
         format: InputFormat,
     ) -> Result<(), FingerprintError> {
         let converter =
-            Converter::new(sample_rate, channels, format).map_err(FingerprintError::Unsupported)?;
+            Converter::new(sample_rate, layout, format).map_err(FingerprintError::Unsupported)?;
+        // Chromaprint's own resampler and downmix are bypassed: it always gets 11025 Hz mono.
         self.fingerprinter
             .start(OUTPUT_RATE, 1)
             .map_err(|e| FingerprintError::Unsupported(format!("chromaprint: {e}")))?;
@@ -217,5 +215,80 @@ impl AudioSink for Pipeline {
         } else {
             ControlFlow::Continue(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `fpcalc -raw` and `fpcalc` output for the corpus' 5-second `Incoming/untitled.mp3`.
+    const RAW: [u32; 19] = [
+        3830886104, 3830816472, 2757531288, 2753331864, 2688320152, 2688385704, 2705232616,
+        2709447404, 2750310373, 2750176679, 2741772214, 2741966742, 2742953862, 2742953862,
+        2726114742, 2724992166, 3807118502, 3807120550, 3807317142,
+    ];
+    const COMPRESSED: &str =
+        "AQAAE4yiRFIkLsGz4O2O63jRHDdz7MmRVe0EdUqIsD3sBn1GoOGYo-yI_ziaBwYQMh4BYAQRgCGgEA";
+
+    #[test]
+    fn compressed_form_matches_fpcalc() {
+        let fp = Fingerprint {
+            raw: RAW.to_vec(),
+            duration: 5.04,
+        };
+        assert_eq!(fp.compressed(), COMPRESSED);
+    }
+
+    #[test]
+    fn length_limit_follows_fpcalc() {
+        assert_eq!(output_limit(DEFAULT_MAX_SECONDS), 1_323_000);
+        assert_eq!(output_limit(0.0), usize::MAX);
+        assert_eq!(output_limit(f64::NAN), usize::MAX);
+    }
+
+    #[test]
+    fn missing_file_is_an_io_error() {
+        let err = fingerprint_file(Path::new("/nonexistent/audio.flac"), DEFAULT_MAX_SECONDS);
+        assert!(matches!(err, Err(FingerprintError::Io(_))), "{err:?}");
+    }
+
+    /// Exact agreement with the golden `fpcalc -raw` fingerprints of the test corpus, for the
+    /// short lossless files (lossless decoding is exact, so any difference is a bug in the
+    /// conversion). Skipped when the corpus has not been generated.
+    #[test]
+    fn lossless_corpus_files_match_fpcalc() {
+        let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/corpus");
+        let Ok(manifest) = std::fs::read(corpus.join("manifest.json")) else {
+            eprintln!("corpus not generated; skipping");
+            return;
+        };
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&manifest).expect("manifest.json is JSON");
+        let mut checked = 0;
+        for file in manifest["files"].as_array().into_iter().flatten() {
+            let path = file["path"].as_str().unwrap_or_default();
+            let short = file["fpcalc"]["duration"]
+                .as_f64()
+                .is_some_and(|d| d <= 30.0);
+            if !(path.ends_with(".wav") && short) {
+                continue;
+            }
+            let Some(golden) = file["fpcalc"]["fingerprint"].as_array() else {
+                continue;
+            };
+            let golden: Vec<u32> = golden
+                .iter()
+                .filter_map(|w| w.as_u64())
+                .map(|w| w as u32)
+                .collect();
+            let fp = fingerprint_file(&corpus.join(path), DEFAULT_MAX_SECONDS).expect(path);
+            assert_eq!(fp.raw, golden, "{path}");
+            checked += 1;
+        }
+        assert!(
+            checked > 0,
+            "no short WAV file with a golden fingerprint in the corpus"
+        );
     }
 }

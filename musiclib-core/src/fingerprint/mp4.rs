@@ -119,3 +119,41 @@ fn first_media_time(elst: &[u8]) -> Option<u64> {
         u64::try_from(media_time).ok()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn boxed(kind: &[u8; 4], payload: &[u8]) -> Vec<u8> {
+        let mut out = ((payload.len() + 8) as u32).to_be_bytes().to_vec();
+        out.extend_from_slice(kind);
+        out.extend_from_slice(payload);
+        out
+    }
+
+    #[test]
+    fn reads_first_non_empty_edit() {
+        // Version 0, two entries: an empty edit (media_time -1), then media_time 2112.
+        let mut elst = vec![0, 0, 0, 0, 0, 0, 0, 2];
+        elst.extend_from_slice(&[0, 0, 0, 10, 0xff, 0xff, 0xff, 0xff, 0, 1, 0, 0]);
+        elst.extend_from_slice(&[0, 0, 1, 0, 0, 0, 0x08, 0x40, 0, 1, 0, 0]);
+        assert_eq!(first_media_time(&elst), Some(2112));
+    }
+
+    #[test]
+    fn walks_nested_boxes() {
+        let hdlr = boxed(b"hdlr", &[0, 0, 0, 0, 0, 0, 0, 0, b's', b'o', b'u', b'n']);
+        let mut mdhd_payload = vec![0u8; 12];
+        mdhd_payload.extend_from_slice(&44_100u32.to_be_bytes());
+        let mdia = boxed(b"mdia", &[boxed(b"mdhd", &mdhd_payload), hdlr].concat());
+        let elst = boxed(
+            b"elst",
+            &[0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 4, 0, 0, 1, 0, 0],
+        );
+        let trak = boxed(b"trak", &[boxed(b"edts", &elst), mdia].concat());
+        let children: Vec<[u8; 4]> = children(&trak[8..]).map(|(k, _)| k).collect();
+        assert_eq!(children, vec![*b"edts", *b"mdia"]);
+        let mdia = child(&trak[8..], b"mdia").expect("mdia");
+        assert_eq!(child(mdia, b"mdhd").and_then(mdhd_timescale), Some(44_100));
+    }
+}

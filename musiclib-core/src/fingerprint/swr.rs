@@ -22,8 +22,10 @@
 //!   resampler, so outputs whose filter window would reach past the last input are never produced.
 //! * **dot products**: on x86-64 libswresample runs hand-written SIMD. The float kernel with FMA3
 //!   keeps 8 lane accumulators updated with fused multiply-adds and sums them pairwise at the end;
-//!   [`FloatKernel`] reproduces that order exactly (and the AVX/SSE variants for CPUs without FMA).
-//!   Integer kernels are exact, so their order does not matter.
+//!   [`FloatKernel`] reproduces that order exactly, and the AVX and SSE variants for CPUs without
+//!   FMA (checked against libswresample with forced CPU flags; one known gap: the AVX-without-FMA
+//!   kernel's linear interpolation, used only for rates like 8/16/32 kHz, differs on about 1 in
+//!   20000 samples). Integer kernels are exact, so their order does not matter.
 //! * **output**: float → int16 is `lrintf(x * 32768)` saturated; int16 mixing is
 //!   `(c1*a + c2*b + 16384) >> 15` with coefficients rounded to Q15.
 
@@ -63,9 +65,21 @@ enum Pipeline {
 }
 
 impl Converter {
-    /// A converter for `channels` channels at `rate` Hz in `input` format.
-    pub fn new(rate: u32, channels: usize, input: InputFormat) -> Result<Self, String> {
-        if channels == 0 {
+    /// A converter for audio at `rate` Hz in `input` format whose channels are those of
+    /// `layout`, in its order.
+    pub fn new(rate: u32, layout: ChannelLayout, input: InputFormat) -> Result<Self, String> {
+        Self::with_kernel(rate, layout, input, FloatKernel::detect())
+    }
+
+    /// [`Converter::new`] reproducing a given float kernel instead of the one this CPU would run
+    /// (for checking the kernels against libswresample with forced CPU flags).
+    pub fn with_kernel(
+        rate: u32,
+        layout: ChannelLayout,
+        input: InputFormat,
+        kernel: FloatKernel,
+    ) -> Result<Self, String> {
+        if layout.channels() == 0 {
             return Err("no audio channels".into());
         }
         if rate == 0 {
@@ -73,8 +87,10 @@ impl Converter {
         }
         // swr_init: inputs of at most 16 bits are processed as int16, the rest as float.
         let pipeline = match input {
-            InputFormat::U8 | InputFormat::S16 => Pipeline::Int(Stages::new(rate, channels)?),
-            InputFormat::S32 | InputFormat::F32 => Pipeline::Float(Stages::new(rate, channels)?),
+            InputFormat::U8 | InputFormat::S16 => Pipeline::Int(Stages::new(rate, layout, kernel)?),
+            InputFormat::S32 | InputFormat::F32 => {
+                Pipeline::Float(Stages::new(rate, layout, kernel)?)
+            }
         };
         Ok(Self { pipeline })
     }
@@ -279,6 +295,8 @@ fn float_to_s16(x: f32) -> i16 {
     // Clamping first keeps the value small enough for the 1.5 × 2^23 trick, which rounds half to
     // even in the default rounding mode without a libm call.
     const ROUND: f32 = 12_582_912.0;
+    // max/min rather than clamp: NaN must end up at -32768, not propagate.
+    #[allow(clippy::manual_clamp)]
     let v = (x * 32768.0).max(-32768.0).min(32767.0);
     ((v + ROUND) - ROUND) as i16
 }
@@ -347,6 +365,9 @@ unsafe fn resample_f32_fma8(
     let stride = filter.stride;
     let chunks = stride / 8;
     out.reserve(steps.len());
+    if filter.phase_count == 1 && chunks <= 10 {
+        return resample_f32_fma8_single_phase(filter, history, steps, out);
+    }
     let mut groups = steps.chunks_exact(4);
     for group in &mut groups {
         // Windows (with their zero-padding lanes) that fit in the history are read in place;
@@ -371,6 +392,51 @@ unsafe fn resample_f32_fma8(
                     )
                 };
                 acc[k] = _mm256_fmadd_ps(s, f, acc[k]);
+            }
+        }
+        out.extend(acc.map(|a| hsum8(a)));
+    }
+    for step in groups.remainder() {
+        out.push(fma8_padded(filter, history, step));
+    }
+}
+
+/// [`resample_f32_fma8`] for the common single-phase case (44.1 → 11.025 kHz and other integer
+/// ratios): every output uses the same coefficients, which then stay in registers.
+///
+/// Safety: the CPU must support AVX and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx,fma")]
+unsafe fn resample_f32_fma8_single_phase(
+    filter: &FilterBank<f32>,
+    history: &[f32],
+    steps: &[Step],
+    out: &mut Vec<f32>,
+) {
+    use std::arch::x86_64::{__m256, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_setzero_ps};
+    let stride = filter.stride;
+    let chunks = stride / 8;
+    let coefs = filter.phase(0);
+    let mut taps: [__m256; 10] = [_mm256_setzero_ps(); 10];
+    for (c, tap) in taps.iter_mut().enumerate().take(chunks) {
+        // SAFETY: the phase holds `stride` = 8 × chunks floats.
+        *tap = unsafe { _mm256_loadu_ps(coefs.as_ptr().add(c * 8)) };
+    }
+    let mut groups = steps.chunks_exact(4);
+    for group in &mut groups {
+        if group[3].pos + stride > history.len() {
+            for step in group {
+                out.push(fma8_padded(filter, history, step));
+            }
+            continue;
+        }
+        let src = [0, 1, 2, 3].map(|k| history[group[k].pos..group[k].pos + stride].as_ptr());
+        let mut acc: [__m256; 4] = [_mm256_setzero_ps(); 4];
+        for (c, &tap) in taps.iter().enumerate().take(chunks) {
+            for k in 0..4 {
+                // SAFETY: every window behind `src[k]` holds `stride` floats (sliced above).
+                let s = unsafe { _mm256_loadu_ps(src[k].add(c * 8)) };
+                acc[k] = _mm256_fmadd_ps(s, tap, acc[k]);
             }
         }
         out.extend(acc.map(|a| hsum8(a)));
@@ -492,13 +558,15 @@ struct Stages<T: Internal> {
 }
 
 impl<T: Internal> Stages<T> {
-    fn new(rate: u32, channels: usize) -> Result<Self, String> {
+    fn new(rate: u32, layout: ChannelLayout, kernel: FloatKernel) -> Result<Self, String> {
+        let channels = layout.channels();
         let resampler = if rate == OUTPUT_RATE {
             None
         } else {
-            Some(Resampler::new(rate, channels)?)
+            Some(Resampler::new(rate, channels, kernel)?)
         };
-        let gains = (channels > 1).then(|| T::gains(&downmix_row(channels)));
+        // FFmpeg's decoders call a single channel "mono" (front centre), which needs no mixing.
+        let gains = (channels > 1).then(|| T::gains(&layout.mono_downmix()));
         Ok(Self {
             channels,
             resampler,
@@ -533,32 +601,101 @@ impl<T: Internal> Stages<T> {
     }
 }
 
-/// The row of libswresample's rematrix matrix that produces mono (front centre) from the default
-/// channel layout for `channels` channels (`swr_build_matrix`: left/right at -3 dB, centre at
-/// 0 dB, surrounds at -3 dB × -3 dB, LFE dropped), normalised so the gains add up to 1 because the
-/// output is an integer format.
-fn downmix_row(channels: usize) -> Vec<f64> {
-    use std::f64::consts::FRAC_1_SQRT_2 as SQRT1_2;
-    let surround = SQRT1_2 * SQRT1_2;
-    // FFmpeg's default layouts: 2 = FL FR, 3 = FL FR FC, 4 = FL FR FC BC, 5 = FL FR FC BL BR,
-    // 6 = FL FR FC LFE BL BR (5.1), 7 = 6.1 (… BC SL SR), 8 = 7.1 (… BL BR SL SR).
-    let row: Vec<f64> = match channels {
-        2 => vec![SQRT1_2, SQRT1_2],
-        3 => vec![SQRT1_2, SQRT1_2, 1.0],
-        4 => vec![SQRT1_2, SQRT1_2, 1.0, surround],
-        5 => vec![SQRT1_2, SQRT1_2, 1.0, surround, surround],
-        6 => vec![SQRT1_2, SQRT1_2, 1.0, 0.0, surround, surround],
-        7 => vec![SQRT1_2, SQRT1_2, 1.0, 0.0, surround, surround, surround],
-        8 => vec![
-            SQRT1_2, SQRT1_2, 1.0, 0.0, surround, surround, surround, surround,
-        ],
-        n => vec![1.0; n],
-    };
-    let sum: f64 = row.iter().map(|g| g.abs()).sum();
-    if sum > 1.0 {
-        row.iter().map(|g| g / sum).collect()
-    } else {
-        row
+/// Speaker positions of an input stream, as a channel mask with FFmpeg's (and WAVE's) bit
+/// assignment: FL, FR, FC, LFE, BL, BR, FLC, FRC, BC, SL, SR, … in that bit order, which is also
+/// the order of the channels in the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChannelLayout {
+    mask: u64,
+}
+
+const FL: u64 = 0x1;
+const FR: u64 = 0x2;
+const FC: u64 = 0x4;
+const LFE: u64 = 0x8;
+const BL: u64 = 0x10;
+const BR: u64 = 0x20;
+const FLC: u64 = 0x40;
+const FRC: u64 = 0x80;
+const BC: u64 = 0x100;
+const SL: u64 = 0x200;
+const SR: u64 = 0x400;
+
+impl ChannelLayout {
+    /// The layout given by a channel mask; falls back to FFmpeg's default layout for `channels`
+    /// when the mask does not describe exactly that many channels (unknown or unset layouts,
+    /// which fpcalc also replaces by the default one).
+    pub fn from_mask(mask: u64, channels: usize) -> Self {
+        if mask.count_ones() as usize == channels {
+            Self { mask }
+        } else {
+            Self::default_for(channels)
+        }
+    }
+
+    /// FFmpeg's default layout for a channel count (`av_channel_layout_default`).
+    pub fn default_for(channels: usize) -> Self {
+        let mask = match channels {
+            1 => FC,
+            2 => FL | FR,
+            3 => FL | FR | FC,
+            4 => FL | FR | FC | BC,
+            5 => FL | FR | FC | BL | BR,
+            6 => FL | FR | FC | LFE | SL | SR,
+            7 => FL | FR | FC | LFE | BC | SL | SR,
+            8 => FL | FR | FC | LFE | BL | BR | SL | SR,
+            n => (1u64 << n.min(63)) - 1,
+        };
+        Self { mask }
+    }
+
+    /// The layout FFmpeg's Vorbis and Opus decoders report (Vorbis channel order, remapped).
+    pub fn vorbis_for(channels: usize) -> Self {
+        let mask = match channels {
+            3 => FL | FR | FC,
+            4 => FL | FR | BL | BR,
+            5 => FL | FR | FC | BL | BR,
+            6 => FL | FR | FC | LFE | BL | BR,
+            7 => FL | FR | FC | LFE | BC | SL | SR,
+            8 => FL | FR | FC | LFE | BL | BR | SL | SR,
+            n => return Self::default_for(n),
+        };
+        Self { mask }
+    }
+
+    /// Number of channels.
+    pub fn channels(self) -> usize {
+        self.mask.count_ones() as usize
+    }
+
+    /// The mono (front centre) row of libswresample's automatic rematrix matrix
+    /// (`swr_build_matrix`), one gain per channel in stream order: left/right and the left/right
+    /// of centre at -3 dB, centre at 0 dB (`clev` × √2 when left/right are present), back, side
+    /// and back-centre at `slev` × -3 dB, LFE dropped (`lfe_mix_level` 0). `clev` and `slev`
+    /// are float options (-3 dB), so they enter the double arithmetic rounded to float. The row
+    /// is then scaled so its absolute gains add up to at most 1, the limit for integer output.
+    fn mono_downmix(self) -> Vec<f64> {
+        use std::f64::consts::{FRAC_1_SQRT_2, SQRT_2};
+        let clev = f64::from(FRAC_1_SQRT_2 as f32);
+        let slev = f64::from(FRAC_1_SQRT_2 as f32);
+        let has_stereo = self.mask & (FL | FR) != 0;
+        let row: Vec<f64> = (0..64)
+            .map(|bit| 1u64 << bit)
+            .filter(|&ch| self.mask & ch != 0)
+            .map(|ch| match ch {
+                FC if has_stereo => clev * SQRT_2,
+                FC => 1.0,
+                FL | FR | FLC | FRC => FRAC_1_SQRT_2,
+                BL | BR | SL | SR | BC => slev * FRAC_1_SQRT_2,
+                _ => 0.0,
+            })
+            .collect();
+        let sum: f64 = row.iter().map(|g| g.abs()).sum();
+        if sum > 1.0 {
+            row.iter().map(|g| g / sum).collect()
+        } else {
+            row
+        }
     }
 }
 
@@ -610,7 +747,7 @@ struct Resampler<T: Internal> {
 }
 
 impl<T: Internal> Resampler<T> {
-    fn new(in_rate: u32, channels: usize) -> Result<Self, String> {
+    fn new(in_rate: u32, channels: usize, kernel: FloatKernel) -> Result<Self, String> {
         let out_rate = OUTPUT_RATE;
         let factor = (f64::from(out_rate) * CUTOFF / f64::from(in_rate)).min(1.0);
         let mut taps = ((FILTER_SIZE / factor).ceil() as usize).max(1);
@@ -639,7 +776,7 @@ impl<T: Internal> Resampler<T> {
         let stride = (taps + 7) & !7;
         let phase_count = phase_count as usize;
         let filter = FilterBank {
-            kernel: FloatKernel::detect(),
+            kernel,
             taps,
             stride,
             phase_count,
@@ -677,6 +814,11 @@ impl<T: Internal> Resampler<T> {
         let filter = &self.filter;
         let available = self.history[0].len();
         self.steps.clear();
+        // libswresample adds `dst_incr_div` phases (plus one when `frac` wraps) and carries whole
+        // input samples out of the phase; the whole-sample part of the step is precomputed.
+        let phase_count = filter.phase_count as i64;
+        let whole_step = (i64::from(filter.dst_incr_div) / phase_count) as usize;
+        let phase_step = i64::from(filter.dst_incr_div) % phase_count;
         let (mut pos, mut index, mut frac) = (self.position, self.index, self.frac);
         while pos + filter.taps <= available {
             self.steps.push(Step {
@@ -685,14 +827,15 @@ impl<T: Internal> Resampler<T> {
                 frac,
             });
             frac += filter.dst_incr_mod;
-            index += i64::from(filter.dst_incr_div);
+            index += phase_step;
+            pos += whole_step;
             if frac >= filter.src_incr {
                 frac -= filter.src_incr;
                 index += 1;
             }
-            while index >= filter.phase_count as i64 {
+            while index >= phase_count {
                 pos += 1;
-                index -= filter.phase_count as i64;
+                index -= phase_count;
             }
         }
         for (hist, dst) in self.history.iter().zip(out.iter_mut()) {
@@ -821,7 +964,7 @@ fn bessel_i0(x: f64) -> f64 {
         -7.093_534_744_921_055,
         -1.545_397_779_178_685e-2,
         -2.517_264_467_068_897_5e-5,
-        -3.051_722_645_045_106_7e-8,
+        -3.051_722_645_045_107e-8,
         -2.684_344_857_346_848_3e-11,
         -1.598_222_667_565_318_5e-14,
         -5.248_786_662_794_57e-18,
@@ -845,7 +988,7 @@ fn bessel_i0(x: f64) -> f64 {
     ];
     const Q2: [f64; 8] = [
         -5.519_433_023_100_548e-4,
-        3.254_769_759_481_961_5e-2,
+        3.254_769_759_481_962e-2,
         -1.115_175_918_874_131_3,
         1.398_259_535_389_285_2e1,
         -6.022_800_206_674_334e1,
@@ -882,7 +1025,7 @@ fn horner(coeffs: &[f64], x: f64) -> f64 {
 /// Which of libswresample's x86 float kernels this CPU would run, so its summation order (and
 /// fused multiply-adds) can be reproduced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FloatKernel {
+pub enum FloatKernel {
     /// `resample_*_float_fma3`: 8 lanes, fused multiply-add.
     Fma8,
     /// `resample_*_float_avx`: 8 lanes, separate multiply and add.
@@ -892,7 +1035,8 @@ pub(crate) enum FloatKernel {
 }
 
 impl FloatKernel {
-    fn detect() -> Self {
+    /// The kernel libswresample picks on this CPU (FMA3 if present, else AVX, else SSE).
+    pub fn detect() -> Self {
         static KERNEL: OnceLock<FloatKernel> = OnceLock::new();
         *KERNEL.get_or_init(|| {
             #[cfg(target_arch = "x86_64")]
@@ -978,17 +1122,25 @@ mod tests {
 
     #[test]
     fn phase_counts_follow_exact_rational() {
-        let f = Resampler::<f32>::new(44100, 1).expect("44.1k").filter;
+        let f = Resampler::<f32>::new(44100, 1, FloatKernel::detect())
+            .expect("44.1k")
+            .filter;
         assert_eq!((f.phase_count, f.taps, f.linear), (1, 80, false));
-        let f = Resampler::<f32>::new(48000, 1).expect("48k").filter;
+        let f = Resampler::<f32>::new(48000, 1, FloatKernel::detect())
+            .expect("48k")
+            .filter;
         assert_eq!((f.phase_count, f.taps, f.linear), (147, 88, false));
-        let f = Resampler::<i16>::new(32000, 1).expect("32k").filter;
+        let f = Resampler::<i16>::new(32000, 1, FloatKernel::detect())
+            .expect("32k")
+            .filter;
         assert_eq!((f.phase_count, f.linear), (256, true));
     }
 
     #[test]
     fn filter_phase_zero_sums_to_unity() {
-        let f = Resampler::<f32>::new(44100, 1).expect("44.1k").filter;
+        let f = Resampler::<f32>::new(44100, 1, FloatKernel::detect())
+            .expect("44.1k")
+            .filter;
         let sum: f64 = f.bank[..f.taps].iter().map(|&c| f64::from(c)).sum();
         assert!((sum - 1.0).abs() < 1e-5, "{sum}");
     }

@@ -356,8 +356,15 @@ backend_test! {
         assert_eq!(thumb.mime_type, "image/png");
         let decoded = image_size(&thumb.bytes);
         assert_eq!(decoded, (64, 64));
-        assert!(library.blobs().head(&format!("covers/thumbs/{album_id}-64.png")).await.unwrap().is_some());
+        assert!(library.blobs().head(&format!("covers/thumbs/{album_id}/64.png")).await.unwrap().is_some());
         assert!(library.album_cover(&album_id, Some(5000)).await.is_err());
+
+        // Deleting the album's last track drops the album, then its cover and thumbnails.
+        let alice = musiclib_core::auth::Caller { user: library.find_user_by_name("alice").await.unwrap().unwrap() };
+        library.delete_track(&alice, &flac.id).await.unwrap();
+        assert!(!library.blobs().list("covers/").await.unwrap().is_empty(), "the album still has a track");
+        library.delete_track(&alice, &mp3.id).await.unwrap();
+        assert_eq!(library.blobs().list("covers/").await.unwrap(), Vec::<String>::new());
     }
 }
 
