@@ -791,26 +791,26 @@ impl Library {
         }
         let pattern = like_pattern(&key);
         let pool = self.db().pool();
-        // SQLite: the FTS5 trigram index, where a quoted phrase matches any substring of three
-        // characters or more. PostgreSQL: LIKE, which its trigram index serves.
         let use_fts = self.db().backend() == crate::db::Backend::Sqlite && key.chars().count() >= 3;
-        let (tracks_query, tracks_arg) = if use_fts {
+        // The matching ids are found and ordered first, and only the page's rows are read in
+        // full (a full row carries a cover subquery: computing it for every match would cost
+        // more than the search).
+        let order = "ORDER BY LENGTH(t.title), t.title, t.id";
+        let (matching, tracks_arg) = if use_fts {
+            // SQLite: the FTS5 trigram index, where a quoted phrase matches any substring of
+            // three characters or more.
             (
-                format!(
-                    "{TRACK_SELECT} JOIN track_search_ids m ON m.track_id = t.id
-                     WHERE m.seq IN (SELECT rowid FROM tracks_search WHERE tracks_search MATCH $1)
-                     ORDER BY LENGTH(t.title), t.title, t.id LIMIT {limit}"
-                ),
+                "JOIN track_search_ids m ON m.track_id = t.id
+                 WHERE m.seq IN (SELECT rowid FROM tracks_search WHERE tracks_search MATCH $1)",
                 format!("\"{}\"", key.replace('"', "\"\"")),
             )
         } else {
-            (
-                format!(
-                    "{TRACK_SELECT} WHERE t.search_text LIKE $1 ESCAPE '\\' ORDER BY LENGTH(t.title), t.title, t.id LIMIT {limit}"
-                ),
-                pattern.clone(),
-            )
+            // PostgreSQL: LIKE, which its trigram index serves (and short patterns anywhere).
+            ("WHERE t.search_text LIKE $1 ESCAPE '\\'", pattern.clone())
         };
+        let tracks_query = format!(
+            "{TRACK_SELECT} WHERE t.id IN (SELECT t.id FROM tracks t {matching} {order} LIMIT {limit}) {order}"
+        );
         let albums_query = format!(
             "{ALBUM_SELECT} WHERE al.title_key LIKE $1 ESCAPE '\\' ORDER BY LENGTH(al.title_key), al.title_key, al.id LIMIT {limit}"
         );

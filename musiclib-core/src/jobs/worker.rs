@@ -163,10 +163,18 @@ impl Worker {
     }
 
     /// Runs jobs until `shutdown` resolves. Idle, it sleeps until woken by an in-process
-    /// enqueue or for the poll interval (for enqueues by other processes).
+    /// enqueue or for the poll interval (for enqueues by other processes). A worker that finds
+    /// work after being idle wakes its idle siblings, so a pool of specialised workers (which
+    /// poll five times less often) follows a burst of jobs at once.
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         tokio::pin!(shutdown);
-        let poll = self.library.config().jobs.poll_interval;
+        let base = self.library.config().jobs.poll_interval;
+        let poll = if self.kinds.is_empty() {
+            base
+        } else {
+            base * 5
+        };
+        let mut was_idle = true;
         loop {
             let idle = match self.run_once().await {
                 Ok(Outcome::Ran(_)) => false,
@@ -176,6 +184,10 @@ impl Worker {
                     true
                 }
             };
+            if was_idle && !idle {
+                self.library.wake_workers();
+            }
+            was_idle = idle;
             if idle {
                 tokio::select! {
                     _ = &mut shutdown => return,

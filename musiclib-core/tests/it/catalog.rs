@@ -103,6 +103,18 @@ backend_test! {
         let found = library.search_library("aurora", 20).await.unwrap();
         assert_eq!((found.tracks.len(), found.artists.len()), (1, 1));
         assert!(library.search_library("", 20).await.is_err());
+        // Short queries (under a trigram), quotes and LIKE wildcards are plain text.
+        assert_eq!(library.search_library("ña", 20).await.unwrap().tracks.len(), 1);
+        assert!(library.search_library("ma\"na", 20).await.unwrap().tracks.is_empty());
+        assert!(library.search_library("%", 20).await.unwrap().tracks.is_empty());
+        assert!(library.search_library("m_nana", 20).await.unwrap().tracks.is_empty());
+        // An edited title is found by its new words (the index follows updates).
+        let retitled = library
+            .patch_track(&alice, &mp3.id, &musiclib_core::catalog::TrackPatch { title: Some("Zebra Crossing".into()), ..Default::default() })
+            .await
+            .unwrap();
+        assert_eq!(library.search_library("zebra cross", 20).await.unwrap().tracks[0].id, retitled.id);
+        assert!(library.search_library("MANANA DORADA", 20).await.unwrap().tracks.is_empty());
 
         // Deleting removes the blob, and the album and artist left empty.
         library.delete_track(&alice, &flac.id).await.unwrap();

@@ -54,15 +54,6 @@ pub fn manifest(corpus: &Path) -> serde_json::Value {
         .expect("manifest json")
 }
 
-/// A signed-in admin of `library`.
-pub async fn admin(library: &musiclib_core::Library) -> musiclib_core::auth::Caller {
-    let user = library
-        .create_user("admin", "admin-password", true)
-        .await
-        .expect("create admin");
-    musiclib_core::auth::Caller { user }
-}
-
 /// A signed-in ordinary user of `library`.
 pub async fn user(library: &musiclib_core::Library, name: &str) -> musiclib_core::auth::Caller {
     let user = library
