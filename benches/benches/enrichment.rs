@@ -9,59 +9,14 @@
 //! ```
 //! Goal: ≥ 40 tracks/s (one-by-one lookups cap at 3/s).
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use musiclib_core::domain::{MetadataStatus, Page};
 use musiclib_core::jobs::{kind, Worker};
+use musiclib_core::testing::RateLimitedAcoustId;
 use musiclib_core::testing::{Backend, TestLibrary};
 use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
-
-/// AcoustID as it behaves under load: at most 3 requests in any second, else 429.
-#[derive(Clone, Default)]
-struct StrictAcoustId {
-    seen: Arc<Mutex<Vec<(Instant, usize)>>>,
-    refused: Arc<Mutex<usize>>,
-}
-
-impl Respond for StrictAcoustId {
-    fn respond(&self, request: &Request) -> ResponseTemplate {
-        let now = Instant::now();
-        let form: Vec<(String, String)> =
-            serde_urlencoded::from_bytes(&request.body).unwrap_or_default();
-        let indexes: Vec<String> = form
-            .iter()
-            .filter_map(|(key, _)| key.strip_prefix("duration.").map(str::to_string))
-            .collect();
-        {
-            let mut seen = self.seen.lock().unwrap();
-            let recent = seen
-                .iter()
-                .filter(|(at, _)| now.duration_since(*at) < Duration::from_secs(1))
-                .count();
-            if recent >= 3 {
-                *self.refused.lock().unwrap() += 1;
-                return ResponseTemplate::new(429).set_body_json(serde_json::json!({
-                    "status": "error", "error": {"code": 14, "message": "too many requests"}}));
-            }
-            seen.push((now, indexes.len().max(1)));
-        }
-        let result = serde_json::json!([{ "id": "acoustid", "score": 0.95, "recordings": [{
-            "id": "5b1e0c36-8c8d-4a9c-9b2c-0f4a0d1f8e51", "title": "Looked Up",
-            "artists": [{"id": "artist", "name": "Mock Artist"}] }]}]);
-        let body = if indexes.is_empty() {
-            serde_json::json!({"status": "ok", "results": result})
-        } else {
-            let entries: Vec<_> = indexes
-                .iter()
-                .map(|index| serde_json::json!({"index": index.parse::<u64>().unwrap_or(0), "results": result}))
-                .collect();
-            serde_json::json!({"status": "ok", "fingerprints": entries})
-        };
-        ResponseTemplate::new(200).set_body_json(body)
-    }
-}
+use wiremock::{Mock, MockServer};
 
 fn main() {
     let Some(corpus) = std::env::var_os("MUSICLIB_BENCH_CORPUS") else {
@@ -91,7 +46,7 @@ async fn run(source: std::path::PathBuf, count: usize) {
     }
 
     let server = MockServer::start().await;
-    let mock = StrictAcoustId::default();
+    let mock = RateLimitedAcoustId::new(Duration::from_secs(1));
     Mock::given(method("POST"))
         .and(path("/v2/lookup"))
         .respond_with(mock.clone())
@@ -127,19 +82,7 @@ async fn run(source: std::path::PathBuf, count: usize) {
     let total = report.imported as i64;
     loop {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let pending = library
-            .list_tracks(
-                &musiclib_core::catalog::TrackFilter {
-                    metadata_status: Some(MetadataStatus::Pending),
-                    ..Default::default()
-                },
-                None,
-                Page::new(Some(1), None).unwrap(),
-            )
-            .await
-            .unwrap()
-            .total;
-        if pending == 0 {
+        if tracks_with(&library, MetadataStatus::Pending).await == 0 {
             break;
         }
     }
@@ -148,26 +91,27 @@ async fn run(source: std::path::PathBuf, count: usize) {
     for worker in workers {
         let _ = worker.await;
     }
-    let seen = mock.seen.lock().unwrap().clone();
-    let enriched = library
-        .list_tracks(
-            &musiclib_core::catalog::TrackFilter {
-                metadata_status: Some(MetadataStatus::Enriched),
-                ..Default::default()
-            },
-            None,
-            Page::new(Some(1), None).unwrap(),
-        )
-        .await
-        .unwrap()
-        .total;
+    let seen = mock.answered();
+    let enriched = tracks_with(&library, MetadataStatus::Enriched).await;
     println!(
         "enrichment/throughput: {total} tracks in {elapsed:.1} s = {:.1} tracks/s; {} lookup requests (mean batch {:.1}); {} refused by the 3/s mock; {enriched} enriched",
         total as f64 / elapsed,
         seen.len(),
         seen.iter().map(|(_, size)| *size).sum::<usize>() as f64 / seen.len().max(1) as f64,
-        mock.refused.lock().unwrap(),
+        mock.refused(),
     );
+}
+
+async fn tracks_with(library: &musiclib_core::Library, status: MetadataStatus) -> i64 {
+    let filter = musiclib_core::catalog::TrackFilter {
+        metadata_status: Some(status),
+        ..Default::default()
+    };
+    library
+        .list_tracks(&filter, None, Page::new(Some(1), None).unwrap())
+        .await
+        .unwrap()
+        .total
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {

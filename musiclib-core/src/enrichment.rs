@@ -26,7 +26,7 @@ use crate::jobs::{kind, JobError, NewJob};
 use crate::{Error, JobId, Library, Result, TrackId};
 
 use self::acoustid::{LookupError, LookupQuery};
-use self::merge::{Chosen, Current};
+use self::merge::Current;
 
 /// What one enrichment run decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,43 +56,7 @@ pub struct EnrichReport {
 }
 
 /// A ranked fingerprint match offered for a track (`GET /tracks/{id}/metadata/candidates`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Candidate {
-    /// Lookup score, 0–1.
-    pub score: f64,
-    /// AcoustID track id.
-    pub acoustid_id: String,
-    /// MusicBrainz recording id.
-    pub recording_id: String,
-    /// Recording title.
-    pub title: Option<String>,
-    /// Artist credit.
-    pub artist: Option<String>,
-    /// Release-group title.
-    pub album: Option<String>,
-    /// Release-group artist.
-    pub album_artist: Option<String>,
-    /// MusicBrainz release-group id.
-    pub releasegroup_id: Option<String>,
-    /// Year, when the lookup has one.
-    pub year: Option<i64>,
-}
-
-impl From<Chosen> for Candidate {
-    fn from(chosen: Chosen) -> Candidate {
-        Candidate {
-            score: chosen.score,
-            acoustid_id: chosen.acoustid_id,
-            recording_id: chosen.recording_id,
-            title: chosen.title,
-            artist: chosen.artist,
-            album: chosen.album,
-            album_artist: chosen.album_artist,
-            releasegroup_id: chosen.releasegroup_id,
-            year: chosen.year,
-        }
-    }
-}
+pub use self::merge::Chosen as Candidate;
 
 /// The audio of a track as a local file (a temporary copy when the blobs are on S3).
 struct LocalAudio {
@@ -351,10 +315,7 @@ impl Library {
             duration_secs: track.duration_ms.map(|ms| ms as f64 / 1000.0),
             ..Current::default()
         };
-        Ok(merge::candidates(&matches, &current, &tags)
-            .into_iter()
-            .map(Candidate::from)
-            .collect())
+        Ok(merge::candidates(&matches, &current, &tags))
     }
 
     async fn track_tags(&self, id: &TrackId) -> Result<EmbeddedTags> {

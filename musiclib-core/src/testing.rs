@@ -6,6 +6,9 @@
 //! `MUSICLIB_TEST_S3_ENDPOINT` (an S3-compatible server with bucket `MUSICLIB_TEST_S3_BUCKET`,
 //! default `musiclib-test`), which the README's test command starts.
 
+mod acoustid_mock;
+pub use acoustid_mock::RateLimitedAcoustId;
+
 use std::sync::Arc;
 
 use crate::blobs::BlobStore;

@@ -36,7 +36,7 @@ pub struct Current {
 }
 
 /// The best match of a lookup, reduced to the recording and release group it stands for.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Chosen {
     /// AcoustID track id.
     pub acoustid_id: String,

