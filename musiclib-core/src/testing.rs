@@ -265,6 +265,15 @@ pub async fn drain_jobs_concurrently(library: &Library, concurrency: usize) -> u
     ran
 }
 
+/// Turns a track into a placeholder without audio, as saving a remote search hit creates.
+pub async fn make_placeholder(library: &Library, id: &crate::TrackId) {
+    sqlx::query("UPDATE tracks SET availability = 'placeholder', storage_uri = '' WHERE id = $1")
+        .bind(id.as_str())
+        .execute(library.db().pool())
+        .await
+        .expect("make the track a placeholder");
+}
+
 /// The generated test corpus (`shared/corpus/make-corpus.sh`), from `MUSICLIB_TEST_CORPUS`.
 pub fn corpus_dir() -> Option<std::path::PathBuf> {
     let dir = std::env::var_os("MUSICLIB_TEST_CORPUS").map(std::path::PathBuf::from)?;

@@ -7,6 +7,7 @@ pub mod covers;
 pub mod dto;
 pub mod search;
 pub mod sources;
+pub mod stream;
 pub mod tracks;
 
 use musiclib_core::Library;
@@ -24,6 +25,7 @@ use utoipa_axum::router::OpenApiRouter;
         (name = "tracks", description = "Tracks: upload, browse, edit"),
         (name = "albums"), (name = "artists"), (name = "search"),
         (name = "sources", description = "Ingest sources and imports"),
+        (name = "streaming", description = "Audio of tracks"),
         (name = "jobs", description = "Background jobs"),
         (name = "admin"), (name = "health"),
     )
@@ -64,5 +66,6 @@ pub(crate) fn routes() -> OpenApiRouter<Library> {
         .merge(covers::routes())
         .merge(search::routes())
         .merge(sources::routes())
+        .merge(stream::routes())
         .merge(crate::health::routes())
 }

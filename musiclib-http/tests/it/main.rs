@@ -3,3 +3,4 @@
 
 mod api;
 mod covers;
+mod stream;

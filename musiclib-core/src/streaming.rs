@@ -1,0 +1,82 @@
+//! Streaming (spec: Streaming): the audio of a track as byte ranges, from local disk (read in
+//! chunks, never whole) or from S3 (a ranged GET, proxied). HTTP semantics (Range parsing,
+//! status codes) are the adapter's; this module answers "what is this track's audio" and
+//! "give me these bytes of it".
+
+use std::ops::Range;
+
+use bytes::Bytes;
+use futures::stream::BoxStream;
+
+use crate::domain::Availability;
+use crate::{Error, Library, Result, Timestamp, TrackId};
+
+/// The stored audio of a track, with what an HTTP cache needs to validate it.
+#[derive(Debug, Clone)]
+pub struct TrackAudio {
+    /// Blob key.
+    pub key: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// MIME type of the original.
+    pub mime_type: String,
+    /// Strong validator: the content's sha256 (audio never changes in place).
+    pub etag: String,
+    /// When the audio was stored.
+    pub last_modified: Timestamp,
+}
+
+impl Library {
+    /// The original audio of a track. A placeholder (no audio yet) is a conflict, with a
+    /// message saying so, not a missing file.
+    pub async fn track_audio(&self, id: &TrackId) -> Result<TrackAudio> {
+        let track = self.get_track(id).await?;
+        if track.storage_uri.is_empty() || track.availability == Availability::Placeholder {
+            return Err(Error::Conflict(format!(
+                "track {id} has no audio yet: it is a placeholder of a remote track"
+            )));
+        }
+        let size = match track.size_bytes {
+            Some(size) if size >= 0 => size as u64,
+            _ => {
+                self.blobs()
+                    .head(&track.storage_uri)
+                    .await?
+                    .ok_or_else(|| Error::not_found("audio of track", id))?
+                    .size
+            }
+        };
+        let etag = match &track.content_sha256 {
+            Some(sha) => format!("\"{}\"", &sha[..sha.len().min(32)]),
+            None => format!("\"{id}-{size:x}\""),
+        };
+        Ok(TrackAudio {
+            key: track.storage_uri,
+            size,
+            mime_type: track
+                .mime_type
+                .unwrap_or_else(|| "application/octet-stream".into()),
+            etag,
+            last_modified: track.created_at,
+        })
+    }
+
+    /// Streams `range` of a track's audio (a bounded read on disk, a ranged GET on S3). A
+    /// missing blob is reported before any byte is sent.
+    pub async fn read_audio(
+        &self,
+        audio: &TrackAudio,
+        range: Range<u64>,
+    ) -> Result<BoxStream<'static, std::io::Result<Bytes>>> {
+        if range.start > range.end || range.end > audio.size {
+            return Err(Error::invalid(
+                "range",
+                format!("{range:?} is outside the {} bytes of the audio", audio.size),
+            ));
+        }
+        if range.is_empty() {
+            return Ok(Box::pin(futures::stream::empty()));
+        }
+        self.blobs().get_range_stream(&audio.key, range).await
+    }
+}

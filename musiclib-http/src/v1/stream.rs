@@ -1,0 +1,236 @@
+//! `GET`/`HEAD /stream/{id}`: the original audio with single byte ranges (RFC 9110 §14),
+//! validators and conditional requests. Bearer or `?token=` (audio elements cannot send
+//! headers). The body is streamed from the blob store: chunked reads on disk, a proxied
+//! ranged GET on S3.
+
+use std::ops::Range;
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use http_range_header::{EndPosition, StartPosition};
+use musiclib_core::streaming::TrackAudio;
+use musiclib_core::{Library, TrackId};
+use serde::Deserialize;
+use utoipa::IntoParams;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{MediaAuth, Query};
+
+pub(super) fn routes() -> OpenApiRouter<Library> {
+    OpenApiRouter::new().routes(routes!(stream))
+}
+
+/// Options of a stream request.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct StreamQuery {
+    /// Access token, for players that cannot send an Authorization header.
+    #[allow(dead_code)]
+    token: Option<String>,
+}
+
+/// What the Range header asks for, once checked against the size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Wanted {
+    /// The whole representation (no Range, or one the server ignores: invalid syntax,
+    /// several ranges, a stale If-Range).
+    Whole,
+    /// One satisfiable range.
+    Part(Range<u64>),
+    /// A range that starts beyond the end.
+    Unsatisfiable,
+}
+
+/// Resolves a Range header value against `size` bytes. Parsing is http-range-header's;
+/// what to do with its answer follows RFC 9110 §14.1.2: a suffix longer than the
+/// representation means all of it, an end beyond it means its last byte, a start beyond it
+/// is unsatisfiable, and an invalid header is ignored.
+fn wanted(range: &str, size: u64) -> Wanted {
+    let parsed = match http_range_header::parse_range_header(range) {
+        Ok(parsed) => parsed,
+        // `bytes=-0` is well-formed but selects nothing (§14.1.1).
+        Err(http_range_header::RangeUnsatisfiableError::ZeroSuffix) => {
+            return Wanted::Unsatisfiable
+        }
+        Err(_) => return Wanted::Whole,
+    };
+    let [only] = parsed.ranges.as_slice() else {
+        // Several ranges: answering with the whole body is allowed, and what players need.
+        return Wanted::Whole;
+    };
+    let (start, end) = match (only.start, only.end) {
+        (StartPosition::FromLast(0), _) => return Wanted::Unsatisfiable,
+        (StartPosition::FromLast(suffix), _) => (size.saturating_sub(suffix), size),
+        (StartPosition::Index(start), EndPosition::LastByte) => (start, size),
+        (StartPosition::Index(start), EndPosition::Index(last)) => {
+            if last < start {
+                return Wanted::Whole;
+            }
+            (start, last.saturating_add(1).min(size))
+        }
+    };
+    if start >= size {
+        Wanted::Unsatisfiable
+    } else {
+        Wanted::Part(start..end)
+    }
+}
+
+/// Whether an If-Range value still names this representation (a strong ETag, or the exact
+/// Last-Modified date).
+fn if_range_matches(value: &str, audio: &TrackAudio, last_modified: &str) -> bool {
+    let value = value.trim();
+    if value.starts_with('"') {
+        value == audio.etag
+    } else {
+        value == last_modified
+    }
+}
+
+/// Streams a track's original audio.
+///
+/// `HEAD` answers the same headers without a body. One byte range per request (206 with
+/// Content-Range; 416 with `Content-Range: bytes */size` when it starts past the end); several
+/// ranges or an invalid Range header get the whole file (200). If-Range, If-None-Match (304)
+/// and If-Modified-Since are honoured.
+#[utoipa::path(get, path = "/stream/{id}", tag = "streaming", security(("bearer" = []), ("token" = [])),
+    params(("id" = String, Path, description = "Track id"), StreamQuery,
+        ("Range" = Option<String>, Header, description = "One byte range, e.g. bytes=0-1023, bytes=1024- or bytes=-4096")),
+    responses(
+        (status = 200, description = "The whole file", content_type = "audio/*"),
+        (status = 206, description = "The requested range", content_type = "audio/*"),
+        (status = 304, description = "Not modified"),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, description = "A placeholder track without audio", body = ErrorBody),
+        (status = 416, description = "The range starts past the end", body = ErrorBody)))]
+async fn stream(
+    State(library): State<Library>,
+    _auth: MediaAuth,
+    method: Method,
+    Path(id): Path<String>,
+    Query(_query): Query<StreamQuery>,
+    request: HeaderMap,
+) -> Result<Response, ApiError> {
+    let id = TrackId::parse(&id).map_err(|_| ApiError::invalid("id", "must be a track id"))?;
+    let audio = library.track_audio(&id).await?;
+    let last_modified = httpdate::fmt_http_date(system_time(audio.last_modified));
+
+    let mut headers = HeaderMap::new();
+    headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("private, max-age=86400"),
+    );
+    if let Ok(value) = HeaderValue::from_str(&audio.etag) {
+        headers.insert(header::ETAG, value);
+    }
+    if let Ok(value) = HeaderValue::from_str(&last_modified) {
+        headers.insert(header::LAST_MODIFIED, value);
+    }
+
+    if not_modified(&request, &audio) {
+        return Ok((StatusCode::NOT_MODIFIED, headers).into_response());
+    }
+
+    let range_applies = request
+        .get(header::IF_RANGE)
+        .and_then(|value| value.to_str().ok())
+        .is_none_or(|value| if_range_matches(value, &audio, &last_modified));
+    let wanted = match request
+        .get(header::RANGE)
+        .and_then(|value| value.to_str().ok())
+    {
+        Some(range) if range_applies => wanted(range, audio.size),
+        _ => Wanted::Whole,
+    };
+    let (status, range) = match wanted {
+        Wanted::Whole => (StatusCode::OK, 0..audio.size),
+        Wanted::Part(range) => {
+            let content_range = format!("bytes {}-{}/{}", range.start, range.end - 1, audio.size);
+            headers.insert(
+                header::CONTENT_RANGE,
+                HeaderValue::from_str(&content_range).expect("ascii"),
+            );
+            (StatusCode::PARTIAL_CONTENT, range)
+        }
+        Wanted::Unsatisfiable => {
+            let content_range = format!("bytes */{}", audio.size);
+            headers.insert(
+                header::CONTENT_RANGE,
+                HeaderValue::from_str(&content_range).expect("ascii"),
+            );
+            let error = ApiError::new(
+                StatusCode::RANGE_NOT_SATISFIABLE,
+                "range_not_satisfiable",
+                format!(
+                    "the range starts past the end of the {} bytes of audio",
+                    audio.size
+                ),
+            );
+            return Ok((headers, error).into_response());
+        }
+    };
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_str(&audio.mime_type)
+            .unwrap_or(HeaderValue::from_static("application/octet-stream")),
+    );
+    headers.insert(
+        header::CONTENT_LENGTH,
+        HeaderValue::from(range.end - range.start),
+    );
+    if method == Method::HEAD {
+        return Ok((status, headers).into_response());
+    }
+    let body = library.read_audio(&audio, range).await?;
+    Ok((status, headers, Body::from_stream(body)).into_response())
+}
+
+/// If-None-Match (wins when present) or If-Modified-Since says the client's copy is current.
+fn not_modified(request: &HeaderMap, audio: &TrackAudio) -> bool {
+    match request.get(header::IF_NONE_MATCH) {
+        Some(value) => value.to_str().is_ok_and(|tags| {
+            tags.split(',')
+                .map(|tag| tag.trim().trim_start_matches("W/"))
+                .any(|tag| tag == "*" || tag == audio.etag)
+        }),
+        None => request
+            .get(header::IF_MODIFIED_SINCE)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|text| httpdate::parse_http_date(text).ok())
+            .is_some_and(|since| system_time(audio.last_modified) <= since),
+    }
+}
+
+/// A timestamp truncated to whole seconds, as HTTP dates carry.
+fn system_time(at: musiclib_core::Timestamp) -> std::time::SystemTime {
+    let seconds = at.as_micros().div_euclid(1_000_000).max(0) as u64;
+    std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_follow_rfc_9110() {
+        assert_eq!(wanted("bytes=0-99", 1000), Wanted::Part(0..100));
+        assert_eq!(wanted("bytes=900-", 1000), Wanted::Part(900..1000));
+        assert_eq!(wanted("bytes=-100", 1000), Wanted::Part(900..1000));
+        // A suffix longer than the file is all of it; an end past the file is its last byte.
+        assert_eq!(wanted("bytes=-5000", 1000), Wanted::Part(0..1000));
+        assert_eq!(wanted("bytes=990-5000", 1000), Wanted::Part(990..1000));
+        assert_eq!(wanted("bytes=999-999", 1000), Wanted::Part(999..1000));
+        assert_eq!(wanted("bytes=1000-", 1000), Wanted::Unsatisfiable);
+        assert_eq!(wanted("bytes=-0", 1000), Wanted::Unsatisfiable);
+        assert_eq!(wanted("bytes=0-", 0), Wanted::Unsatisfiable);
+        // Ignored: bad syntax, other units, several ranges, reversed.
+        assert_eq!(wanted("bytes=abc", 1000), Wanted::Whole);
+        assert_eq!(wanted("items=0-1", 1000), Wanted::Whole);
+        assert_eq!(wanted("bytes=0-1,5-6", 1000), Wanted::Whole);
+        assert_eq!(wanted("bytes=9-1", 1000), Wanted::Whole);
+    }
+}
