@@ -91,6 +91,16 @@ pub const SETTINGS: &[(&str, &str, &str)] = &[
         "Enrichment jobs run at once per process besides WORKER_CONCURRENCY; they mostly wait for AcoustID, and concurrent ones share one lookup request (decoding still uses one core each at most)",
     ),
     (
+        "FFMPEG_PATH",
+        "ffmpeg",
+        "The transcoder for Opus renditions (a path, or a name on PATH); without it originals still stream",
+    ),
+    (
+        "RENDITION_CACHE_MAX_BYTES",
+        "10737418240",
+        "Bound on the total size of cached renditions; least recently used ones are evicted",
+    ),
+    (
         "JOB_MAX_ATTEMPTS",
         "5",
         "Attempts before a job stays failed",
@@ -374,6 +384,11 @@ impl TryFrom<RawSettings> for Settings {
         if worker_concurrency == 0 || worker_concurrency > 64 {
             bail!("WORKER_CONCURRENCY: must be between 1 and 64");
         }
+        config.transcoding.ffmpeg = raw.get("FFMPEG_PATH").unwrap_or("ffmpeg").into();
+        config.transcoding.rendition_cache_max_bytes = raw.parse(
+            "RENDITION_CACHE_MAX_BYTES",
+            config.transcoding.rendition_cache_max_bytes,
+        )?;
         let enrich_concurrency: usize = raw.parse(
             "ENRICH_CONCURRENCY",
             musiclib_core::jobs::DEFAULT_ENRICH_CONCURRENCY,

@@ -29,6 +29,8 @@ pub struct Config {
     pub jobs: JobsConfig,
     /// Metadata enrichment settings.
     pub enrichment: EnrichmentConfig,
+    /// Renditions (ffmpeg) settings.
+    pub transcoding: TranscodeConfig,
 }
 
 impl std::fmt::Debug for Config {
@@ -45,6 +47,7 @@ impl std::fmt::Debug for Config {
             .field("legacy_secret_key", &"<redacted>")
             .field("jobs", &self.jobs)
             .field("enrichment", &self.enrichment)
+            .field("transcoding", &self.transcoding)
             .finish()
     }
 }
@@ -152,6 +155,15 @@ pub struct EnrichmentConfig {
     pub lrclib_base_url: String,
 }
 
+/// Renditions (ffmpeg) settings.
+#[derive(Debug, Clone)]
+pub struct TranscodeConfig {
+    /// The ffmpeg program (a path, or a name looked up on `PATH`).
+    pub ffmpeg: PathBuf,
+    /// Bound on the total size of cached renditions; least recently used ones go first.
+    pub rendition_cache_max_bytes: u64,
+}
+
 impl Config {
     /// A configuration with the embedded defaults under `data_dir`: SQLite file, local blobs,
     /// open registration. Secrets are random, which suits tests and embedding programs that
@@ -185,6 +197,10 @@ impl Config {
                 coverart_enabled: true,
                 coverart_base_url: "https://coverartarchive.org".into(),
                 lrclib_base_url: "https://lrclib.net".into(),
+            },
+            transcoding: TranscodeConfig {
+                ffmpeg: PathBuf::from("ffmpeg"),
+                rendition_cache_max_bytes: 10 * 1024 * 1024 * 1024,
             },
             data_dir,
         }

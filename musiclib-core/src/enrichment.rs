@@ -13,7 +13,7 @@ pub mod coverart;
 pub mod merge;
 pub mod throttle;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -57,12 +57,6 @@ pub struct EnrichReport {
 
 /// A ranked fingerprint match offered for a track (`GET /tracks/{id}/metadata/candidates`).
 pub use self::merge::Chosen as Candidate;
-
-/// The audio of a track as a local file (a temporary copy when the blobs are on S3).
-struct LocalAudio {
-    path: PathBuf,
-    _temp: Option<tempfile::TempPath>,
-}
 
 /// How the lookup went.
 enum Lookup {
@@ -110,7 +104,7 @@ impl Library {
         let mut report = EnrichReport::default();
 
         // Audio: fingerprint it, then look it up.
-        let audio = match self.local_audio(&track.storage_uri).await {
+        let audio = match self.audio_as_local_file(&track.storage_uri).await {
             Ok(audio) => Some(audio),
             Err(error) => {
                 report.fingerprint = format!("no audio: {}", crate::error_chain(&error));
@@ -297,7 +291,7 @@ impl Library {
                 duration: duration.clamp(0, u32::MAX as i64) as u32,
             },
             _ => {
-                let audio = self.local_audio(&track.storage_uri).await?;
+                let audio = self.audio_as_local_file(&track.storage_uri).await?;
                 let fingerprint = self
                     .fingerprint_path(&audio.path)
                     .await
@@ -328,30 +322,6 @@ impl Library {
             .and_then(|(text,)| text)
             .and_then(|text| serde_json::from_str(&text).ok())
             .unwrap_or_default())
-    }
-
-    /// The audio of `storage_uri` as a local file.
-    async fn local_audio(&self, storage_uri: &str) -> Result<LocalAudio> {
-        if storage_uri.is_empty() {
-            return Err(Error::not_found("audio", "the track has no audio"));
-        }
-        if let Some(path) = self.blobs().local_path(storage_uri) {
-            return Ok(LocalAudio { path, _temp: None });
-        }
-        let extension = Path::new(storage_uri)
-            .extension()
-            .and_then(|extension| extension.to_str())
-            .unwrap_or("bin");
-        let temp = tempfile::Builder::new()
-            .suffix(&format!(".{extension}"))
-            .tempfile_in(self.staging_dir())
-            .map_err(|error| Error::io(self.staging_dir(), error))?
-            .into_temp_path();
-        self.blobs().download_to(storage_uri, &temp).await?;
-        Ok(LocalAudio {
-            path: temp.to_path_buf(),
-            _temp: Some(temp),
-        })
     }
 
     /// Fingerprints a file on a blocking thread, at most one per core at a time.

@@ -16,6 +16,7 @@
 //! - [`fingerprint`]: Chromaprint fingerprints identical to `fpcalc`'s.
 //! - [`covers`]: album covers and their thumbnails.
 //! - [`jobs`]: the durable job queue and its workers.
+//! - [`renditions`]: cached Opus renditions built by ffmpeg (`transcode_track`).
 //! - [`streaming`]: the audio of a track as byte ranges, from disk or S3.
 //! - [`blobs`]: local-disk or S3 storage with atomic writes and ranged reads.
 //! - [`db`]: SQLite / PostgreSQL access through one body of portable SQL.
@@ -35,6 +36,7 @@ pub mod ids;
 pub mod ingest;
 pub mod jobs;
 pub mod library;
+pub mod renditions;
 pub mod streaming;
 pub mod text;
 mod time;

@@ -35,6 +35,8 @@ struct Inner {
     lookups: OnceLock<Option<acoustid::Lookups>>,
     /// The Cover Art Archive client (built on first use).
     cover_archive: OnceLock<coverart::Client>,
+    /// Whether ffmpeg runs (checked on first use).
+    transcoder: OnceLock<bool>,
 }
 
 /// Health of the library's dependencies (`GET /health`).
@@ -46,6 +48,8 @@ pub struct Health {
     pub database_backend: Backend,
     /// Storage backend.
     pub storage_backend: StorageKind,
+    /// Whether ffmpeg runs (renditions; originals stream without it).
+    pub transcoder_available: bool,
 }
 
 impl Library {
@@ -83,6 +87,7 @@ impl Library {
                 http: OnceLock::new(),
                 lookups: OnceLock::new(),
                 cover_archive: OnceLock::new(),
+                transcoder: OnceLock::new(),
             }),
         })
     }
@@ -169,6 +174,10 @@ impl Library {
         })
     }
 
+    pub(crate) fn transcoder_check(&self) -> &OnceLock<bool> {
+        &self.inner.transcoder
+    }
+
     pub(crate) fn wake_workers(&self) {
         self.inner.wake.notify_waiters();
     }
@@ -183,6 +192,7 @@ impl Library {
             database_ok: self.db().ping().await.is_ok(),
             database_backend: self.db().backend(),
             storage_backend: self.blobs().kind(),
+            transcoder_available: self.transcoder_available(),
         }
     }
 }

@@ -80,3 +80,37 @@ impl Library {
         self.blobs().get_range_stream(&audio.key, range).await
     }
 }
+
+/// A track's audio as a file on local disk: the blob itself on the local backend, a
+/// temporary copy (deleted on drop) on S3.
+pub(crate) struct LocalFile {
+    /// The file.
+    pub path: std::path::PathBuf,
+    _temp: Option<tempfile::TempPath>,
+}
+
+impl Library {
+    /// The blob `key` as a local file, for tools that need a path (decoders, ffmpeg).
+    pub(crate) async fn audio_as_local_file(&self, key: &str) -> Result<LocalFile> {
+        if key.is_empty() {
+            return Err(Error::not_found("audio", "the track has no audio"));
+        }
+        if let Some(path) = self.blobs().local_path(key) {
+            return Ok(LocalFile { path, _temp: None });
+        }
+        let extension = std::path::Path::new(key)
+            .extension()
+            .and_then(|extension| extension.to_str())
+            .unwrap_or("bin");
+        let temp = tempfile::Builder::new()
+            .suffix(&format!(".{extension}"))
+            .tempfile_in(self.staging_dir())
+            .map_err(|error| Error::io(self.staging_dir(), error))?
+            .into_temp_path();
+        self.blobs().download_to(key, &temp).await?;
+        Ok(LocalFile {
+            path: temp.to_path_buf(),
+            _temp: Some(temp),
+        })
+    }
+}

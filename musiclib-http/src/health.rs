@@ -22,6 +22,8 @@ pub struct HealthOut {
     pub database_backend: &'static str,
     /// local or s3.
     pub storage_backend: &'static str,
+    /// `available` when ffmpeg runs (Opus renditions), else `unavailable` (originals still stream).
+    pub transcoder: &'static str,
     /// Server version.
     pub version: &'static str,
 }
@@ -52,6 +54,11 @@ pub(crate) async fn health(State(library): State<Library>) -> (StatusCode, axum:
             musiclib_core::db::Backend::Postgres => "postgres",
         },
         storage_backend: health.storage_backend.as_str(),
+        transcoder: if health.transcoder_available {
+            "available"
+        } else {
+            "unavailable"
+        },
         version: env!("CARGO_PKG_VERSION"),
     };
     (status, axum::Json(body))

@@ -219,6 +219,7 @@ async fn run_handler(
 ) -> Result<Value, JobError> {
     match job.kind.as_str() {
         kind::ENRICH => crate::enrichment::run_job(library, &job.payload).await,
+        kind::TRANSCODE => crate::renditions::run_job(library, &job.payload).await,
         kind::SCAN_LOCAL_FOLDER => {
             crate::ingest::run_scan_job(library, context, &job.payload).await
         }

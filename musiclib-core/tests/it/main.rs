@@ -7,6 +7,7 @@
 //! - `scan`: local-folder import against the generated corpus.
 //! - `enrichment`: tags, fingerprint, AcoustID (mocked), cover art.
 //! - `jobs`: the durable queue: retries, leases, concurrent workers.
+//! - `renditions`: Opus renditions (ffmpeg), the LRU cache.
 //! - `blobs`: atomic writes and ranged reads on both storage backends.
 
 mod support;
@@ -16,4 +17,5 @@ mod blobs;
 mod catalog;
 mod enrichment;
 mod jobs;
+mod renditions;
 mod scan;

@@ -10,6 +10,7 @@ use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use http_range_header::{EndPosition, StartPosition};
+use musiclib_core::renditions::Quality;
 use musiclib_core::streaming::TrackAudio;
 use musiclib_core::{Library, TrackId};
 use serde::Deserialize;
@@ -27,6 +28,10 @@ pub(super) fn routes() -> OpenApiRouter<Library> {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct StreamQuery {
+    /// `low` (Opus 64 kbit/s), `medium` (128) or `high` (192): served from the rendition cache
+    /// when built; otherwise the original is served and the rendition is built in the
+    /// background. The `x-rendition` response header says which was sent.
+    quality: Option<String>,
     /// Access token, for players that cannot send an Authorization header.
     #[allow(dead_code)]
     token: Option<String>,
@@ -111,14 +116,30 @@ async fn stream(
     _auth: MediaAuth,
     method: Method,
     Path(id): Path<String>,
-    Query(_query): Query<StreamQuery>,
+    Query(query): Query<StreamQuery>,
     request: HeaderMap,
 ) -> Result<Response, ApiError> {
     let id = TrackId::parse(&id).map_err(|_| ApiError::invalid("id", "must be a track id"))?;
-    let audio = library.track_audio(&id).await?;
+    let quality = query.quality.as_deref().map(Quality::parse).transpose()?;
+    let rendition = match quality {
+        Some(quality) => library.rendition_for_stream(&id, quality).await?,
+        None => None,
+    };
+    let served = match (quality, &rendition) {
+        (Some(quality), Some(_)) => format!("opus-{}", quality.as_str()),
+        _ => "original".to_string(),
+    };
+    let audio = match rendition {
+        Some(rendition) => rendition,
+        None => library.track_audio(&id).await?,
+    };
     let last_modified = httpdate::fmt_http_date(system_time(audio.last_modified));
 
     let mut headers = HeaderMap::new();
+    headers.insert(
+        axum::http::HeaderName::from_static("x-rendition"),
+        HeaderValue::from_str(&served).expect("ascii"),
+    );
     headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
     headers.insert(
         header::CACHE_CONTROL,

@@ -22,6 +22,7 @@ pub(super) fn routes() -> OpenApiRouter<Library> {
         .routes(routes!(put_metadata))
         .routes(routes!(enrich))
         .routes(routes!(candidates))
+        .routes(routes!(optimize))
 }
 
 /// Filters, sort and paging of `GET /tracks`.
@@ -344,5 +345,27 @@ async fn candidates(
     let found = library.metadata_candidates(&id).await?;
     Ok(axum::Json(
         found.into_iter().map(CandidateOut::from).collect(),
+    ))
+}
+
+/// Queues a build of the track's Opus renditions (low, medium, high) that do not exist yet.
+#[utoipa::path(post, path = "/tracks/{id}/optimize", tag = "tracks", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Track id")),
+    responses((status = 202, body = JobQueued), (status = 404, body = ErrorBody),
+        (status = 503, description = "No transcoder (ffmpeg), or the job queue is unavailable", body = ErrorBody)))]
+async fn optimize(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    Path(id): Path<String>,
+) -> Result<(StatusCode, axum::Json<JobQueued>), ApiError> {
+    let id = track_id(&id)?;
+    let job_id = library.request_optimize(&id, &caller.user.id).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(JobQueued {
+            job_id: job_id.to_string(),
+            state: "queued".into(),
+            note: None,
+        }),
     ))
 }

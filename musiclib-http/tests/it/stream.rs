@@ -193,6 +193,89 @@ async fn ranges_and_validators(backend: Backend) {
         .contains("placeholder"));
 }
 
+async fn quality_misses_then_hits(backend: Backend) {
+    let Some(corpus) = musiclib_core::testing::corpus_dir() else {
+        return;
+    };
+    let app = App::new(TestLibrary::new(backend).await).await;
+    let token = app.register("alice").await;
+    let bytes = std::fs::read(corpus.join("library/Incoming/untitled.mp3")).unwrap();
+    let (_, track) = app.upload(&token, "untitled.mp3", &bytes).await;
+    let id = track["id"].as_str().unwrap();
+    let uri = format!("/api/v1/stream/{id}?quality=medium");
+
+    // A miss: the original at once, and the rendition is built in the background.
+    let (status, headers, body) = app.raw(request("GET", &uri, Some(&token), &[])).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["x-rendition"], "original");
+    assert_eq!(headers[header::CONTENT_TYPE], "audio/mpeg");
+    assert_eq!(body, bytes);
+    musiclib_core::testing::drain_jobs(&app.library).await;
+
+    // A hit: Opus in Ogg, with ranges too.
+    let (status, headers, body) = app
+        .raw(request(
+            "GET",
+            &uri,
+            Some(&token),
+            &[(header::RANGE, "bytes=0-3")],
+        ))
+        .await;
+    assert_eq!(status, StatusCode::PARTIAL_CONTENT);
+    assert_eq!(headers["x-rendition"], "opus-medium");
+    assert_eq!(headers[header::CONTENT_TYPE], "audio/ogg");
+    assert_eq!(body, b"OggS");
+
+    let (status, body) = app
+        .get(
+            &format!("/api/v1/stream/{id}?quality=lossless"),
+            Some(&token),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("quality")),
+        "{body}"
+    );
+
+    // Optimize queues the rest; the health report names the transcoder.
+    let (status, queued) = app
+        .json(
+            "POST",
+            &format!("/api/v1/tracks/{id}/optimize"),
+            Some(&token),
+            serde_json::Value::Null,
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{queued}");
+    musiclib_core::testing::drain_jobs(&app.library).await;
+    for quality in ["low", "high"] {
+        let (_, headers, _) = app
+            .raw(request(
+                "HEAD",
+                &format!("/api/v1/stream/{id}?quality={quality}"),
+                Some(&token),
+                &[],
+            ))
+            .await;
+        assert_eq!(headers["x-rendition"], format!("opus-{quality}").as_str());
+    }
+    let (_, health) = app.get("/api/v1/health", None).await;
+    assert_eq!(health["transcoder"], "available");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quality_misses_then_hits_embedded() {
+    quality_misses_then_hits(Backend::Embedded).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quality_misses_then_hits_scale_out() {
+    if scale_out_available() {
+        quality_misses_then_hits(Backend::ScaleOut).await
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ranges_and_validators_embedded() {
     ranges_and_validators(Backend::Embedded).await

@@ -1,0 +1,69 @@
+//! Opus renditions: a miss queues one build however many requests miss, the build is
+//! published whole, hits are stamped for the LRU, eviction, deletion.
+
+use crate::backend_test;
+use crate::support::*;
+use musiclib_core::renditions::Quality;
+
+const SHORT_MP3: &str = "library/Incoming/untitled.mp3";
+const SHORT_WAV: &str = "library/Unsorted/voice memo 2024-03-01.wav";
+
+async fn transcode_jobs(library: &musiclib_core::Library) -> i64 {
+    sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE kind = 'transcode_track'")
+        .fetch_one(library.db().pool())
+        .await
+        .unwrap()
+}
+
+backend_test! {
+    async fn a_miss_builds_once_then_hits(backend: Backend) {
+        let Some(corpus) = corpus() else { return };
+        let library = TestLibrary::new(backend).await;
+        assert!(library.transcoder_available(), "ffmpeg is installed by the test command");
+        let alice = user(&library, "alice").await;
+        let track = library.upload_track(&alice, Some("a.mp3"), corpus_file(&corpus, SHORT_MP3).as_slice()).await.unwrap().track;
+
+        // Ten players miss at once: each is told to play the original, one job is queued.
+        let misses = futures::future::join_all((0..10).map(|_| library.rendition_for_stream(&track.id, Quality::Medium))).await;
+        assert!(misses.iter().all(|miss| matches!(miss, Ok(None))));
+        assert_eq!(transcode_jobs(&library).await, 1);
+
+        musiclib_core::testing::drain_jobs(&library).await;
+        let hit = library.rendition_for_stream(&track.id, Quality::Medium).await.unwrap().expect("built");
+        assert_eq!(hit.mime_type, "audio/ogg");
+        assert_eq!(hit.key, format!("renditions/{}/medium.opus", track.id));
+        let bytes = library.blobs().get_bytes(&hit.key).await.unwrap();
+        assert_eq!(bytes.len() as u64, hit.size);
+        assert!(bytes.starts_with(b"OggS") && bytes.windows(8).any(|w| w == b"OpusHead"), "Opus in Ogg");
+        // No job for a hit.
+        assert_eq!(transcode_jobs(&library).await, 1);
+        // Building again is a no-op (idempotent).
+        assert!(library.build_renditions(&track.id, &[Quality::Medium]).await.unwrap().is_empty());
+        // Nothing left in staging.
+        assert_eq!(std::fs::read_dir(library.staging_dir()).unwrap().count(), 0);
+
+        // Deleting the track removes its renditions.
+        library.delete_track(&alice, &track.id).await.unwrap();
+        assert!(library.blobs().list(&format!("renditions/{}", track.id)).await.unwrap().is_empty());
+    }
+}
+
+backend_test! {
+    async fn the_least_recently_used_rendition_is_evicted(backend: Backend) {
+        let Some(corpus) = corpus() else { return };
+        let library = TestLibrary::new(backend).await;
+        let alice = user(&library, "alice").await;
+        let first = library.upload_track(&alice, Some("a.mp3"), corpus_file(&corpus, SHORT_MP3).as_slice()).await.unwrap().track;
+        let second = library.upload_track(&alice, Some("b.wav"), corpus_file(&corpus, SHORT_WAV).as_slice()).await.unwrap().track;
+        library.build_renditions(&first.id, &[Quality::Low]).await.unwrap();
+        library.build_renditions(&second.id, &[Quality::Low]).await.unwrap();
+        // Play the first again: the second is now the least recently used.
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        let kept = library.rendition_for_stream(&first.id, Quality::Low).await.unwrap().unwrap();
+
+        library.evict_renditions(kept.size).await.unwrap();
+        assert!(library.rendition_for_stream(&first.id, Quality::Low).await.unwrap().is_some());
+        assert!(library.rendition_for_stream(&second.id, Quality::Low).await.unwrap().is_none(), "evicted");
+        assert!(library.blobs().list(&format!("renditions/{}", second.id)).await.unwrap().is_empty());
+    }
+}
