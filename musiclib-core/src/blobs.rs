@@ -253,13 +253,30 @@ impl BlobStore {
         result.bytes().await.map_err(Self::blob_error(key))
     }
 
-    /// Streams `range` of a blob (a ranged GET on S3).
+    /// Streams `range` of a blob: on local disk a direct file read in 256 KiB chunks (far
+    /// fewer blocking-pool round trips than object_store's small chunks), on S3 a ranged GET.
     pub async fn get_range_stream(
         &self,
         key: &str,
         range: Range<u64>,
     ) -> Result<BoxStream<'static, std::io::Result<Bytes>>> {
         let path = Self::object_path(key)?;
+        if let Some(root) = &self.local_root {
+            use tokio::io::AsyncSeekExt;
+            let file_path = root.join(path.as_ref());
+            let mut file = tokio::fs::File::open(&file_path).await.map_err(|error| {
+                if error.kind() == std::io::ErrorKind::NotFound {
+                    Error::not_found("blob", key)
+                } else {
+                    Error::io(&file_path, error)
+                }
+            })?;
+            file.seek(std::io::SeekFrom::Start(range.start))
+                .await
+                .map_err(|error| Error::io(&file_path, error))?;
+            let limited = file.take(range.end.saturating_sub(range.start));
+            return Ok(tokio_util::io::ReaderStream::with_capacity(limited, 256 * 1024).boxed());
+        }
         let options = object_store::GetOptions {
             range: Some(object_store::GetRange::Bounded(range)),
             ..Default::default()
