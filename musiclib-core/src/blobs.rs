@@ -140,6 +140,17 @@ impl BlobStore {
         ObjectPath::parse(key).map_err(|_| Error::Internal(format!("invalid blob key {key:?}")))
     }
 
+    /// A read's error: a missing blob is "not found", anything else a storage failure.
+    fn read_error(key: &str) -> impl FnOnce(object_store::Error) -> Error + '_ {
+        move |source| match source {
+            object_store::Error::NotFound { .. } => Error::not_found("blob", key),
+            source => Error::Blob {
+                key: key.to_string(),
+                source,
+            },
+        }
+    }
+
     fn blob_error(key: &str) -> impl FnOnce(object_store::Error) -> Error + '_ {
         move |source| Error::Blob {
             key: key.to_string(),
@@ -243,13 +254,7 @@ impl BlobStore {
     /// Reads a whole blob into memory (covers, small files).
     pub async fn get_bytes(&self, key: &str) -> Result<Bytes> {
         let path = Self::object_path(key)?;
-        let result = self.store.get(&path).await.map_err(|source| match source {
-            object_store::Error::NotFound { .. } => Error::not_found("blob", key),
-            source => Error::Blob {
-                key: key.to_string(),
-                source,
-            },
-        })?;
+        let result = self.store.get(&path).await.map_err(Self::read_error(key))?;
         result.bytes().await.map_err(Self::blob_error(key))
     }
 
@@ -285,13 +290,7 @@ impl BlobStore {
             .store
             .get_opts(&path, options)
             .await
-            .map_err(|source| match source {
-                object_store::Error::NotFound { .. } => Error::not_found("blob", key),
-                source => Error::Blob {
-                    key: key.to_string(),
-                    source,
-                },
-            })?;
+            .map_err(Self::read_error(key))?;
         Ok(result.into_stream().map_err(std::io::Error::other).boxed())
     }
 
@@ -300,13 +299,7 @@ impl BlobStore {
     pub async fn download_to(&self, key: &str, dest: &Path) -> Result<u64> {
         use tokio::io::AsyncWriteExt;
         let path = Self::object_path(key)?;
-        let result = self.store.get(&path).await.map_err(|source| match source {
-            object_store::Error::NotFound { .. } => Error::not_found("blob", key),
-            source => Error::Blob {
-                key: key.to_string(),
-                source,
-            },
-        })?;
+        let result = self.store.get(&path).await.map_err(Self::read_error(key))?;
         let mut file = tokio::fs::File::create(dest)
             .await
             .map_err(|error| Error::io(dest, error))?;

@@ -466,12 +466,7 @@ pub(crate) async fn run_job(
     library: &Library,
     payload: &Value,
 ) -> std::result::Result<Value, JobError> {
-    let track_id = payload
-        .get("track_id")
-        .and_then(Value::as_str)
-        .ok_or_else(|| JobError::permanent("the job has no track_id"))?;
-    let track_id = TrackId::parse(track_id)
-        .map_err(|_| JobError::permanent("the job's track_id is not an id"))?;
+    let track_id = crate::jobs::payload_track_id(payload)?;
     match library.enrich_track_report(&track_id).await {
         Ok(report) => Ok(serde_json::to_value(report).unwrap_or(Value::Null)),
         // The track was deleted since: nothing to do.

@@ -19,6 +19,18 @@ pub use worker::{JobContext, Outcome, Worker};
 /// full AcoustID batches (20 fingerprints each) can be waiting while another is in flight.
 pub const DEFAULT_ENRICH_CONCURRENCY: usize = 40;
 
+/// The `track_id` of a job's payload (enrichment, transcoding): a job without a valid one
+/// fails for good.
+pub(crate) fn payload_track_id(
+    payload: &serde_json::Value,
+) -> std::result::Result<crate::TrackId, JobError> {
+    payload
+        .get("track_id")
+        .and_then(serde_json::Value::as_str)
+        .and_then(|id| crate::TrackId::parse(id).ok())
+        .ok_or_else(|| JobError::permanent("the job has no valid track_id"))
+}
+
 /// Job kinds, as stored and as shown by `GET /jobs/{id}`.
 pub mod kind {
     /// Enrich one track's metadata.

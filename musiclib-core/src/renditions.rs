@@ -302,11 +302,7 @@ pub(crate) async fn run_job(
     library: &Library,
     payload: &Value,
 ) -> std::result::Result<Value, JobError> {
-    let track_id = payload
-        .get("track_id")
-        .and_then(Value::as_str)
-        .and_then(|id| TrackId::parse(id).ok())
-        .ok_or_else(|| JobError::permanent("the job has no valid track_id"))?;
+    let track_id = crate::jobs::payload_track_id(payload)?;
     let qualities = payload
         .get("qualities")
         .and_then(Value::as_array)

@@ -3,6 +3,7 @@
 
 pub mod albums;
 pub mod auth;
+mod conditional;
 pub mod covers;
 pub mod dto;
 pub mod search;

@@ -10,6 +10,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use super::conditional::{http_date, not_modified};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{MediaAuth, Query};
 
@@ -69,22 +70,8 @@ async fn track_cover(
 /// 200 with the image, or 304 when the client's copy is current. If-None-Match wins over
 /// If-Modified-Since (RFC 9110 §13.2.2).
 fn respond(cover: Cover, request: &HeaderMap) -> Response {
-    let last_modified = httpdate(cover.last_modified);
-    let not_modified = match request.get(header::IF_NONE_MATCH) {
-        Some(value) => value
-            .to_str()
-            .map(|tags| {
-                tags.split(',')
-                    .map(|tag| tag.trim().trim_start_matches("W/"))
-                    .any(|tag| tag == "*" || tag == cover.etag)
-            })
-            .unwrap_or(false),
-        None => request
-            .get(header::IF_MODIFIED_SINCE)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|text| httpdate::parse_http_date(text).ok())
-            .is_some_and(|since| system_time(cover.last_modified) <= since),
-    };
+    let last_modified = http_date(cover.last_modified);
+    let not_modified = not_modified(request, &cover.etag, cover.last_modified);
     let mut headers = HeaderMap::new();
     if let Ok(value) = HeaderValue::from_str(&cover.etag) {
         headers.insert(header::ETAG, value);
@@ -105,15 +92,4 @@ fn respond(cover: Cover, request: &HeaderMap) -> Response {
         HeaderValue::from_static(cover.mime_type),
     );
     (StatusCode::OK, headers, cover.bytes).into_response()
-}
-
-/// An HTTP date (IMF-fixdate), to the second.
-fn httpdate(at: musiclib_core::Timestamp) -> String {
-    httpdate::fmt_http_date(system_time(at))
-}
-
-/// A timestamp truncated to whole seconds, as HTTP dates carry.
-fn system_time(at: musiclib_core::Timestamp) -> std::time::SystemTime {
-    let seconds = at.as_micros().div_euclid(1_000_000).max(0) as u64;
-    std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds)
 }

@@ -17,6 +17,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use super::conditional::{http_date, not_modified};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{MediaAuth, Query};
 
@@ -133,7 +134,7 @@ async fn stream(
         Some(rendition) => rendition,
         None => library.track_audio(&id).await?,
     };
-    let last_modified = httpdate::fmt_http_date(system_time(audio.last_modified));
+    let last_modified = http_date(audio.last_modified);
 
     let mut headers = HeaderMap::new();
     headers.insert(
@@ -152,7 +153,7 @@ async fn stream(
         headers.insert(header::LAST_MODIFIED, value);
     }
 
-    if not_modified(&request, &audio) {
+    if not_modified(&request, &audio.etag, audio.last_modified) {
         return Ok((StatusCode::NOT_MODIFIED, headers).into_response());
     }
 
@@ -208,28 +209,6 @@ async fn stream(
     }
     let body = library.read_audio(&audio, range).await?;
     Ok((status, headers, Body::from_stream(body)).into_response())
-}
-
-/// If-None-Match (wins when present) or If-Modified-Since says the client's copy is current.
-fn not_modified(request: &HeaderMap, audio: &TrackAudio) -> bool {
-    match request.get(header::IF_NONE_MATCH) {
-        Some(value) => value.to_str().is_ok_and(|tags| {
-            tags.split(',')
-                .map(|tag| tag.trim().trim_start_matches("W/"))
-                .any(|tag| tag == "*" || tag == audio.etag)
-        }),
-        None => request
-            .get(header::IF_MODIFIED_SINCE)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|text| httpdate::parse_http_date(text).ok())
-            .is_some_and(|since| system_time(audio.last_modified) <= since),
-    }
-}
-
-/// A timestamp truncated to whole seconds, as HTTP dates carry.
-fn system_time(at: musiclib_core::Timestamp) -> std::time::SystemTime {
-    let seconds = at.as_micros().div_euclid(1_000_000).max(0) as u64;
-    std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds)
 }
 
 #[cfg(test)]
