@@ -67,3 +67,26 @@ backend_test! {
         assert!(library.blobs().list(&format!("renditions/{}", second.id)).await.unwrap().is_empty());
     }
 }
+
+backend_test! {
+    async fn without_ffmpeg_originals_still_play(backend: Backend) {
+        let Some(corpus) = corpus() else { return };
+        let library = TestLibrary::builder(backend)
+            .config(|config| config.transcoding.ffmpeg = "/nonexistent/ffmpeg".into())
+            .build()
+            .await;
+        assert!(!library.transcoder_available());
+        assert!(!library.health().await.transcoder_available);
+        let alice = user(&library, "alice").await;
+        let track = library.upload_track(&alice, Some("a.mp3"), corpus_file(&corpus, SHORT_MP3).as_slice()).await.unwrap().track;
+        // Quality falls back to the original, and no job is queued that could only fail.
+        assert!(library.rendition_for_stream(&track.id, Quality::High).await.unwrap().is_none());
+        assert_eq!(transcode_jobs(&library).await, 0);
+        let optimize = library.request_optimize(&track.id, &alice.user.id).await.unwrap_err();
+        assert_eq!(optimize.kind(), musiclib_core::ErrorKind::Unavailable);
+        assert!(optimize.to_string().contains("ffmpeg"));
+        // The original streams.
+        let audio = library.track_audio(&track.id).await.unwrap();
+        assert_eq!(audio.mime_type, "audio/mpeg");
+    }
+}
