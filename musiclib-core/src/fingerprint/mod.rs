@@ -19,7 +19,7 @@
 
 mod decode;
 mod ffmpeg;
-mod mp4;
+pub(crate) mod mp4;
 mod swr;
 
 use std::ops::ControlFlow;
@@ -77,8 +77,16 @@ pub enum FingerprintError {
 /// default algorithm 2). A `max_seconds` of zero or less means the whole file (fpcalc
 /// `-length 0`). Blocking (CPU-bound); callers run it on a blocking thread.
 pub fn fingerprint_file(path: &Path, max_seconds: f64) -> Result<Fingerprint, FingerprintError> {
+    mp4::check_sample_tables_in_file(path)
+        .map_err(|reason| FingerprintError::Decode(format!("the file is damaged: {reason}")))?;
     let mut pipeline = Pipeline::new(output_limit(max_seconds));
-    let duration = decode_into(path, &mut pipeline)?;
+    // A decoder panic on a damaged file is that file's error, not the caller's crash.
+    let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        decode_into(path, &mut pipeline)
+    }));
+    let duration = decoded.map_err(|_| {
+        FingerprintError::Decode("the decoder failed on this file (it is damaged)".into())
+    })??;
     let raw = pipeline.finish();
     if raw.is_empty() {
         return Err(FingerprintError::TooShort);

@@ -36,6 +36,69 @@ pub(crate) fn priming_samples(path: &Path, sample_rate: u32) -> Option<u64> {
     None
 }
 
+/// Checks the sample tables of an MP4 file before a decoder trusts them: each table's entry
+/// count must fit in its box, and chunk numbers start at 1. symphonia 0.5 allocates
+/// `entry_count` entries up front and subtracts 1 from `first_chunk` unchecked, so a forged
+/// count could exhaust memory (an abort, not a recoverable panic) and a zero would overflow.
+/// Not an MP4 (no `moov`) passes.
+pub(crate) fn check_sample_tables_in_file(path: &Path) -> Result<(), String> {
+    let mut file = File::open(path).map_err(|error| format!("cannot open the file: {error}"))?;
+    match read_top_level_box(&mut file, b"moov") {
+        Some(moov) => check_sample_tables(&moov),
+        None => Ok(()),
+    }
+}
+
+/// As [`check_sample_tables_in_file`], for a file in memory.
+pub(crate) fn check_sample_tables_in_bytes(data: &[u8]) -> Result<(), String> {
+    match child(data, b"moov") {
+        Some(moov) => check_sample_tables(moov),
+        None => Ok(()),
+    }
+}
+
+fn check_sample_tables(moov: &[u8]) -> Result<(), String> {
+    let stbls = children(moov)
+        .filter(|(kind, _)| kind == b"trak")
+        .filter_map(|(_, trak)| child(trak, b"mdia"))
+        .filter_map(|mdia| child(mdia, b"minf"))
+        .filter_map(|minf| child(minf, b"stbl"));
+    for stbl in stbls {
+        for (kind, table) in children(stbl) {
+            // (offset of the entry count, bytes per entry) after the version and flags.
+            let layout = match &kind {
+                b"stsc" => Some((4, 12)),
+                b"stco" | b"stss" => Some((4, 4)),
+                b"co64" | b"stts" | b"ctts" => Some((4, 8)),
+                // Entries only when no common sample size is given.
+                b"stsz" if table.get(4..8).is_some_and(|size| size == [0; 4]) => Some((8, 4)),
+                _ => None,
+            };
+            let Some((count_at, entry_len)) = layout else {
+                continue;
+            };
+            let name = String::from_utf8_lossy(&kind);
+            let count = table
+                .get(count_at..count_at + 4)
+                .map(|bytes| u32::from_be_bytes(bytes.try_into().expect("4 bytes")) as usize)
+                .ok_or_else(|| format!("the {name} table is cut short"))?;
+            let room = table.len().saturating_sub(count_at + 4) / entry_len;
+            if count > room {
+                return Err(format!(
+                    "the {name} table claims {count} entries but has room for {room}"
+                ));
+            }
+            if &kind == b"stsc" {
+                let entries = &table[count_at + 4..];
+                if (0..count).any(|i| entries[i * 12..i * 12 + 4] == [0; 4]) {
+                    return Err("the stsc table numbers a chunk 0 (chunks start at 1)".into());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Reads the payload of the first top-level box of type `kind`, skipping others by their size.
 fn read_top_level_box(file: &mut File, kind: &[u8; 4]) -> Option<Vec<u8>> {
     let file_len = file.metadata().ok()?.len();
@@ -138,6 +201,26 @@ mod tests {
         elst.extend_from_slice(&[0, 0, 0, 10, 0xff, 0xff, 0xff, 0xff, 0, 1, 0, 0]);
         elst.extend_from_slice(&[0, 0, 1, 0, 0, 0, 0x08, 0x40, 0, 1, 0, 0]);
         assert_eq!(first_media_time(&elst), Some(2112));
+    }
+
+    #[test]
+    fn refuses_sample_tables_that_do_not_fit() {
+        let stbl = |table: Vec<u8>| {
+            boxed(
+                b"trak",
+                &boxed(b"mdia", &boxed(b"minf", &boxed(b"stbl", &table))),
+            )
+        };
+        let mut forged = vec![0, 0, 0, 0];
+        forged.extend_from_slice(&u32::MAX.to_be_bytes());
+        forged.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1]);
+        assert!(check_sample_tables(&stbl(boxed(b"stsc", &forged))).is_err());
+        let mut zero_chunk = vec![0, 0, 0, 0, 0, 0, 0, 1];
+        zero_chunk.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1]);
+        assert!(check_sample_tables(&stbl(boxed(b"stsc", &zero_chunk))).is_err());
+        let mut good = vec![0, 0, 0, 0, 0, 0, 0, 1];
+        good.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1]);
+        assert!(check_sample_tables(&stbl(boxed(b"stsc", &good))).is_ok());
     }
 
     #[test]

@@ -104,7 +104,9 @@ pub fn probe_bytes(bytes: &[u8], name_hint: &str) -> Result<AudioFacts, String> 
         .read()
         .map_err(|error| describe_lofty_error(error, name_hint))?;
     let facts = facts_of(&tagged)?;
-    check_decodable(Cursor::new(bytes.to_vec()), &facts, name_hint)?;
+    crate::fingerprint::mp4::check_sample_tables_in_bytes(bytes)
+        .map_err(|reason| format!("the file is damaged: {reason}"))?;
+    guard_decoder(|| check_decodable(Cursor::new(bytes.to_vec()), &facts, name_hint))?;
     Ok(facts)
 }
 
@@ -121,7 +123,9 @@ pub fn probe_path(path: &Path) -> Result<AudioFacts, String> {
     let facts = facts_of(&tagged)?;
     let file =
         std::fs::File::open(path).map_err(|error| format!("cannot open the file: {error}"))?;
-    check_decodable(file, &facts, &path.to_string_lossy())?;
+    crate::fingerprint::mp4::check_sample_tables_in_file(path)
+        .map_err(|reason| format!("the file is damaged: {reason}"))?;
+    guard_decoder(|| check_decodable(file, &facts, &path.to_string_lossy()))?;
     Ok(facts)
 }
 
@@ -266,6 +270,12 @@ fn tags_of(tag: &Tag) -> EmbeddedTags {
 
 /// Checks that audio can be read near the end of the stream, where a truncated file has
 /// none. Formats symphonia cannot open (Opus, APE, …) pass: lofty already read them.
+/// Runs a decoder check so that a decoder panic on a damaged file is that file's error.
+fn guard_decoder(check: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(check))
+        .unwrap_or_else(|_| Err("the file is damaged: the decoder failed on it".into()))
+}
+
 fn check_decodable<R>(reader: R, facts: &AudioFacts, name_hint: &str) -> Result<(), String>
 where
     R: symphonia::core::io::MediaSource + 'static,

@@ -139,3 +139,26 @@ fn page_limits() {
     );
     assert_eq!(Page::new(None, None).unwrap().limit(), 50);
 }
+
+backend_test! {
+    async fn forged_mp4_sample_tables_are_refused_not_crashed(backend: Backend) {
+        let Some(corpus) = corpus() else { return };
+        let library = TestLibrary::new(backend).await;
+        let alice = user(&library, "alice").await;
+        let original = corpus_file(&corpus, "library/Mira Kowalczyk/Łódź Sessions (2018)/01 - Żółta Łódka.m4a");
+        let stsc = original.windows(4).position(|window| window == b"stsc").expect("an stsc box");
+        // Found by fuzzing: an entry count far beyond the box (symphonia would try to
+        // allocate it all), and a chunk numbered 0 (symphonia would underflow).
+        let mut huge = original.clone();
+        huge[stsc + 8..stsc + 12].copy_from_slice(&0x7FFF_FFFFu32.to_be_bytes());
+        let mut zero = original.clone();
+        zero[stsc + 12..stsc + 16].copy_from_slice(&0u32.to_be_bytes());
+        for forged in [huge, zero] {
+            let error = library.upload_track(&alice, Some("forged.m4a"), forged.as_slice()).await.unwrap_err();
+            assert_eq!(error.kind(), ErrorKind::InvalidInput, "{error}");
+            assert!(error.to_string().contains("stsc"), "{error}");
+        }
+        // The real file still goes in.
+        library.upload_track(&alice, Some("real.m4a"), original.as_slice()).await.unwrap();
+    }
+}
