@@ -266,9 +266,8 @@ impl BlobStore {
         range: Range<u64>,
     ) -> Result<BoxStream<'static, std::io::Result<Bytes>>> {
         let path = Self::object_path(key)?;
-        if let Some(root) = &self.local_root {
+        if let Some(file_path) = self.local_path(key) {
             use tokio::io::AsyncSeekExt;
-            let file_path = root.join(path.as_ref());
             let mut file = tokio::fs::File::open(&file_path).await.map_err(|error| {
                 if error.kind() == std::io::ErrorKind::NotFound {
                     Error::not_found("blob", key)

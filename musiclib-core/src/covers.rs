@@ -43,27 +43,25 @@ impl Library {
 
     /// The cover of a track: its album's.
     pub async fn track_cover(&self, id: &TrackId, size: Option<u32>) -> Result<Cover> {
-        let row: Option<(Option<String>,)> =
-            sqlx::query_as("SELECT album_id FROM tracks WHERE id = $1")
-                .bind(id.as_str())
-                .fetch_optional(self.db().pool())
-                .await?;
-        let (album_id,) = row.ok_or_else(|| Error::not_found("track", id))?;
-        let album_id = album_id.ok_or_else(|| Error::not_found("cover", id))?;
-        let row: Option<CoverRow> =
-            sqlx::query_as("SELECT id, cover_uri, cover_updated_at FROM albums WHERE id = $1")
-                .bind(&album_id)
-                .fetch_optional(self.db().pool())
-                .await?;
-        match row {
-            Some(row) => self
-                .serve_cover(row, size)
-                .await
-                .map_err(|error| match error {
-                    Error::NotFound { .. } => Error::not_found("cover", id),
-                    other => other,
-                }),
-            None => Err(Error::not_found("cover", id)),
+        let row: Option<(Option<String>, Option<String>, Option<i64>)> = sqlx::query_as(
+            "SELECT al.id, al.cover_uri, al.cover_updated_at
+             FROM tracks t LEFT JOIN albums al ON al.id = t.album_id WHERE t.id = $1",
+        )
+        .bind(id.as_str())
+        .fetch_optional(self.db().pool())
+        .await?;
+        let (album_id, cover_uri, cover_updated_at) =
+            row.ok_or_else(|| Error::not_found("track", id))?;
+        match album_id {
+            Some(album_id) if cover_uri.is_some() => {
+                let row = CoverRow {
+                    id: album_id,
+                    cover_uri,
+                    cover_updated_at,
+                };
+                self.serve_cover(row, size).await
+            }
+            _ => Err(Error::not_found("cover", id)),
         }
     }
 
@@ -118,6 +116,7 @@ impl Library {
             Err(error) => return Err(error),
         }
         let source = self.blobs().get_bytes(&key).await?;
+        let original_bytes = source.clone();
         let scaled = tokio::task::spawn_blocking(move || scale(&source, size, format))
             .await
             .map_err(|error| Error::Internal(format!("thumbnail task failed: {error}")))?;
@@ -127,7 +126,7 @@ impl Library {
             Err(reason) => {
                 tracing::warn!(%key, %reason, "cannot make a thumbnail; serving the original");
                 return Ok(Cover {
-                    bytes: self.blobs().get_bytes(&key).await?,
+                    bytes: original_bytes,
                     ..original
                 });
             }

@@ -39,11 +39,24 @@ pub enum EnrichOutcome {
     SkippedManual,
 }
 
+/// How one run ended (the job result's `outcome`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReportOutcome {
+    /// Identity found.
+    #[default]
+    Enriched,
+    /// No identity (see `reason`).
+    Failed,
+    /// The track is manual.
+    Skipped,
+}
+
 /// What happened at each step of one run, kept as the job's result.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct EnrichReport {
-    /// `enriched`, `failed` or `skipped`.
-    pub outcome: String,
+    /// How the run ended.
+    pub outcome: ReportOutcome,
     /// The failure or skip reason.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -87,10 +100,11 @@ impl Library {
 
     /// Runs enrichment for one track now.
     pub async fn enrich_track(&self, id: &TrackId) -> Result<EnrichOutcome> {
-        Ok(match self.enrich_track_report(id).await? {
-            report if report.outcome == "enriched" => EnrichOutcome::Enriched,
-            report if report.outcome == "skipped" => EnrichOutcome::SkippedManual,
-            report => EnrichOutcome::Failed(report.reason.unwrap_or_default()),
+        let report = self.enrich_track_report(id).await?;
+        Ok(match report.outcome {
+            ReportOutcome::Enriched => EnrichOutcome::Enriched,
+            ReportOutcome::Skipped => EnrichOutcome::SkippedManual,
+            ReportOutcome::Failed => EnrichOutcome::Failed(report.reason.unwrap_or_default()),
         })
     }
 
@@ -264,8 +278,8 @@ impl Library {
             None => "none: the track has no album".into(),
         };
         report.outcome = match &failure {
-            None => "enriched".into(),
-            Some(_) => "failed".into(),
+            None => ReportOutcome::Enriched,
+            Some(_) => ReportOutcome::Failed,
         };
         report.reason = failure;
         Ok(report)
@@ -431,7 +445,7 @@ impl Library {
 
 fn skipped_manual() -> EnrichReport {
     EnrichReport {
-        outcome: "skipped".into(),
+        outcome: ReportOutcome::Skipped,
         reason: Some("the track is manual: its metadata was edited by hand".into()),
         ..EnrichReport::default()
     }

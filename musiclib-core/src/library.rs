@@ -37,6 +37,9 @@ struct Inner {
     cover_archive: OnceLock<coverart::Client>,
     /// Whether ffmpeg runs (checked on first use).
     transcoder: OnceLock<bool>,
+    /// When this process last stamped each rendition's access (see
+    /// [`Library::should_stamp_access`]).
+    access_stamps: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
 }
 
 /// Health of the library's dependencies (`GET /health`).
@@ -88,6 +91,7 @@ impl Library {
                 lookups: OnceLock::new(),
                 cover_archive: OnceLock::new(),
                 transcoder: OnceLock::new(),
+                access_stamps: Default::default(),
             }),
         })
     }
@@ -178,6 +182,26 @@ impl Library {
         &self.inner.transcoder
     }
 
+    /// Whether a rendition's `last_access_at` should be written now: at most once a minute
+    /// per rendition and process, so a player's stream of range requests costs one write,
+    /// not one per request. LRU eviction needs no finer clock than that.
+    pub(crate) fn should_stamp_access(&self, rendition_id: &str) -> bool {
+        const EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+        let now = std::time::Instant::now();
+        let mut stamps = self.inner.access_stamps.lock().expect("not poisoned");
+        if stamps
+            .get(rendition_id)
+            .is_some_and(|at| now.duration_since(*at) < EVERY)
+        {
+            return false;
+        }
+        if stamps.len() >= 4096 {
+            stamps.retain(|_, at| now.duration_since(*at) < EVERY);
+        }
+        stamps.insert(rendition_id.to_string(), now);
+        true
+    }
+
     pub(crate) fn wake_workers(&self) {
         self.inner.wake.notify_waiters();
     }
@@ -192,7 +216,7 @@ impl Library {
             database_ok: self.db().ping().await.is_ok(),
             database_backend: self.db().backend(),
             storage_backend: self.blobs().kind(),
-            transcoder_available: self.transcoder_available(),
+            transcoder_available: self.transcoder_ready().await,
         }
     }
 }

@@ -93,6 +93,18 @@ impl Library {
         })
     }
 
+    /// [`Library::transcoder_available`] for async callers: the first check runs ffmpeg on
+    /// the blocking pool, not on a request's thread.
+    pub(crate) async fn transcoder_ready(&self) -> bool {
+        if let Some(available) = self.transcoder_check().get() {
+            return *available;
+        }
+        let library = self.clone();
+        tokio::task::spawn_blocking(move || library.transcoder_available())
+            .await
+            .unwrap_or(false)
+    }
+
     /// The audio to stream for `quality`: the rendition when it is cached (its last access is
     /// stamped for the LRU), else `None` (serve the original), having queued a job to build
     /// it. The enqueue is best effort: a down queue only means the cache stays cold.
@@ -111,15 +123,17 @@ impl Library {
         .fetch_optional(self.db().pool())
         .await?;
         if let Some(row) = row {
-            let touch = self
-                .db()
-                .sql("UPDATE renditions SET last_access_at = {now} WHERE id = $1");
-            if let Err(error) = sqlx::query(&touch)
-                .bind(&row.id)
-                .execute(self.db().pool())
-                .await
-            {
-                tracing::warn!(error = %crate::error_chain(&error), "could not stamp a rendition's access");
+            if self.should_stamp_access(&row.id) {
+                let touch = self
+                    .db()
+                    .sql("UPDATE renditions SET last_access_at = {now} WHERE id = $1");
+                if let Err(error) = sqlx::query(&touch)
+                    .bind(&row.id)
+                    .execute(self.db().pool())
+                    .await
+                {
+                    tracing::warn!(error = %crate::error_chain(&error), "could not stamp a rendition's access");
+                }
             }
             return Ok(Some(TrackAudio {
                 key: row.storage_uri,
@@ -129,7 +143,7 @@ impl Library {
                 last_modified: Timestamp::from_micros(row.created_at),
             }));
         }
-        if self.transcoder_available() {
+        if self.transcoder_ready().await {
             let job = NewJob::new(
                 kind::TRANSCODE,
                 serde_json::json!({ "track_id": id.to_string(), "qualities": [quality.as_str()] }),
@@ -145,7 +159,7 @@ impl Library {
     /// `POST /tracks/{id}/optimize`: queues a build of every rendition the track lacks.
     pub async fn request_optimize(&self, id: &TrackId, requested_by: &UserId) -> Result<JobId> {
         self.get_track(id).await?;
-        if !self.transcoder_available() {
+        if !self.transcoder_ready().await {
             return Err(Error::Unavailable(
                 "the transcoder (ffmpeg) is not available on this server".into(),
             ));
@@ -169,13 +183,15 @@ impl Library {
         id: &TrackId,
         qualities: &[Quality],
     ) -> Result<Vec<Quality>> {
-        if !self.transcoder_available() {
+        if !self.transcoder_ready().await {
             return Err(Error::Unavailable(
                 "the transcoder (ffmpeg) is not available on this server".into(),
             ));
         }
         let audio = self.track_audio(id).await?;
         let mut built = Vec::new();
+        // The original as a local file, fetched (on S3: downloaded) once, when first needed.
+        let mut source = None;
         for &quality in qualities {
             let exists: Option<(String,)> = sqlx::query_as(
                 "SELECT id FROM renditions WHERE track_id = $1 AND kind = $2 AND quality = $3",
@@ -188,7 +204,10 @@ impl Library {
             if exists.is_some() {
                 continue;
             }
-            let source = self.audio_as_local_file(&audio.key).await?;
+            let source = match &mut source {
+                Some(source) => source,
+                None => source.insert(self.audio_as_local_file(&audio.key).await?),
+            };
             let output = tempfile::Builder::new()
                 .suffix(".opus")
                 .tempfile_in(self.staging_dir())

@@ -26,12 +26,31 @@ pub struct TrackAudio {
     pub last_modified: Timestamp,
 }
 
+#[derive(sqlx::FromRow)]
+struct AudioRow {
+    storage_uri: String,
+    availability: String,
+    size_bytes: Option<i64>,
+    content_sha256: Option<String>,
+    mime_type: Option<String>,
+    created_at: i64,
+}
+
 impl Library {
     /// The original audio of a track. A placeholder (no audio yet) is a conflict, with a
     /// message saying so, not a missing file.
     pub async fn track_audio(&self, id: &TrackId) -> Result<TrackAudio> {
-        let track = self.get_track(id).await?;
-        if track.storage_uri.is_empty() || track.availability == Availability::Placeholder {
+        // Every stream request comes here: read only the columns it needs.
+        let row: Option<AudioRow> = sqlx::query_as(
+            "SELECT storage_uri, availability, size_bytes, content_sha256, mime_type, created_at
+             FROM tracks WHERE id = $1",
+        )
+        .bind(id.as_str())
+        .fetch_optional(self.db().pool())
+        .await?;
+        let track = row.ok_or_else(|| Error::not_found("track", id))?;
+        if track.storage_uri.is_empty() || track.availability == Availability::Placeholder.as_str()
+        {
             return Err(Error::Conflict(format!(
                 "track {id} has no audio yet: it is a placeholder of a remote track"
             )));
@@ -57,7 +76,7 @@ impl Library {
                 .mime_type
                 .unwrap_or_else(|| "application/octet-stream".into()),
             etag,
-            last_modified: track.created_at,
+            last_modified: Timestamp::from_micros(track.created_at),
         })
     }
 
