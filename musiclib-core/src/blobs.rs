@@ -344,6 +344,22 @@ impl BlobStore {
         }
     }
 
+    /// Deletes `key`, or every blob under it when it ends with `/` (a rendition made of
+    /// several files, such as an HLS playlist and its segments).
+    pub async fn delete_tree(&self, key: &str) -> Result<()> {
+        if !key.ends_with('/') {
+            return self.delete(key).await;
+        }
+        for key in self.list(key.trim_end_matches('/')).await? {
+            self.delete(&key).await?;
+        }
+        if let Some(dir) = self.local_path(key.trim_end_matches('/')) {
+            // object_store leaves the empty directories of a local store behind.
+            let _ = tokio::fs::remove_dir(&dir).await;
+        }
+        Ok(())
+    }
+
     /// Lists every key under `prefix`.
     pub async fn list(&self, prefix: &str) -> Result<Vec<String>> {
         let path = Self::object_path(prefix)?;

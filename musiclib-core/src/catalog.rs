@@ -607,7 +607,7 @@ impl Library {
             .chain(rendition_keys)
             .filter(|key| !key.is_empty())
         {
-            if let Err(error) = self.blobs().delete(&key).await {
+            if let Err(error) = self.blobs().delete_tree(&key).await {
                 tracing::warn!(%key, error = %error, "could not delete blob of a deleted track");
             }
         }

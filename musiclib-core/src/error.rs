@@ -71,6 +71,9 @@ pub enum Error {
     /// A dependency is unavailable.
     #[error("{0}")]
     Unavailable(String),
+    /// ffmpeg cannot be run, so renditions cannot be built (originals still stream).
+    #[error("the transcoder (ffmpeg) is not available on this server")]
+    TranscoderUnavailable,
     /// The operation is not supported.
     #[error("{0}")]
     NotSupported(String),
@@ -113,7 +116,9 @@ impl Error {
             Error::TooLarge { .. } => ErrorKind::TooLarge,
             Error::Unauthenticated(_) => ErrorKind::Unauthenticated,
             Error::Forbidden(_) => ErrorKind::Forbidden,
-            Error::QueueUnavailable(_) | Error::Unavailable(_) => ErrorKind::Unavailable,
+            Error::QueueUnavailable(_) | Error::Unavailable(_) | Error::TranscoderUnavailable => {
+                ErrorKind::Unavailable
+            }
             Error::NotSupported(_) => ErrorKind::NotSupported,
             Error::Database(e) if is_connection_error(e) => ErrorKind::Unavailable,
             Error::Database(_) | Error::Migrate(_) | Error::Blob { .. } | Error::Io { .. } => {
@@ -134,6 +139,7 @@ impl Error {
             Error::Forbidden(_) => "forbidden",
             Error::QueueUnavailable(_) => "queue_unavailable",
             Error::Unavailable(_) => "unavailable",
+            Error::TranscoderUnavailable => "transcoder_unavailable",
             Error::NotSupported(_) => "not_supported",
             Error::Database(e) if is_connection_error(e) => "database_unavailable",
             _ => "internal_error",

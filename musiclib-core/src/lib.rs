@@ -32,6 +32,7 @@ pub mod domain;
 pub mod enrichment;
 mod error;
 pub mod fingerprint;
+pub mod hls;
 pub mod ids;
 pub mod ingest;
 pub mod jobs;

@@ -40,6 +40,8 @@ struct Inner {
     /// When this process last stamped each rendition's access (see
     /// [`Library::should_stamp_access`]).
     access_stamps: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
+    /// HLS encodes running in this process, by track.
+    live_encodes: crate::hls::LiveEncodes,
 }
 
 /// Health of the library's dependencies (`GET /health`).
@@ -92,8 +94,14 @@ impl Library {
                 cover_archive: OnceLock::new(),
                 transcoder: OnceLock::new(),
                 access_stamps: Default::default(),
+                live_encodes: Default::default(),
             }),
         })
+    }
+
+    /// The HLS encodes running in this process.
+    pub(crate) fn inner_live_encodes(&self) -> &crate::hls::LiveEncodes {
+        &self.inner.live_encodes
     }
 
     /// The configuration it was opened with.

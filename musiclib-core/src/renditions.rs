@@ -123,18 +123,7 @@ impl Library {
         .fetch_optional(self.db().pool())
         .await?;
         if let Some(row) = row {
-            if self.should_stamp_access(&row.id) {
-                let touch = self
-                    .db()
-                    .sql("UPDATE renditions SET last_access_at = {now} WHERE id = $1");
-                if let Err(error) = sqlx::query(&touch)
-                    .bind(&row.id)
-                    .execute(self.db().pool())
-                    .await
-                {
-                    tracing::warn!(error = %crate::error_chain(&error), "could not stamp a rendition's access");
-                }
-            }
+            self.stamp_rendition_access(&row.id).await;
             return Ok(Some(TrackAudio {
                 key: row.storage_uri,
                 size: row.size_bytes.max(0) as u64,
@@ -156,19 +145,18 @@ impl Library {
         Ok(None)
     }
 
-    /// `POST /tracks/{id}/optimize`: queues a build of every rendition the track lacks.
+    /// `POST /tracks/{id}/optimize`: queues a build of every rendition the track lacks (the
+    /// Opus qualities and HLS).
     pub async fn request_optimize(&self, id: &TrackId, requested_by: &UserId) -> Result<JobId> {
         self.get_track(id).await?;
         if !self.transcoder_ready().await {
-            return Err(Error::Unavailable(
-                "the transcoder (ffmpeg) is not available on this server".into(),
-            ));
+            return Err(Error::TranscoderUnavailable);
         }
         let qualities: Vec<&str> = Quality::ALL.iter().map(|q| q.as_str()).collect();
         self.enqueue(
             NewJob::new(
                 kind::TRANSCODE,
-                serde_json::json!({ "track_id": id.to_string(), "qualities": qualities }),
+                serde_json::json!({ "track_id": id.to_string(), "qualities": qualities, "hls": true }),
             )
             .dedup(format!("transcode:{id}:all"))
             .by(requested_by),
@@ -184,9 +172,7 @@ impl Library {
         qualities: &[Quality],
     ) -> Result<Vec<Quality>> {
         if !self.transcoder_ready().await {
-            return Err(Error::Unavailable(
-                "the transcoder (ffmpeg) is not available on this server".into(),
-            ));
+            return Err(Error::TranscoderUnavailable);
         }
         let audio = self.track_audio(id).await?;
         let mut built = Vec::new();
@@ -270,7 +256,7 @@ impl Library {
                 .bind(&rendition)
                 .execute(self.db().pool())
                 .await?;
-            self.blobs().delete(&key).await?;
+            self.blobs().delete_tree(&key).await?;
             tracing::info!(%key, size, "evicted a rendition (cache over RENDITION_CACHE_MAX_BYTES)");
             excess -= size;
         }
@@ -334,16 +320,27 @@ pub(crate) async fn run_job(
         })
         .unwrap_or_else(|| Ok(Quality::ALL.to_vec()))
         .map_err(|_| JobError::permanent("the job names an unknown quality"))?;
-    match library.build_renditions(&track_id, &qualities).await {
-        Ok(built) => Ok(serde_json::json!({
-            "built": built.iter().map(|q| q.as_str()).collect::<Vec<_>>(),
-        })),
+    let with_hls = payload.get("hls").and_then(Value::as_bool) == Some(true);
+    let built = async {
+        let mut built: Vec<&str> = library
+            .build_renditions(&track_id, &qualities)
+            .await?
+            .iter()
+            .map(|quality| quality.as_str())
+            .collect();
+        if with_hls && library.build_hls(&track_id).await? {
+            built.push("hls");
+        }
+        Ok::<_, Error>(built)
+    };
+    match built.await {
+        Ok(built) => Ok(serde_json::json!({ "built": built })),
         Err(Error::NotFound { .. }) => {
             Ok(serde_json::json!({ "outcome": "skipped", "reason": "the track was deleted" }))
         }
-        Err(error @ (Error::Conflict(_) | Error::Unavailable(_))) => {
-            Err(JobError::permanent(error.to_string()))
-        }
+        Err(
+            error @ (Error::Conflict(_) | Error::Unavailable(_) | Error::TranscoderUnavailable),
+        ) => Err(JobError::permanent(error.to_string())),
         Err(error) => Err(JobError::from(error)),
     }
 }

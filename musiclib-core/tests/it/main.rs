@@ -8,6 +8,7 @@
 //! - `enrichment`: tags, fingerprint, AcoustID (mocked), cover art.
 //! - `jobs`: the durable queue: retries, leases, concurrent workers.
 //! - `renditions`: Opus renditions (ffmpeg), the LRU cache.
+//! - `hls`: HLS segments encoded ahead of the player, published whole.
 //! - `blobs`: atomic writes and ranged reads on both storage backends.
 
 mod support;
@@ -16,6 +17,7 @@ mod accounts;
 mod blobs;
 mod catalog;
 mod enrichment;
+mod hls;
 mod jobs;
 mod renditions;
 mod scan;

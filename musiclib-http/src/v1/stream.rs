@@ -22,7 +22,76 @@ use crate::error::{ApiError, ErrorBody};
 use crate::extract::{MediaAuth, Query};
 
 pub(super) fn routes() -> OpenApiRouter<Library> {
-    OpenApiRouter::new().routes(routes!(stream))
+    OpenApiRouter::new()
+        .routes(routes!(stream))
+        .routes(routes!(hls_playlist))
+        .routes(routes!(hls_segment))
+}
+
+/// Options of an HLS request.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct HlsQuery {
+    /// Access token, for players that cannot send an Authorization header. It is carried
+    /// onto every segment URI of the playlist.
+    token: Option<String>,
+}
+
+/// The track as an HLS VOD playlist of AAC-in-MPEG-TS segments (6 s each).
+///
+/// A cold track's playlist is answered at once, from its duration, while the segments are
+/// encoded ahead of the player; a segment request waits for its segment, never receiving a
+/// partial one. Once encoded, the rendition is stored and served from the cache. 503
+/// `transcoder_unavailable` when ffmpeg is missing.
+#[utoipa::path(get, path = "/stream/{id}/hls/playlist.m3u8", tag = "streaming", security(("bearer" = []), ("token" = [])),
+    params(("id" = String, Path, description = "Track id"), HlsQuery),
+    responses(
+        (status = 200, description = "The playlist", content_type = "application/vnd.apple.mpegurl"),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, description = "A placeholder track without audio, or no known duration", body = ErrorBody),
+        (status = 503, description = "No transcoder (ffmpeg): code transcoder_unavailable", body = ErrorBody)))]
+async fn hls_playlist(
+    State(library): State<Library>,
+    _auth: MediaAuth,
+    Path(id): Path<String>,
+    Query(query): Query<HlsQuery>,
+) -> Result<Response, ApiError> {
+    let id = TrackId::parse(&id).map_err(|_| ApiError::invalid("id", "must be a track id"))?;
+    let playlist = library.hls_playlist(&id, query.token.as_deref()).await?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/vnd.apple.mpegurl"),
+            (header::CACHE_CONTROL, "private, no-cache"),
+        ],
+        playlist,
+    )
+        .into_response())
+}
+
+/// One segment of the HLS rendition: `seg-NNNNN.ts` (any other name is a 400).
+#[utoipa::path(get, path = "/stream/{id}/hls/{segment}", tag = "streaming", security(("bearer" = []), ("token" = [])),
+    params(("id" = String, Path, description = "Track id"),
+        ("segment" = String, Path, description = "Segment name, e.g. seg-00000.ts"), HlsQuery),
+    responses(
+        (status = 200, description = "The segment", content_type = "video/mp2t"),
+        (status = 400, description = "Not a segment name", body = ErrorBody),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 503, description = "No transcoder (ffmpeg), or the segment is not encoded in time", body = ErrorBody)))]
+async fn hls_segment(
+    State(library): State<Library>,
+    _auth: MediaAuth,
+    Path((id, segment)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let id = TrackId::parse(&id).map_err(|_| ApiError::invalid("id", "must be a track id"))?;
+    let bytes = library.hls_segment(&id, &segment).await?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "video/mp2t"),
+            (header::CACHE_CONTROL, "private, max-age=86400"),
+        ],
+        bytes,
+    )
+        .into_response())
 }
 
 /// Options of a stream request.

@@ -3,4 +3,5 @@
 
 mod api;
 mod covers;
+mod hls;
 mod stream;

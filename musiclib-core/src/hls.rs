@@ -1,0 +1,579 @@
+//! HLS (spec: Streaming, rules 2–4): a track as a VOD playlist of AAC-in-MPEG-TS segments,
+//! for players that want segmented audio.
+//!
+//! A cold request must not wait for the whole encode (about 40× real time here: 15 s for
+//! ten minutes). So the playlist is written from the track's known duration at once: the
+//! segments are cut at fixed times (every [`SEGMENT_SECONDS`], the last one taking the
+//! remainder), which ffmpeg's segment muxer honours exactly (`-segment_times`), so the
+//! playlist names the very segments the encoder will produce. One ffmpeg process per track
+//! encodes them in order into a private staging directory, ahead of the player; a segment
+//! request waits until that segment is complete, so a reader never receives a partial one.
+//! When the encode ends, the segments and the playlist are stored in the blob store and
+//! only then is the rendition's row inserted: rule 3, atomic publication. Later requests are
+//! answered from the stored rendition, which is evicted with the Opus ones (LRU) and removed
+//! with its track.
+//!
+//! Timestamps run on across segments (one encoder, one muxer), so decoding the playlist
+//! end to end is continuous. Several replicas may each encode a cold track once; the first
+//! to publish wins and the others delete their copy.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::watch;
+
+use crate::{Error, Library, Result, TrackId};
+
+/// Target length of a segment, in seconds.
+pub const SEGMENT_SECONDS: f64 = 6.0;
+
+/// The last segment is at least this long: a cut closer to the end than this is dropped, so
+/// a duration that is a few milliseconds off never predicts a segment the encoder will not
+/// produce.
+const TAIL_MARGIN_SECONDS: f64 = 0.5;
+
+/// AAC bitrate of the segments.
+const AAC_BITRATE: &str = "160k";
+
+/// How long a segment request waits for the encoder before giving up.
+const SEGMENT_WAIT: Duration = Duration::from_secs(120);
+
+/// How often a running encode's progress is read.
+const PROGRESS_POLL: Duration = Duration::from_millis(20);
+
+const HLS: &str = "hls";
+const HLS_QUALITY: &str = "aac";
+const PLAYLIST: &str = "playlist.m3u8";
+
+/// The name of segment `index`.
+pub fn segment_name(index: usize) -> String {
+    format!("seg-{index:05}.ts")
+}
+
+/// The index of a segment from its name: exactly `seg-NNNNN.ts`, nothing else (no paths,
+/// no other extensions).
+pub fn parse_segment_name(name: &str) -> Result<usize> {
+    let invalid = || Error::invalid("segment", "must be a segment name such as seg-00000.ts");
+    let digits = name
+        .strip_prefix("seg-")
+        .and_then(|rest| rest.strip_suffix(".ts"))
+        .ok_or_else(invalid)?;
+    if digits.len() != 5 || !digits.bytes().all(|byte| byte.is_ascii_digit()) {
+        return Err(invalid());
+    }
+    digits.parse().map_err(|_| invalid())
+}
+
+/// Segment lengths, in seconds, for audio lasting `duration` seconds.
+pub fn plan_segments(duration: f64) -> Vec<f64> {
+    let duration = if duration.is_finite() {
+        duration.max(0.0)
+    } else {
+        0.0
+    };
+    let count = ((duration - TAIL_MARGIN_SECONDS) / SEGMENT_SECONDS)
+        .ceil()
+        .max(1.0) as usize;
+    let mut lengths = vec![SEGMENT_SECONDS; count];
+    lengths[count - 1] = duration - SEGMENT_SECONDS * (count - 1) as f64;
+    lengths
+}
+
+/// Renders a VOD playlist of segments with `lengths`; `token` (percent-encoded) is appended
+/// to every segment URI for players that cannot send headers (rule 2).
+pub fn render_playlist(lengths: &[f64], token: Option<&str>) -> String {
+    let query = token
+        .map(|token| {
+            let encoded: String = form_urlencoded::byte_serialize(token.as_bytes()).collect();
+            format!("?token={encoded}")
+        })
+        .unwrap_or_default();
+    let target = lengths
+        .iter()
+        .fold(SEGMENT_SECONDS, |max, length| max.max(*length))
+        .ceil() as u64;
+    let mut text = format!(
+        "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-PLAYLIST-TYPE:VOD\n#EXT-X-TARGETDURATION:{target}\n\
+         #EXT-X-MEDIA-SEQUENCE:0\n#EXT-X-INDEPENDENT-SEGMENTS\n"
+    );
+    for (index, length) in lengths.iter().enumerate() {
+        text.push_str(&format!(
+            "#EXTINF:{length:.3},\n{}{query}\n",
+            segment_name(index)
+        ));
+    }
+    text.push_str("#EXT-X-ENDLIST\n");
+    text
+}
+
+/// The segment lengths of a stored playlist (what [`render_playlist`] wrote).
+fn parse_playlist(text: &str) -> Vec<f64> {
+    text.lines()
+        .filter_map(|line| line.strip_prefix("#EXTINF:"))
+        .filter_map(|rest| rest.split(',').next()?.trim().parse().ok())
+        .collect()
+}
+
+/// What an encode has produced so far.
+#[derive(Debug, Clone, Default)]
+struct Progress {
+    /// Segments fully written, in order.
+    complete: usize,
+    /// `Some` once ffmpeg has exited: how it ended.
+    ended: Option<std::result::Result<(), String>>,
+}
+
+/// An encode in progress in this process.
+#[derive(Debug)]
+pub(crate) struct LiveEncode {
+    dir: tempfile::TempDir,
+    progress: watch::Receiver<Progress>,
+}
+
+/// The encodes running in this process, by track.
+pub(crate) type LiveEncodes = Mutex<HashMap<String, Arc<LiveEncode>>>;
+
+#[derive(sqlx::FromRow)]
+struct HlsRow {
+    id: String,
+    storage_uri: String,
+}
+
+impl Library {
+    /// `GET /stream/{id}/hls/playlist.m3u8`: the stored playlist, or on a cold track one
+    /// predicted from the duration while the encode starts.
+    pub async fn hls_playlist(&self, id: &TrackId, token: Option<&str>) -> Result<String> {
+        if let Some(row) = self.published_hls(id).await? {
+            let text = self
+                .blobs()
+                .get_bytes(&format!("{}{PLAYLIST}", row.storage_uri))
+                .await?;
+            let lengths = parse_playlist(&String::from_utf8_lossy(&text));
+            return Ok(render_playlist(&lengths, token));
+        }
+        let duration = self.hls_source_duration(id).await?;
+        self.live_encode(id).await?;
+        Ok(render_playlist(&plan_segments(duration), token))
+    }
+
+    /// `GET /stream/{id}/hls/{segment}`: one segment, complete. On a cold track this waits
+    /// for the encoder to get there.
+    pub async fn hls_segment(&self, id: &TrackId, name: &str) -> Result<Bytes> {
+        let index = parse_segment_name(name)?;
+        // The live encode first, then the stored rendition: an encode publishes before it
+        // leaves the map, so a request that misses both is truly cold.
+        let live = self
+            .inner_live_encodes()
+            .lock()
+            .expect("poisoned")
+            .get(id.as_str())
+            .cloned();
+        if let Some(live) = live {
+            return self.read_live_segment(&live, index, name).await;
+        }
+        if let Some(row) = self.published_hls(id).await? {
+            return match self
+                .blobs()
+                .get_bytes(&format!("{}{name}", row.storage_uri))
+                .await
+            {
+                Err(Error::NotFound { .. }) => Err(Error::not_found("segment", name)),
+                other => other,
+            };
+        }
+        self.hls_source_duration(id).await?;
+        let live = self.live_encode(id).await?;
+        self.read_live_segment(&live, index, name).await
+    }
+
+    /// Builds and publishes the HLS rendition of `id` unless it exists (the
+    /// `transcode_track` job, after `POST /tracks/{id}/optimize`). Returns whether it was
+    /// built now.
+    pub async fn build_hls(&self, id: &TrackId) -> Result<bool> {
+        if self.published_hls(id).await?.is_some() {
+            return Ok(false);
+        }
+        self.hls_source_duration(id).await?;
+        let live = self.live_encode(id).await?;
+        let mut progress = live.progress.clone();
+        let ended = progress
+            .wait_for(|progress| progress.ended.is_some())
+            .await
+            .map_err(|_| Error::Internal("the HLS encoder went away".into()))?
+            .ended
+            .clone();
+        match ended {
+            Some(Err(message)) => Err(Error::Internal(message)),
+            _ => {
+                // Wait for the publication that follows the encode.
+                while self
+                    .inner_live_encodes()
+                    .lock()
+                    .expect("poisoned")
+                    .contains_key(id.as_str())
+                {
+                    tokio::time::sleep(PROGRESS_POLL).await;
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    async fn published_hls(&self, id: &TrackId) -> Result<Option<HlsRow>> {
+        let row: Option<HlsRow> = sqlx::query_as(
+            "SELECT id, storage_uri FROM renditions WHERE track_id = $1 AND kind = $2 AND quality = $3",
+        )
+        .bind(id.as_str())
+        .bind(HLS)
+        .bind(HLS_QUALITY)
+        .fetch_optional(self.db().pool())
+        .await?;
+        if let Some(row) = &row {
+            self.stamp_rendition_access(&row.id).await;
+        }
+        Ok(row)
+    }
+
+    /// Checks that `id` can be encoded (it has audio, ffmpeg runs) and returns its duration
+    /// in seconds.
+    async fn hls_source_duration(&self, id: &TrackId) -> Result<f64> {
+        self.track_audio(id).await?;
+        if !self.transcoder_ready().await {
+            return Err(Error::TranscoderUnavailable);
+        }
+        let duration_ms: Option<i64> =
+            sqlx::query_scalar("SELECT duration_ms FROM tracks WHERE id = $1")
+                .bind(id.as_str())
+                .fetch_optional(self.db().pool())
+                .await?
+                .flatten();
+        match duration_ms {
+            Some(ms) if ms > 0 => Ok(ms as f64 / 1000.0),
+            _ => Err(Error::Conflict(format!(
+                "track {id} has no known duration, so it cannot be segmented"
+            ))),
+        }
+    }
+
+    /// The running encode of `id`, started when there is none.
+    async fn live_encode(&self, id: &TrackId) -> Result<Arc<LiveEncode>> {
+        let mut encodes = self.inner_live_encodes().lock().expect("poisoned");
+        if let Some(live) = encodes.get(id.as_str()) {
+            return Ok(live.clone());
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("hls-")
+            .tempdir_in(self.staging_dir())
+            .map_err(|error| Error::io(self.staging_dir(), error))?;
+        let (sender, progress) = watch::channel(Progress::default());
+        let live = Arc::new(LiveEncode { dir, progress });
+        encodes.insert(id.to_string(), live.clone());
+        drop(encodes);
+        let library = self.clone();
+        let (id, task_live) = (id.clone(), live.clone());
+        tokio::spawn(async move {
+            let outcome = library
+                .encode_hls(&id, &task_live.dir.path().to_path_buf(), &sender)
+                .await;
+            if let Err(error) = &outcome {
+                tracing::warn!(track_id = %id, error = %crate::error_chain(error), "HLS encode failed");
+                sender.send_modify(|progress| {
+                    if progress.ended.is_none() {
+                        progress.ended = Some(Err(error.to_string()));
+                    }
+                });
+            }
+            if outcome.is_ok() {
+                if let Err(error) = library.publish_hls(&id, task_live.dir.path()).await {
+                    tracing::warn!(track_id = %id, error = %crate::error_chain(&error), "could not store an HLS rendition");
+                }
+            }
+            library
+                .inner_live_encodes()
+                .lock()
+                .expect("poisoned")
+                .remove(id.as_str());
+        });
+        Ok(live)
+    }
+
+    /// Runs ffmpeg for `id` into `dir`, reporting each finished segment through `sender`.
+    async fn encode_hls(
+        &self,
+        id: &TrackId,
+        dir: &PathBuf,
+        sender: &watch::Sender<Progress>,
+    ) -> Result<()> {
+        let audio = self.track_audio(id).await?;
+        let duration = self.hls_source_duration(id).await?;
+        let lengths = plan_segments(duration);
+        let cuts: Vec<String> = (1..lengths.len())
+            .map(|index| format!("{}", SEGMENT_SECONDS * index as f64))
+            .collect();
+        let source = self.audio_as_local_file(&audio.key).await?;
+        let list = dir.join("segments.csv");
+        let mut command = tokio::process::Command::new(&self.config().transcoding.ffmpeg);
+        command
+            .args(["-nostdin", "-v", "error", "-i"])
+            .arg(&source.path)
+            .args(["-map", "0:a:0", "-vn", "-c:a", "aac", "-b:a", AAC_BITRATE])
+            // Identical bytes from every replica and every run.
+            .args(["-fflags", "+bitexact", "-flags:a", "+bitexact"])
+            .args(["-f", "segment", "-segment_format", "mpegts"]);
+        if !cuts.is_empty() {
+            command.arg("-segment_times").arg(cuts.join(","));
+        } else {
+            command.args(["-segment_time", "86400"]);
+        }
+        command
+            .args(["-segment_list_type", "csv", "-segment_list"])
+            .arg(&list)
+            .arg(dir.join("seg-%05d.ts"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = command.spawn().map_err(|error| {
+            Error::Unavailable(format!(
+                "cannot run the transcoder {}: {error}",
+                self.config().transcoding.ffmpeg.display()
+            ))
+        })?;
+        let mut stderr = child.stderr.take().expect("piped");
+        let stderr_task = tokio::spawn(async move {
+            let mut text = String::new();
+            let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut text).await;
+            text
+        });
+        // The segment muxer appends a segment's line to the list once it is written; a
+        // segment is certainly closed once the next one is listed, or ffmpeg has exited.
+        let status = loop {
+            tokio::select! {
+                status = child.wait() => break status.map_err(|error| Error::io(dir, error))?,
+                _ = tokio::time::sleep(PROGRESS_POLL) => {
+                    let listed = count_listed(&list).await;
+                    let complete = listed.saturating_sub(1);
+                    sender.send_if_modified(|progress| {
+                        let changed = complete > progress.complete;
+                        progress.complete = progress.complete.max(complete);
+                        changed
+                    });
+                }
+            }
+        };
+        let stderr = stderr_task.await.unwrap_or_default();
+        if !status.success() {
+            return Err(Error::Internal(format!(
+                "ffmpeg could not encode the HLS segments: {}",
+                stderr.trim()
+            )));
+        }
+        let listed = count_listed(&list).await;
+        if listed != lengths.len() {
+            tracing::warn!(track_id = %id, predicted = lengths.len(), produced = listed,
+                "the encoder produced another number of segments than the duration predicted");
+        }
+        sender.send_modify(|progress| {
+            progress.complete = listed;
+            progress.ended = Some(Ok(()));
+        });
+        Ok(())
+    }
+
+    /// Stores the encoded segments, then the playlist, then the row (the publication).
+    async fn publish_hls(&self, id: &TrackId, dir: &Path) -> Result<()> {
+        let list = tokio::fs::read_to_string(dir.join("segments.csv"))
+            .await
+            .map_err(|error| Error::io(dir, error))?;
+        let mut lengths = Vec::new();
+        for line in list.lines() {
+            let fields: Vec<&str> = line.split(',').collect();
+            let (Some(start), Some(end)) = (
+                fields.get(1).and_then(|field| field.parse::<f64>().ok()),
+                fields.get(2).and_then(|field| field.parse::<f64>().ok()),
+            ) else {
+                return Err(Error::Internal(format!(
+                    "unexpected segment list line {line:?}"
+                )));
+            };
+            lengths.push(end - start);
+        }
+        let prefix = format!("renditions/{id}/hls/{}/", uuid::Uuid::now_v7());
+        let stored = self.store_hls(&prefix, dir, &lengths).await;
+        let size = match stored {
+            Ok(size) => size,
+            Err(error) => {
+                let _ = self.blobs().delete_tree(&prefix).await;
+                return Err(error);
+            }
+        };
+        let insert = self.db().sql(
+            "INSERT INTO renditions (id, track_id, kind, quality, storage_uri, size_bytes, created_at, last_access_at)
+             VALUES ($1, $2, $3, $4, $5, $6, {now}, {now})
+             ON CONFLICT (track_id, kind, quality) DO NOTHING",
+        );
+        let inserted = sqlx::query(&insert)
+            .bind(uuid::Uuid::now_v7().to_string())
+            .bind(id.as_str())
+            .bind(HLS)
+            .bind(HLS_QUALITY)
+            .bind(&prefix)
+            .bind(size as i64)
+            .execute(self.db().pool())
+            .await;
+        match inserted {
+            Ok(done) if done.rows_affected() == 1 => {
+                self.evict_renditions(self.config().transcoding.rendition_cache_max_bytes)
+                    .await
+            }
+            // Another replica published first, or the track was deleted meanwhile.
+            Ok(_) => self.blobs().delete_tree(&prefix).await,
+            Err(error) => {
+                let _ = self.blobs().delete_tree(&prefix).await;
+                if self.find_track(id).await?.is_none() {
+                    return Ok(());
+                }
+                Err(error.into())
+            }
+        }
+    }
+
+    async fn store_hls(&self, prefix: &str, dir: &Path, lengths: &[f64]) -> Result<u64> {
+        let mut size = 0;
+        for index in 0..lengths.len() {
+            let name = segment_name(index);
+            size += self
+                .blobs()
+                .put_file(&format!("{prefix}{name}"), &dir.join(&name))
+                .await?;
+        }
+        let playlist = render_playlist(lengths, None);
+        size += playlist.len() as u64;
+        self.blobs()
+            .put_bytes(&format!("{prefix}{PLAYLIST}"), Bytes::from(playlist))
+            .await?;
+        Ok(size)
+    }
+
+    async fn read_live_segment(
+        &self,
+        live: &LiveEncode,
+        index: usize,
+        name: &str,
+    ) -> Result<Bytes> {
+        let mut progress = live.progress.clone();
+        let waited = tokio::time::timeout(
+            SEGMENT_WAIT,
+            progress.wait_for(|progress| progress.complete > index || progress.ended.is_some()),
+        )
+        .await
+        .map_err(|_| Error::Unavailable(format!("segment {name} is still being encoded")))?
+        .map_err(|_| Error::Internal("the HLS encoder went away".into()))?
+        .clone();
+        if waited.complete <= index {
+            return match waited.ended {
+                Some(Err(message)) => Err(Error::Internal(message)),
+                _ => Err(Error::not_found("segment", name)),
+            };
+        }
+        let path = live.dir.path().join(name);
+        tokio::fs::read(&path)
+            .await
+            .map(Bytes::from)
+            .map_err(|error| Error::io(&path, error))
+    }
+
+    /// Stamps a rendition's last access for the LRU, at most once a minute per process.
+    pub(crate) async fn stamp_rendition_access(&self, rendition: &str) {
+        if !self.should_stamp_access(rendition) {
+            return;
+        }
+        let touch = self
+            .db()
+            .sql("UPDATE renditions SET last_access_at = {now} WHERE id = $1");
+        if let Err(error) = sqlx::query(&touch)
+            .bind(rendition)
+            .execute(self.db().pool())
+            .await
+        {
+            tracing::warn!(error = %crate::error_chain(&error), "could not stamp a rendition's access");
+        }
+    }
+}
+
+/// Lines in the segment list so far (0 before the first segment ends).
+async fn count_listed(list: &Path) -> usize {
+    match tokio::fs::read_to_string(list).await {
+        Ok(text) => text.lines().filter(|line| line.contains(',')).count(),
+        Err(_) => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segment_names_are_strict() {
+        assert_eq!(parse_segment_name("seg-00000.ts").unwrap(), 0);
+        assert_eq!(parse_segment_name("seg-00042.ts").unwrap(), 42);
+        for bad in [
+            "seg-0.ts",
+            "seg-000000.ts",
+            "../seg-00000.ts",
+            "seg-00000.ts/..",
+            "seg-0000a.ts",
+            "seg-+0000.ts",
+            "playlist.m3u8",
+            "seg-00000.mp4",
+            "",
+        ] {
+            assert!(parse_segment_name(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn plans_cover_the_duration_with_a_tail_of_at_least_the_margin() {
+        assert_eq!(plan_segments(600.0).len(), 100);
+        let plan = plan_segments(600.3);
+        assert_eq!(plan.len(), 100);
+        assert!((plan[99] - 6.3).abs() < 1e-9);
+        let plan = plan_segments(600.6);
+        assert_eq!(plan.len(), 101);
+        assert!((plan.iter().sum::<f64>() - 600.6).abs() < 1e-9);
+        assert_eq!(plan_segments(0.2), vec![0.2]);
+        assert_eq!(plan_segments(f64::NAN).len(), 1);
+        for tenths in 1..2000 {
+            let duration = tenths as f64 / 10.0;
+            let plan = plan_segments(duration);
+            assert!((plan.iter().sum::<f64>() - duration).abs() < 1e-6);
+            let last = *plan.last().unwrap();
+            assert!(last <= SEGMENT_SECONDS + TAIL_MARGIN_SECONDS + 1e-9);
+            assert!(last > TAIL_MARGIN_SECONDS - 1e-9 || plan.len() == 1);
+        }
+    }
+
+    #[test]
+    fn playlists_carry_the_token_on_every_segment() {
+        let text = render_playlist(&[6.0, 6.0, 2.5], Some("a.b-c_d"));
+        assert!(text.starts_with("#EXTM3U\n"));
+        assert!(text.ends_with("#EXT-X-ENDLIST\n"));
+        assert!(text.contains("#EXT-X-TARGETDURATION:6\n"));
+        let uris: Vec<&str> = text.lines().filter(|line| !line.starts_with('#')).collect();
+        assert_eq!(
+            uris,
+            [
+                "seg-00000.ts?token=a.b-c_d",
+                "seg-00001.ts?token=a.b-c_d",
+                "seg-00002.ts?token=a.b-c_d"
+            ]
+        );
+        assert_eq!(parse_playlist(&text), vec![6.0, 6.0, 2.5]);
+        let encoded = render_playlist(&[1.0], Some("a b&c"));
+        assert!(encoded.contains("seg-00000.ts?token=a+b%26c\n"));
+    }
+}
