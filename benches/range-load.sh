@@ -9,39 +9,14 @@
 # with apt-get when missing), curl and jq. FILE defaults to a FLAC of the test corpus.
 set -euo pipefail
 
-repo="$(cd "$(dirname "$0")/.." && pwd)"
-file="${1:-$repo/target/corpus/library/Aurora Lane/Northern Lights (2019)/01 - First Light.flac}"
+file="${1:-$(dirname "$0")/../target/corpus/library/Aurora Lane/Northern Lights (2019)/01 - First Light.flac}"
 seconds="${2:-10}"
-bin="$repo/target/release/musiclib"
-[ -x "$bin" ] || { echo "build first: cargo build --release -p musiclib-bin" >&2; exit 2; }
+. "$(dirname "$0")/common.sh"
 [ -f "$file" ] || { echo "no such file: $file" >&2; exit 2; }
-missing=()
-command -v wrk >/dev/null || missing+=(wrk)
-command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
-command -v jq >/dev/null || missing+=(jq)
-if [ ${#missing[@]} -gt 0 ]; then
-  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${missing[@]}" >/dev/null
-fi
+need_packages wrk:wrk nginx:nginx-light jq:jq
 nginx_bin="$(command -v nginx || echo /usr/sbin/nginx)"
-
-work="$(mktemp -d)"
-pids=()
-cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$work"; }
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 size=$(stat -c %s "$file")
-
-# musiclib, embedded default.
-mport=$(free_port)
-DATA_DIR="$work/data" BIND_ADDRESS="127.0.0.1:$mport" RUST_LOG=warn "$bin" serve --no-worker >"$work/musiclib.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$mport/health" >/dev/null && break; sleep 0.1; done
-api="http://127.0.0.1:$mport/api/v1"
-token=$(curl -sf -X POST "$api/auth/register" -H 'content-type: application/json' \
-  -d '{"username":"bench","password":"bench-password"}' | jq -r .access_token)
-id=$(curl -sf -X POST "$api/tracks/upload" -H "Authorization: Bearer $token" -F "file=@$file" | jq -r .id)
+start_musiclib "$file"
 
 # nginx on the same bytes.
 nport=$(free_port)

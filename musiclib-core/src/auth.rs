@@ -296,6 +296,9 @@ impl Library {
 
     /// Resolves a bearer token to its caller. Expired, forged or orphaned tokens fail with
     /// `Unauthenticated`.
+    /// Verifies an access token and returns its caller. The account is read from the
+    /// database at most every few seconds per process (a short cache), so a removed account's
+    /// token stops working within that time on other replicas.
     pub async fn authenticate(&self, token: &str) -> Result<Caller> {
         let mut validation = Validation::default();
         validation.leeway = 5;
@@ -313,8 +316,15 @@ impl Library {
         .claims;
         let user_id = UserId::parse(&claims.sub)
             .map_err(|_| Error::Unauthenticated("the access token is invalid".into()))?;
+        // Every stream and segment request authenticates: reuse a recent lookup.
+        if let Some(user) = self.user_cache().get(&user_id) {
+            return Ok(Caller { user });
+        }
         match self.get_user(&user_id).await {
-            Ok(user) => Ok(Caller { user }),
+            Ok(user) => {
+                self.user_cache().insert(user_id, user.clone());
+                Ok(Caller { user })
+            }
             Err(Error::NotFound { .. }) => Err(Error::Unauthenticated(
                 "the account of this token no longer exists".into(),
             )),

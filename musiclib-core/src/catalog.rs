@@ -600,6 +600,7 @@ impl Library {
         )
         .await?;
         tx.commit().await?;
+        self.audio_cache().remove(id);
         self.remove_cover_blobs(dropped_cover).await;
         // The row is gone first, so no row ever points at a missing blob. A failure here leaves
         // an orphan blob, which the cleanup job reclaims.

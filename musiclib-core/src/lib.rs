@@ -24,6 +24,7 @@
 
 pub mod auth;
 pub mod blobs;
+mod cache;
 pub mod catalog;
 pub mod config;
 pub mod covers;

@@ -17,6 +17,10 @@ pub struct Library {
     inner: Arc<Inner>,
 }
 
+/// How long a stream request may reuse an account or audio row read by an earlier one.
+/// Changes made in this process apply at once; other replicas see them within this time.
+const LOOKUP_TTL: std::time::Duration = std::time::Duration::from_secs(5);
+
 #[derive(Debug)]
 struct Inner {
     config: Config,
@@ -42,6 +46,10 @@ struct Inner {
     access_stamps: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
     /// HLS encodes running in this process, by track.
     live_encodes: crate::hls::LiveEncodes,
+    /// Accounts of recent tokens (see [`Library::authenticate`]).
+    users: crate::cache::TtlCache<crate::UserId, crate::auth::User>,
+    /// Audio rows of recently streamed tracks (see [`Library::track_audio`]).
+    audio: crate::cache::TtlCache<crate::TrackId, crate::streaming::TrackAudio>,
 }
 
 /// Health of the library's dependencies (`GET /health`).
@@ -95,8 +103,22 @@ impl Library {
                 transcoder: OnceLock::new(),
                 access_stamps: Default::default(),
                 live_encodes: Default::default(),
+                users: crate::cache::TtlCache::new(LOOKUP_TTL, 10_000),
+                audio: crate::cache::TtlCache::new(LOOKUP_TTL, 10_000),
             }),
         })
+    }
+
+    /// Accounts of recently verified tokens.
+    pub(crate) fn user_cache(&self) -> &crate::cache::TtlCache<crate::UserId, crate::auth::User> {
+        &self.inner.users
+    }
+
+    /// Audio rows of recently streamed tracks.
+    pub(crate) fn audio_cache(
+        &self,
+    ) -> &crate::cache::TtlCache<crate::TrackId, crate::streaming::TrackAudio> {
+        &self.inner.audio
     }
 
     /// The HLS encodes running in this process.

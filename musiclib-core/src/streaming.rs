@@ -39,8 +39,20 @@ struct AudioRow {
 impl Library {
     /// The original audio of a track. A placeholder (no audio yet) is a conflict, with a
     /// message saying so, not a missing file.
+    ///
+    /// Every stream request comes here, so a row read in the last few seconds is reused;
+    /// deleting a track in this process forgets it at once.
     pub async fn track_audio(&self, id: &TrackId) -> Result<TrackAudio> {
-        // Every stream request comes here: read only the columns it needs.
+        if let Some(audio) = self.audio_cache().get(id) {
+            return Ok(audio);
+        }
+        let audio = self.read_track_audio(id).await?;
+        self.audio_cache().insert(id.clone(), audio.clone());
+        Ok(audio)
+    }
+
+    async fn read_track_audio(&self, id: &TrackId) -> Result<TrackAudio> {
+        // Read only the columns streaming needs.
         let row: Option<AudioRow> = sqlx::query_as(
             "SELECT storage_uri, availability, size_bytes, content_sha256, mime_type, created_at
              FROM tracks WHERE id = $1",

@@ -272,6 +272,7 @@ pub async fn make_placeholder(library: &Library, id: &crate::TrackId) {
         .execute(library.db().pool())
         .await
         .expect("make the track a placeholder");
+    library.audio_cache().remove(id);
 }
 
 /// The generated test corpus (`shared/corpus/make-corpus.sh`), from `MUSICLIB_TEST_CORPUS`.

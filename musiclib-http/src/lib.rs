@@ -42,10 +42,19 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 pub fn api_v1(library: Library) -> Router {
     let (router, openapi) = v1::routes().split_for_parts();
     let max_upload = library.config().max_upload_bytes;
+    // Serialized once: the route's closure is cloned with each request routed near it, so it
+    // must hold something cheap to clone, not the document.
+    let openapi =
+        bytes::Bytes::from(serde_json::to_vec(&openapi).expect("the OpenAPI document serializes"));
     router
         .route(
             "/openapi.json",
-            axum::routing::get(move || async move { axum::Json(openapi.clone()) }),
+            axum::routing::get(move || async move {
+                (
+                    [(axum::http::header::CONTENT_TYPE, "application/json")],
+                    openapi.clone(),
+                )
+            }),
         )
         // Uploads are streamed and counted by core (413 over MAX_UPLOAD_BYTES); leave room for
         // the multipart framing so core, not this limit, decides.

@@ -112,6 +112,12 @@ pub fn probe_bytes(bytes: &[u8], name_hint: &str) -> Result<AudioFacts, String> 
 
 /// Probes an audio file on disk (for files too large to hold in memory).
 pub fn probe_path(path: &Path) -> Result<AudioFacts, String> {
+    probe_file(path, &path.to_string_lossy())
+}
+
+/// Probes an audio file on disk whose user-facing name is `name_hint` (an upload in staging:
+/// messages name the upload, never the server's path).
+pub fn probe_file(path: &Path, name_hint: &str) -> Result<AudioFacts, String> {
     let options = ParseOptions::new().read_cover_art(true);
     let tagged = Probe::open(path)
         .map_err(|error| format!("cannot open the file: {error}"))?
@@ -119,13 +125,13 @@ pub fn probe_path(path: &Path) -> Result<AudioFacts, String> {
         .guess_file_type()
         .map_err(|error| format!("cannot read the file: {error}"))?
         .read()
-        .map_err(|error| describe_lofty_error(error, &path.to_string_lossy()))?;
+        .map_err(|error| describe_lofty_error(error, name_hint))?;
     let facts = facts_of(&tagged)?;
     let file =
         std::fs::File::open(path).map_err(|error| format!("cannot open the file: {error}"))?;
     crate::fingerprint::mp4::check_sample_tables_in_file(path)
         .map_err(|reason| format!("the file is damaged: {reason}"))?;
-    guard_decoder(|| check_decodable(file, &facts, &path.to_string_lossy()))?;
+    guard_decoder(|| check_decodable(file, &facts, name_hint))?;
     Ok(facts)
 }
 

@@ -4,7 +4,7 @@
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
-use super::{audio_key, enrich_job, insert_track, title_from_file_name, NewTrack, IN_MEMORY_LIMIT};
+use super::{audio_key, enrich_job, insert_track, title_from_file_name, NewTrack};
 use crate::auth::Caller;
 use crate::catalog::Resolver;
 use crate::domain::{Source, Track};
@@ -20,8 +20,9 @@ pub struct UploadOutcome {
 }
 
 impl Library {
-    /// Ingests an uploaded file read from `body`. The body is never held in memory whole
-    /// (beyond [`IN_MEMORY_LIMIT`]); a failure leaves neither a blob nor a row.
+    /// Ingests an uploaded file read from `body`. The body is never held in memory whole: it
+    /// is hashed on its way to a staging file, probed there and copied into place; a failure
+    /// leaves neither a blob nor a row.
     pub async fn upload_track<R>(
         &self,
         caller: &Caller,
@@ -79,26 +80,17 @@ impl Library {
         let name_hint = file_name.unwrap_or("upload").to_string();
         let probe_path = staging_path.clone();
         let hint = name_hint.clone();
-        let (facts, bytes) = tokio::task::spawn_blocking(move || {
-            if size <= IN_MEMORY_LIMIT {
-                let bytes = std::fs::read(&probe_path).map_err(|error| error.to_string())?;
-                super::probe::probe_bytes(&bytes, &hint).map(|facts| (facts, Some(bytes)))
-            } else {
-                super::probe::probe_path(&probe_path).map(|facts| (facts, None))
-            }
-        })
-        .await
-        .map_err(|error| Error::Internal(format!("probe task failed: {error}")))?
-        .map_err(|message| Error::invalid("file", message))?;
+        // The upload is already a file in staging: probe it there and copy it into place,
+        // never holding it in memory (a server's memory stays flat however large the upload).
+        let facts =
+            tokio::task::spawn_blocking(move || super::probe::probe_file(&probe_path, &hint))
+                .await
+                .map_err(|error| Error::Internal(format!("probe task failed: {error}")))?
+                .map_err(|message| Error::invalid("file", message))?;
 
         let track_id = TrackId::new();
         let key = audio_key(&track_id, facts.format);
-        match bytes {
-            Some(bytes) => self.blobs().put_bytes(&key, bytes.into()).await?,
-            None => {
-                self.blobs().put_file(&key, &staging_path).await?;
-            }
-        }
+        self.blobs().put_file(&key, &staging_path).await?;
         drop(staging);
 
         let new_track = NewTrack {

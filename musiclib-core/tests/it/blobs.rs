@@ -22,6 +22,15 @@ backend_test! {
         std::fs::write(&source, &big).unwrap();
         assert_eq!(blobs.put_file("audio/big.bin", &source).await.unwrap(), big.len() as u64);
         assert_eq!(blobs.get_bytes("audio/big.bin").await.unwrap().len(), big.len());
+        let whole: Vec<Bytes> = blobs.get_range_stream("audio/big.bin", 0..big.len() as u64).await.unwrap().try_collect().await.unwrap();
+        assert_eq!(whole.concat(), big, "a long range streams whole");
+
+        // A key written again is read afresh (local reads keep the file mapped).
+        blobs.put_bytes("audio/a.bin", Bytes::from_static(b"replaced")).await.unwrap();
+        let chunks: Vec<Bytes> = blobs.get_range_stream("audio/a.bin", 0..8).await.unwrap().try_collect().await.unwrap();
+        assert_eq!(chunks.concat(), b"replaced");
+        assert!(blobs.get_range_stream("audio/a.bin", 0..9).await.is_err(), "past the end is an error, never a short body");
+        blobs.put_bytes("audio/a.bin", Bytes::from(data.clone())).await.unwrap();
 
         let mut keys = blobs.list("audio").await.unwrap();
         keys.sort();

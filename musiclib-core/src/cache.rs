@@ -1,0 +1,69 @@
+//! A small in-process cache whose entries expire after a fixed time, for lookups every
+//! stream request repeats (the caller's account, the track's audio row). Writers in this
+//! process invalidate what they change; other replicas see a change within the TTL.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+#[derive(Debug)]
+pub(crate) struct TtlCache<K, V> {
+    ttl: Duration,
+    capacity: usize,
+    entries: Mutex<HashMap<K, (V, Instant)>>,
+}
+
+impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
+    pub(crate) fn new(ttl: Duration, capacity: usize) -> Self {
+        TtlCache {
+            ttl,
+            capacity,
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The value of `key` when it was stored less than the TTL ago.
+    pub(crate) fn get(&self, key: &K) -> Option<V> {
+        let entries = self.entries.lock().expect("poisoned");
+        let (value, stored) = entries.get(key)?;
+        (stored.elapsed() < self.ttl).then(|| value.clone())
+    }
+
+    pub(crate) fn insert(&self, key: K, value: V) {
+        let mut entries = self.entries.lock().expect("poisoned");
+        if entries.len() >= self.capacity {
+            let ttl = self.ttl;
+            entries.retain(|_, (_, stored)| stored.elapsed() < ttl);
+            if entries.len() >= self.capacity {
+                entries.clear();
+            }
+        }
+        entries.insert(key, (value, Instant::now()));
+    }
+
+    pub(crate) fn remove(&self, key: &K) {
+        self.entries.lock().expect("poisoned").remove(key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_expire_and_the_size_is_bounded() {
+        let cache = TtlCache::new(Duration::from_millis(30), 2);
+        cache.insert("a", 1);
+        assert_eq!(cache.get(&"a"), Some(1));
+        cache.remove(&"a");
+        assert_eq!(cache.get(&"a"), None);
+        cache.insert("a", 1);
+        cache.insert("b", 2);
+        cache.insert("c", 3);
+        assert!(cache.entries.lock().unwrap().len() <= 2);
+        assert_eq!(cache.get(&"c"), Some(3));
+        std::thread::sleep(Duration::from_millis(40));
+        assert_eq!(cache.get(&"c"), None);
+    }
+}
