@@ -3,7 +3,7 @@
 //! enrichment path shares.
 
 mod resolve;
-mod rows;
+pub(crate) mod rows;
 
 use crate::auth::Caller;
 use crate::db::Tx;
@@ -584,6 +584,8 @@ impl Library {
             .bind(id.as_str())
             .execute(&mut *tx)
             .await?;
+        // Out of every playlist as a recorded remove (versions count adds and removes).
+        self.remove_track_from_playlists(&mut tx, id).await?;
         sqlx::query("DELETE FROM tracks WHERE id = $1")
             .bind(id.as_str())
             .execute(&mut *tx)

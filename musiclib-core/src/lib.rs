@@ -38,8 +38,10 @@ pub mod ids;
 pub mod ingest;
 pub mod jobs;
 pub mod library;
+pub mod playlists;
 pub mod renditions;
 pub mod streaming;
+pub mod sync;
 pub mod text;
 mod time;
 

@@ -6,9 +6,11 @@ pub mod auth;
 mod conditional;
 pub mod covers;
 pub mod dto;
+pub mod playlists;
 pub mod search;
 pub mod sources;
 pub mod stream;
+pub mod sync;
 pub mod tracks;
 
 use musiclib_core::Library;
@@ -28,6 +30,9 @@ use utoipa_axum::router::OpenApiRouter;
         (name = "sources", description = "Ingest sources and imports"),
         (name = "streaming", description = "Audio of tracks"),
         (name = "jobs", description = "Background jobs"),
+        (name = "playlists", description = "Versioned playlists: a stale version answers 409"),
+        (name = "likes", description = "Likes and play history (append-only event logs)"),
+        (name = "sync", description = "Offline sync: delta pull and idempotent push"),
         (name = "admin"), (name = "health"),
     )
 )]
@@ -68,5 +73,7 @@ pub(crate) fn routes() -> OpenApiRouter<Library> {
         .merge(search::routes())
         .merge(sources::routes())
         .merge(stream::routes())
+        .merge(playlists::routes())
+        .merge(sync::routes())
         .merge(crate::health::routes())
 }

@@ -10,6 +10,7 @@
 //! - `renditions`: Opus renditions (ffmpeg), the LRU cache.
 //! - `hls`: HLS segments encoded ahead of the player, published whole.
 //! - `blobs`: atomic writes and ranged reads on both storage backends.
+//! - `sync`: playlists with versions, likes, plays, and the sync protocol.
 
 mod support;
 
@@ -21,3 +22,4 @@ mod hls;
 mod jobs;
 mod renditions;
 mod scan;
+mod sync;

@@ -5,3 +5,4 @@ mod api;
 mod covers;
 mod hls;
 mod stream;
+mod sync;

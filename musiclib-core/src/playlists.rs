@@ -1,0 +1,663 @@
+//! Playlists (spec: Playlist resource, Playlists endpoints): ordered track lists with an
+//! integer `version` that counts their adds and removes, an append-only change record, and an
+//! optional cover.
+//!
+//! Offline devices edit playlists and push later: a write may carry the version its client
+//! last saw, and a stale one is a conflict (409) instead of a silent overwrite. A user sees
+//! their own playlists and the public ones of others, and changes only their own.
+//!
+//! Every write locks the playlist row first and updates it (taking the sync stamp) last, so
+//! the order of locks is always "rows, then the sync clock" (ARCHITECTURE.md, "Sync").
+
+use bytes::Bytes;
+use serde_json::json;
+
+use crate::auth::Caller;
+use crate::db::{Backend, Tx};
+use crate::domain::{Page, Paged};
+use crate::{Error, Library, PlaylistId, Result, Timestamp, TrackId, UserId};
+
+/// Longest playlist name.
+pub const MAX_NAME_CHARS: usize = 200;
+/// Most tracks in one playlist.
+pub const MAX_TRACKS: usize = 10_000;
+/// Largest playlist cover image.
+pub const MAX_COVER_BYTES: usize = 10 * 1024 * 1024;
+
+/// A playlist as clients see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Playlist {
+    /// Id.
+    pub id: PlaylistId,
+    /// Owner.
+    pub owner_id: UserId,
+    /// Owner's user name.
+    pub owner_name: String,
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub description: Option<String>,
+    /// Whether other users may read it.
+    pub public: bool,
+    /// Tracks in order.
+    pub track_ids: Vec<TrackId>,
+    /// Summed duration of the tracks, in ms.
+    pub duration_ms: i64,
+    /// Number of adds and removes so far.
+    pub version: i64,
+    /// Whether a cover image is stored.
+    pub has_cover: bool,
+    /// Creation time.
+    pub created_at: Timestamp,
+    /// Last change.
+    pub updated_at: Timestamp,
+    /// Sync stamp of the last change.
+    pub synced_at: i64,
+}
+
+/// `POST /playlists`.
+#[derive(Debug, Clone, Default)]
+pub struct NewPlaylist {
+    /// Name (required, 1–200 characters).
+    pub name: String,
+    /// Description.
+    pub description: Option<String>,
+    /// Readable by other users.
+    pub public: bool,
+    /// Initial tracks (one add when not empty).
+    pub track_ids: Vec<TrackId>,
+}
+
+/// `PATCH /playlists/{id}`: fields left `None` stay as they are.
+#[derive(Debug, Clone, Default)]
+pub struct PlaylistChanges {
+    /// New name.
+    pub name: Option<String>,
+    /// New description (`Some(None)` clears it).
+    pub description: Option<Option<String>>,
+    /// New public flag.
+    pub public: Option<bool>,
+    /// The version the client last saw; another current version is a conflict.
+    pub expected_version: Option<i64>,
+}
+
+#[derive(sqlx::FromRow)]
+struct PlaylistRow {
+    id: String,
+    owner_id: String,
+    owner_name: String,
+    name: String,
+    description: Option<String>,
+    is_public: i64,
+    version: i64,
+    cover_uri: Option<String>,
+    created_at: i64,
+    updated_at: i64,
+    synced_at: i64,
+}
+
+const PLAYLIST_SELECT: &str =
+    "SELECT p.id, p.owner_id, u.username AS owner_name, p.name, p.description,
+    p.is_public, p.version, p.cover_uri, p.created_at, p.updated_at, p.synced_at
+    FROM playlists p JOIN users u ON u.id = p.owner_id";
+
+fn validate_name(name: &str) -> Result<String> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(Error::invalid("name", "must not be empty"));
+    }
+    if name.chars().count() > MAX_NAME_CHARS {
+        return Err(Error::invalid(
+            "name",
+            format!("must be at most {MAX_NAME_CHARS} characters"),
+        ));
+    }
+    Ok(name.to_string())
+}
+
+fn check_version(expected: Option<i64>, current: i64) -> Result<()> {
+    match expected {
+        Some(expected) if expected != current => Err(Error::Conflict(format!(
+            "the playlist is at version {current}, not {expected}: fetch it again and reapply the change"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+impl Library {
+    /// `GET /playlists`: the caller's playlists and the public ones of others, by name.
+    pub async fn list_playlists(&self, caller: &Caller, page: Page) -> Result<Paged<Playlist>> {
+        let total: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM playlists WHERE owner_id = $1 OR is_public = 1",
+        )
+        .bind(caller.user.id.as_str())
+        .fetch_one(self.db().pool())
+        .await?;
+        let query = format!(
+            "{PLAYLIST_SELECT} WHERE p.owner_id = $1 OR p.is_public = 1
+             ORDER BY LOWER(p.name), p.id LIMIT $2 OFFSET $3"
+        );
+        let rows: Vec<PlaylistRow> = sqlx::query_as(&query)
+            .bind(caller.user.id.as_str())
+            .bind(page.limit())
+            .bind(page.offset())
+            .fetch_all(self.db().pool())
+            .await?;
+        let mut items = Vec::with_capacity(rows.len());
+        for row in rows {
+            items.push(self.playlist_from_row(row).await?);
+        }
+        Ok(Paged { items, total, page })
+    }
+
+    /// `POST /playlists`.
+    pub async fn create_playlist(&self, caller: &Caller, new: NewPlaylist) -> Result<Playlist> {
+        let name = validate_name(&new.name)?;
+        let id = PlaylistId::new();
+        let mut tx = self.db().begin().await?;
+        let insert = self.db().sql(
+            "INSERT INTO playlists (id, owner_id, name, description, is_public, version, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, 0, {now}, {now})",
+        );
+        sqlx::query(&insert)
+            .bind(id.as_str())
+            .bind(caller.user.id.as_str())
+            .bind(&name)
+            .bind(new.description.as_deref())
+            .bind(i64::from(new.public))
+            .execute(&mut *tx)
+            .await?;
+        if !new.track_ids.is_empty() {
+            self.apply_change(
+                &mut tx,
+                &id,
+                0,
+                Vec::new(),
+                Change::Add {
+                    track_ids: new.track_ids,
+                    position: None,
+                },
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        self.get_playlist(caller, &id).await
+    }
+
+    /// `GET /playlists/{id}`: the caller's own or a public one; anything else is not found.
+    pub async fn get_playlist(&self, caller: &Caller, id: &PlaylistId) -> Result<Playlist> {
+        let query = format!("{PLAYLIST_SELECT} WHERE p.id = $1");
+        let row: PlaylistRow = sqlx::query_as(&query)
+            .bind(id.as_str())
+            .fetch_optional(self.db().pool())
+            .await?
+            .filter(|row: &PlaylistRow| {
+                row.owner_id == caller.user.id.as_str() || row.is_public != 0
+            })
+            .ok_or_else(|| Error::not_found("playlist", id))?;
+        self.playlist_from_row(row).await
+    }
+
+    /// `PATCH /playlists/{id}`: name, description, public flag. Not an add or remove, so the
+    /// version stays.
+    pub async fn update_playlist(
+        &self,
+        caller: &Caller,
+        id: &PlaylistId,
+        changes: PlaylistChanges,
+    ) -> Result<Playlist> {
+        let name = changes.name.as_deref().map(validate_name).transpose()?;
+        let mut tx = self.db().begin().await?;
+        let row = lock_owned(&mut tx, self.db().backend(), caller, id).await?;
+        check_version(changes.expected_version, row.version)?;
+        let update = self.db().sql(
+            "UPDATE playlists SET name = $2, description = $3, is_public = $4, updated_at = {now} WHERE id = $1",
+        );
+        sqlx::query(&update)
+            .bind(id.as_str())
+            .bind(name.unwrap_or(row.name))
+            .bind(match changes.description {
+                Some(description) => description,
+                None => row.description,
+            })
+            .bind(changes.public.map(i64::from).unwrap_or(row.is_public))
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        self.get_playlist(caller, id).await
+    }
+
+    /// `DELETE /playlists/{id}`: the row, then its cover; a tombstone tells the owner's other
+    /// devices.
+    pub async fn delete_playlist(&self, caller: &Caller, id: &PlaylistId) -> Result<()> {
+        let mut tx = self.db().begin().await?;
+        let row = lock_owned(&mut tx, self.db().backend(), caller, id).await?;
+        sqlx::query("DELETE FROM playlists WHERE id = $1")
+            .bind(id.as_str())
+            .execute(&mut *tx)
+            .await?;
+        let tombstone = self.db().sql(
+            "INSERT INTO tombstones (entity_kind, entity_id, user_id, deleted_at) VALUES ('playlist', $1, $2, {now})",
+        );
+        sqlx::query(&tombstone)
+            .bind(id.as_str())
+            .bind(&row.owner_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        if let Some(key) = row.cover_uri {
+            if let Err(error) = self.blobs().delete(&key).await {
+                tracing::warn!(%key, error = %error, "could not delete a deleted playlist's cover");
+            }
+        }
+        Ok(())
+    }
+
+    /// `POST /playlists/{id}/tracks`: inserts `track_ids` at `position` (default: the end).
+    /// One add: the version goes up by one.
+    pub async fn add_playlist_tracks(
+        &self,
+        caller: &Caller,
+        id: &PlaylistId,
+        track_ids: Vec<TrackId>,
+        position: Option<usize>,
+        expected_version: Option<i64>,
+    ) -> Result<Playlist> {
+        if track_ids.is_empty() {
+            return Err(Error::invalid("track_ids", "must name at least one track"));
+        }
+        let mut tx = self.db().begin().await?;
+        let row = lock_owned(&mut tx, self.db().backend(), caller, id).await?;
+        check_version(expected_version, row.version)?;
+        let current = playlist_track_ids(&mut tx, id).await?;
+        self.apply_change(
+            &mut tx,
+            id,
+            row.version,
+            current,
+            Change::Add {
+                track_ids,
+                position,
+            },
+        )
+        .await?;
+        tx.commit().await?;
+        self.get_playlist(caller, id).await
+    }
+
+    /// `DELETE /playlists/{id}/tracks`: removes the tracks at `positions` (0-based, as in
+    /// `track_ids`). One remove: the version goes up by one.
+    pub async fn remove_playlist_tracks(
+        &self,
+        caller: &Caller,
+        id: &PlaylistId,
+        positions: Vec<usize>,
+        expected_version: Option<i64>,
+    ) -> Result<Playlist> {
+        if positions.is_empty() {
+            return Err(Error::invalid(
+                "positions",
+                "must name at least one position",
+            ));
+        }
+        let mut tx = self.db().begin().await?;
+        let row = lock_owned(&mut tx, self.db().backend(), caller, id).await?;
+        check_version(expected_version, row.version)?;
+        let current = playlist_track_ids(&mut tx, id).await?;
+        self.apply_change(
+            &mut tx,
+            id,
+            row.version,
+            current,
+            Change::Remove { positions },
+        )
+        .await?;
+        tx.commit().await?;
+        self.get_playlist(caller, id).await
+    }
+
+    /// `PUT /playlists/{id}/cover`: stores an image (JPEG, PNG, WebP or GIF, sniffed from the
+    /// bytes) and replaces the previous one.
+    pub async fn set_playlist_cover(
+        &self,
+        caller: &Caller,
+        id: &PlaylistId,
+        bytes: Bytes,
+    ) -> Result<()> {
+        if bytes.len() > MAX_COVER_BYTES {
+            return Err(Error::TooLarge {
+                limit: MAX_COVER_BYTES as u64,
+            });
+        }
+        let extension = match image::guess_format(&bytes) {
+            Ok(image::ImageFormat::Jpeg) => "jpg",
+            Ok(image::ImageFormat::Png) => "png",
+            Ok(image::ImageFormat::WebP) => "webp",
+            Ok(image::ImageFormat::Gif) => "gif",
+            _ => {
+                return Err(Error::invalid(
+                    "image",
+                    "must be a JPEG, PNG, WebP or GIF image",
+                ))
+            }
+        };
+        // Visible first (404 before any write), then the blob, then the row.
+        self.get_playlist(caller, id).await?;
+        let key = format!("playlist-covers/{id}/{}.{extension}", uuid::Uuid::now_v7());
+        self.blobs().put_bytes(&key, bytes).await?;
+        let stored = async {
+            let mut tx = self.db().begin().await?;
+            let row = lock_owned(&mut tx, self.db().backend(), caller, id).await?;
+            let update = self
+                .db()
+                .sql("UPDATE playlists SET cover_uri = $2, updated_at = {now} WHERE id = $1");
+            sqlx::query(&update)
+                .bind(id.as_str())
+                .bind(&key)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok::<_, Error>(row.cover_uri)
+        }
+        .await;
+        match stored {
+            Ok(previous) => {
+                if let Some(previous) = previous {
+                    let _ = self.blobs().delete(&previous).await;
+                }
+                Ok(())
+            }
+            Err(error) => {
+                let _ = self.blobs().delete(&key).await;
+                Err(error)
+            }
+        }
+    }
+
+    /// `GET /playlists/{id}/cover`: the image and its MIME type; not found when none is stored.
+    pub async fn playlist_cover(
+        &self,
+        caller: &Caller,
+        id: &PlaylistId,
+    ) -> Result<(Bytes, &'static str)> {
+        let query = format!("{PLAYLIST_SELECT} WHERE p.id = $1");
+        let row: PlaylistRow = sqlx::query_as(&query)
+            .bind(id.as_str())
+            .fetch_optional(self.db().pool())
+            .await?
+            .filter(|row: &PlaylistRow| {
+                row.owner_id == caller.user.id.as_str() || row.is_public != 0
+            })
+            .ok_or_else(|| Error::not_found("playlist", id))?;
+        let key = row
+            .cover_uri
+            .ok_or_else(|| Error::not_found("cover of playlist", id))?;
+        let mime = match key.rsplit('.').next() {
+            Some("jpg") => "image/jpeg",
+            Some("png") => "image/png",
+            Some("webp") => "image/webp",
+            _ => "image/gif",
+        };
+        Ok((self.blobs().get_bytes(&key).await?, mime))
+    }
+
+    /// The playlists a sync client must refresh: the caller's own, changed in `(since, until]`.
+    pub(crate) async fn playlists_changed(
+        &self,
+        owner: &UserId,
+        since: i64,
+        until: i64,
+        limit: i64,
+    ) -> Result<Vec<Playlist>> {
+        let query = format!(
+            "{PLAYLIST_SELECT} WHERE p.owner_id = $1 AND p.synced_at > $2 AND p.synced_at <= $3
+             ORDER BY p.synced_at LIMIT $4"
+        );
+        let rows: Vec<PlaylistRow> = sqlx::query_as(&query)
+            .bind(owner.as_str())
+            .bind(since)
+            .bind(until)
+            .bind(limit)
+            .fetch_all(self.db().pool())
+            .await?;
+        let mut playlists = Vec::with_capacity(rows.len());
+        for row in rows {
+            playlists.push(self.playlist_from_row(row).await?);
+        }
+        Ok(playlists)
+    }
+
+    async fn playlist_from_row(&self, row: PlaylistRow) -> Result<Playlist> {
+        let tracks: Vec<(String, Option<i64>)> = sqlx::query_as(
+            "SELECT pt.track_id, t.duration_ms FROM playlist_tracks pt JOIN tracks t ON t.id = pt.track_id
+             WHERE pt.playlist_id = $1 ORDER BY pt.position",
+        )
+        .bind(&row.id)
+        .fetch_all(self.db().pool())
+        .await?;
+        Ok(Playlist {
+            id: PlaylistId::from_db(row.id),
+            owner_id: UserId::from_db(row.owner_id),
+            owner_name: row.owner_name,
+            name: row.name,
+            description: row.description,
+            public: row.is_public != 0,
+            duration_ms: tracks.iter().filter_map(|(_, ms)| *ms).sum(),
+            track_ids: tracks
+                .into_iter()
+                .map(|(id, _)| TrackId::from_db(id))
+                .collect(),
+            version: row.version,
+            has_cover: row.cover_uri.is_some(),
+            created_at: Timestamp::from_micros(row.created_at),
+            updated_at: Timestamp::from_micros(row.updated_at),
+            synced_at: row.synced_at,
+        })
+    }
+
+    /// Writes one add or remove: the new track list, a change record numbered by the new
+    /// version, then the playlist row (its version, and the sync stamp, last).
+    async fn apply_change(
+        &self,
+        tx: &mut Tx,
+        id: &PlaylistId,
+        version: i64,
+        mut tracks: Vec<TrackId>,
+        change: Change,
+    ) -> Result<()> {
+        let (op, payload) = match change {
+            Change::Add {
+                track_ids,
+                position,
+            } => {
+                let at = position.unwrap_or(tracks.len());
+                if at > tracks.len() {
+                    return Err(Error::invalid(
+                        "position",
+                        format!("must be at most {} (the playlist's length)", tracks.len()),
+                    ));
+                }
+                if tracks.len() + track_ids.len() > MAX_TRACKS {
+                    return Err(Error::invalid(
+                        "track_ids",
+                        format!("a playlist holds at most {MAX_TRACKS} tracks"),
+                    ));
+                }
+                let missing = missing_tracks(tx, &track_ids).await?;
+                if !missing.is_empty() {
+                    return Err(Error::invalid(
+                        "track_ids",
+                        format!("no such tracks: {}", missing.join(", ")),
+                    ));
+                }
+                let payload = json!({ "position": at, "track_ids": track_ids.iter().map(TrackId::as_str).collect::<Vec<_>>() });
+                tracks.splice(at..at, track_ids);
+                ("add", payload)
+            }
+            Change::Remove { mut positions } => {
+                positions.sort_unstable();
+                positions.dedup();
+                if let Some(&last) = positions.last() {
+                    if last >= tracks.len() {
+                        return Err(Error::invalid(
+                            "positions",
+                            format!(
+                                "position {last} is past the end of the {} tracks",
+                                tracks.len()
+                            ),
+                        ));
+                    }
+                }
+                let removed: Vec<String> =
+                    positions.iter().map(|&at| tracks[at].to_string()).collect();
+                for &at in positions.iter().rev() {
+                    tracks.remove(at);
+                }
+                (
+                    "remove",
+                    json!({ "positions": positions, "track_ids": removed }),
+                )
+            }
+        };
+        write_tracks(tx, id, &tracks).await?;
+        let record = self.db().sql(
+            "INSERT INTO playlist_changes (playlist_id, version, op, payload, created_at) VALUES ($1, $2, $3, $4, {now})",
+        );
+        sqlx::query(&record)
+            .bind(id.as_str())
+            .bind(version + 1)
+            .bind(op)
+            .bind(payload.to_string())
+            .execute(&mut **tx)
+            .await?;
+        let bump = self
+            .db()
+            .sql("UPDATE playlists SET version = version + 1, updated_at = {now} WHERE id = $1");
+        sqlx::query(&bump)
+            .bind(id.as_str())
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
+    }
+
+    /// Removes a deleted track from every playlist, each removal recorded as a remove (the
+    /// version keeps counting adds and removes). Runs inside the track's deletion.
+    pub(crate) async fn remove_track_from_playlists(
+        &self,
+        tx: &mut Tx,
+        track: &TrackId,
+    ) -> Result<()> {
+        let playlists: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT DISTINCT p.id, p.version FROM playlists p JOIN playlist_tracks pt ON pt.playlist_id = p.id
+             WHERE pt.track_id = $1 ORDER BY p.id",
+        )
+        .bind(track.as_str())
+        .fetch_all(&mut **tx)
+        .await?;
+        for (playlist, version) in playlists {
+            let playlist = PlaylistId::from_db(playlist);
+            let tracks = playlist_track_ids(tx, &playlist).await?;
+            let positions = tracks
+                .iter()
+                .enumerate()
+                .filter(|(_, id)| *id == track)
+                .map(|(at, _)| at)
+                .collect();
+            self.apply_change(tx, &playlist, version, tracks, Change::Remove { positions })
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+enum Change {
+    Add {
+        track_ids: Vec<TrackId>,
+        position: Option<usize>,
+    },
+    Remove {
+        positions: Vec<usize>,
+    },
+}
+
+/// The playlist's row, locked for the rest of the transaction, when the caller owns it. A
+/// playlist the caller cannot see is not found; a public one of someone else is forbidden.
+async fn lock_owned(
+    tx: &mut Tx,
+    backend: Backend,
+    caller: &Caller,
+    id: &PlaylistId,
+) -> Result<PlaylistRow> {
+    let lock = match backend {
+        Backend::Postgres => " FOR UPDATE OF p",
+        Backend::Sqlite => "",
+    };
+    let query = format!("{PLAYLIST_SELECT} WHERE p.id = $1{lock}");
+    let row: PlaylistRow = sqlx::query_as(&query)
+        .bind(id.as_str())
+        .fetch_optional(&mut **tx)
+        .await?
+        .ok_or_else(|| Error::not_found("playlist", id))?;
+    if row.owner_id != caller.user.id.as_str() {
+        if row.is_public == 0 {
+            return Err(Error::not_found("playlist", id));
+        }
+        return Err(Error::Forbidden(
+            "only its owner may change a playlist".into(),
+        ));
+    }
+    Ok(row)
+}
+
+async fn playlist_track_ids(tx: &mut Tx, id: &PlaylistId) -> Result<Vec<TrackId>> {
+    let ids: Vec<String> = sqlx::query_scalar(
+        "SELECT track_id FROM playlist_tracks WHERE playlist_id = $1 ORDER BY position",
+    )
+    .bind(id.as_str())
+    .fetch_all(&mut **tx)
+    .await?;
+    Ok(ids.into_iter().map(TrackId::from_db).collect())
+}
+
+async fn missing_tracks(tx: &mut Tx, ids: &[TrackId]) -> Result<Vec<String>> {
+    let mut missing = Vec::new();
+    for id in ids {
+        let found: Option<(String,)> = sqlx::query_as("SELECT id FROM tracks WHERE id = $1")
+            .bind(id.as_str())
+            .fetch_optional(&mut **tx)
+            .await?;
+        if found.is_none() && !missing.contains(&id.to_string()) {
+            missing.push(id.to_string());
+        }
+    }
+    Ok(missing)
+}
+
+/// Rewrites the playlist's rows in order (positions 0..n, contiguous).
+async fn write_tracks(tx: &mut Tx, id: &PlaylistId, tracks: &[TrackId]) -> Result<()> {
+    sqlx::query("DELETE FROM playlist_tracks WHERE playlist_id = $1")
+        .bind(id.as_str())
+        .execute(&mut **tx)
+        .await?;
+    for chunk in tracks.chunks(300).enumerate() {
+        let (index, chunk) = chunk;
+        let mut query =
+            String::from("INSERT INTO playlist_tracks (playlist_id, position, track_id) VALUES ");
+        for (offset, _) in chunk.iter().enumerate() {
+            if offset > 0 {
+                query.push_str(", ");
+            }
+            let n = offset * 3;
+            query.push_str(&format!("(${}, ${}, ${})", n + 1, n + 2, n + 3));
+        }
+        let mut insert = sqlx::query(&query);
+        for (offset, track) in chunk.iter().enumerate() {
+            insert = insert
+                .bind(id.as_str())
+                .bind((index * 300 + offset) as i64)
+                .bind(track.as_str());
+        }
+        insert.execute(&mut **tx).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,318 @@
+//! Playlists: CRUD, track adds and removes (each one version), covers.
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use musiclib_core::playlists::{NewPlaylist, Playlist, PlaylistChanges};
+use musiclib_core::{Library, PlaylistId, TrackId};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::dto::{Page, PageParams};
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{Auth, Json, Query};
+
+pub(super) fn routes() -> OpenApiRouter<Library> {
+    OpenApiRouter::new()
+        .routes(routes!(list_playlists, create_playlist))
+        .routes(routes!(
+            get_playlist,
+            update_playlist,
+            replace_playlist,
+            delete_playlist
+        ))
+        .routes(routes!(add_tracks, remove_tracks))
+        .routes(routes!(get_cover, put_cover))
+}
+
+/// A playlist.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PlaylistOut {
+    id: String,
+    name: String,
+    description: Option<String>,
+    /// Owner's user id.
+    owner_id: String,
+    /// Owner's user name.
+    owner: String,
+    /// Readable by other users.
+    public: bool,
+    /// Tracks in order.
+    track_ids: Vec<String>,
+    track_count: usize,
+    /// Summed duration in ms.
+    duration_ms: i64,
+    /// Number of adds and removes so far; send it back as `version` to detect a conflict.
+    version: i64,
+    has_cover: bool,
+    created_at: String,
+    updated_at: String,
+}
+
+impl From<Playlist> for PlaylistOut {
+    fn from(playlist: Playlist) -> Self {
+        PlaylistOut {
+            id: playlist.id.to_string(),
+            name: playlist.name,
+            description: playlist.description,
+            owner_id: playlist.owner_id.to_string(),
+            owner: playlist.owner_name,
+            public: playlist.public,
+            track_count: playlist.track_ids.len(),
+            track_ids: playlist.track_ids.iter().map(ToString::to_string).collect(),
+            duration_ms: playlist.duration_ms,
+            version: playlist.version,
+            has_cover: playlist.has_cover,
+            created_at: playlist.created_at.to_rfc3339(),
+            updated_at: playlist.updated_at.to_rfc3339(),
+        }
+    }
+}
+
+/// `POST /playlists`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlaylistCreate {
+    /// 1–200 characters.
+    name: String,
+    description: Option<String>,
+    /// Readable by other users (default false).
+    #[serde(default)]
+    public: bool,
+    /// Initial tracks (counted as one add when not empty).
+    #[serde(default)]
+    track_ids: Vec<String>,
+}
+
+/// `PATCH`/`PUT /playlists/{id}`: the fields to change. Not an add or remove: the version
+/// stays.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlaylistUpdate {
+    name: Option<String>,
+    /// `null` clears it.
+    #[serde(default, deserialize_with = "double_option")]
+    #[schema(value_type = Option<String>)]
+    description: Option<Option<String>>,
+    public: Option<bool>,
+    /// The version the client last saw: another current version answers 409.
+    version: Option<i64>,
+}
+
+fn double_option<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(deserializer).map(Some)
+}
+
+/// `POST /playlists/{id}/tracks`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TracksAdd {
+    /// Tracks to insert, in order.
+    track_ids: Vec<String>,
+    /// Where to insert (0-based; default: the end).
+    position: Option<usize>,
+    /// The version the client last saw: another current version answers 409.
+    version: Option<i64>,
+}
+
+/// `DELETE /playlists/{id}/tracks`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TracksRemove {
+    /// 0-based positions in `track_ids` to remove.
+    positions: Vec<usize>,
+    /// The version the client last saw: another current version answers 409.
+    version: Option<i64>,
+}
+
+fn playlist_id(id: &str) -> Result<PlaylistId, ApiError> {
+    Ok(PlaylistId::parse(id)?)
+}
+
+fn track_ids(ids: Vec<String>) -> Result<Vec<TrackId>, ApiError> {
+    ids.iter()
+        .enumerate()
+        .map(|(index, id)| {
+            TrackId::parse(id)
+                .map_err(|_| ApiError::invalid(format!("track_ids[{index}]"), "must be a track id"))
+        })
+        .collect()
+}
+
+/// Lists the caller's playlists and the public ones of others, by name.
+#[utoipa::path(get, path = "/playlists", tag = "playlists", params(PageParams), security(("bearer" = [])),
+    responses((status = 200, body = Page<PlaylistOut>), (status = 401, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn list_playlists(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    Query(page): Query<PageParams>,
+) -> Result<axum::Json<Page<PlaylistOut>>, ApiError> {
+    let playlists = library.list_playlists(&caller, page.page()?).await?;
+    Ok(axum::Json(Page::from_core(playlists, PlaylistOut::from)))
+}
+
+/// Creates a playlist.
+#[utoipa::path(post, path = "/playlists", tag = "playlists", request_body = PlaylistCreate, security(("bearer" = [])),
+    responses((status = 201, body = PlaylistOut), (status = 401, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn create_playlist(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    Json(body): Json<PlaylistCreate>,
+) -> Result<(StatusCode, axum::Json<PlaylistOut>), ApiError> {
+    let new = NewPlaylist {
+        name: body.name,
+        description: body.description,
+        public: body.public,
+        track_ids: track_ids(body.track_ids)?,
+    };
+    let playlist = library.create_playlist(&caller, new).await?;
+    Ok((StatusCode::CREATED, axum::Json(playlist.into())))
+}
+
+/// Reads a playlist: the caller's own or a public one (anything else is 404).
+#[utoipa::path(get, path = "/playlists/{id}", tag = "playlists", params(("id" = String, Path)), security(("bearer" = [])),
+    responses((status = 200, body = PlaylistOut), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn get_playlist(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    Path(id): Path<String>,
+) -> Result<axum::Json<PlaylistOut>, ApiError> {
+    Ok(axum::Json(
+        library
+            .get_playlist(&caller, &playlist_id(&id)?)
+            .await?
+            .into(),
+    ))
+}
+
+/// Changes name, description or the public flag (owner only; 403 on someone else's public
+/// playlist). With `version`, a stale one answers 409.
+#[utoipa::path(patch, path = "/playlists/{id}", tag = "playlists", params(("id" = String, Path)), request_body = PlaylistUpdate,
+    security(("bearer" = [])),
+    responses((status = 200, body = PlaylistOut), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn update_playlist(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    Path(id): Path<String>,
+    Json(body): Json<PlaylistUpdate>,
+) -> Result<axum::Json<PlaylistOut>, ApiError> {
+    let changes = PlaylistChanges {
+        name: body.name,
+        description: body.description,
+        public: body.public,
+        expected_version: body.version,
+    };
+    Ok(axum::Json(
+        library
+            .update_playlist(&caller, &playlist_id(&id)?, changes)
+            .await?
+            .into(),
+    ))
+}
+
+/// The same as `PATCH`.
+#[utoipa::path(put, path = "/playlists/{id}", tag = "playlists", params(("id" = String, Path)), request_body = PlaylistUpdate,
+    security(("bearer" = [])),
+    responses((status = 200, body = PlaylistOut), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn replace_playlist(
+    state: State<Library>,
+    auth: Auth,
+    id: Path<String>,
+    body: Json<PlaylistUpdate>,
+) -> Result<axum::Json<PlaylistOut>, ApiError> {
+    update_playlist(state, auth, id, body).await
+}
+
+/// Deletes a playlist (owner only).
+#[utoipa::path(delete, path = "/playlists/{id}", tag = "playlists", params(("id" = String, Path)), security(("bearer" = [])),
+    responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn delete_playlist(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    library.delete_playlist(&caller, &playlist_id(&id)?).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Inserts tracks at `position` (default: the end). One add: the version goes up by one.
+#[utoipa::path(post, path = "/playlists/{id}/tracks", tag = "playlists", params(("id" = String, Path)), request_body = TracksAdd,
+    security(("bearer" = [])),
+    responses((status = 200, body = PlaylistOut), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, description = "Stale version", body = ErrorBody), (status = 422, description = "Unknown tracks, bad position", body = ErrorBody)))]
+async fn add_tracks(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    Path(id): Path<String>,
+    Json(body): Json<TracksAdd>,
+) -> Result<axum::Json<PlaylistOut>, ApiError> {
+    let playlist = library
+        .add_playlist_tracks(
+            &caller,
+            &playlist_id(&id)?,
+            track_ids(body.track_ids)?,
+            body.position,
+            body.version,
+        )
+        .await?;
+    Ok(axum::Json(playlist.into()))
+}
+
+/// Removes the tracks at `positions`. One remove: the version goes up by one.
+#[utoipa::path(delete, path = "/playlists/{id}/tracks", tag = "playlists", params(("id" = String, Path)), request_body = TracksRemove,
+    security(("bearer" = [])),
+    responses((status = 200, body = PlaylistOut), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, description = "Stale version", body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn remove_tracks(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    Path(id): Path<String>,
+    Json(body): Json<TracksRemove>,
+) -> Result<axum::Json<PlaylistOut>, ApiError> {
+    let playlist = library
+        .remove_playlist_tracks(&caller, &playlist_id(&id)?, body.positions, body.version)
+        .await?;
+    Ok(axum::Json(playlist.into()))
+}
+
+/// The stored cover image; 404 when none is stored.
+#[utoipa::path(get, path = "/playlists/{id}/cover", tag = "playlists", params(("id" = String, Path)), security(("bearer" = [])),
+    responses((status = 200, description = "The image", content_type = "image/*"), (status = 404, body = ErrorBody)))]
+async fn get_cover(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let (bytes, mime) = library.playlist_cover(&caller, &playlist_id(&id)?).await?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, mime),
+            (header::CACHE_CONTROL, "private, no-cache"),
+        ],
+        bytes,
+    )
+        .into_response())
+}
+
+/// Stores the cover: the request body is the image (JPEG, PNG, WebP or GIF, at most 10 MiB).
+#[utoipa::path(put, path = "/playlists/{id}/cover", tag = "playlists", params(("id" = String, Path)),
+    request_body(content = Vec<u8>, content_type = "image/*"), security(("bearer" = [])),
+    responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 413, body = ErrorBody), (status = 422, description = "Not an image", body = ErrorBody)))]
+async fn put_cover(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<StatusCode, ApiError> {
+    library
+        .set_playlist_cover(&caller, &playlist_id(&id)?, body)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
