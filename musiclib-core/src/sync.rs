@@ -19,6 +19,31 @@ use crate::domain::{Page, Paged, Track};
 use crate::playlists::Playlist;
 use crate::{Error, Library, Result, Timestamp, TrackId};
 
+/// Events per insert statement of a push.
+const PUSH_CHUNK: usize = 200;
+
+/// `INSERT … VALUES` of `rows` rows of five parameters (the stamp column is 0, set by the
+/// clock's trigger), skipping client ids already stored and returning the ids stored.
+fn values_insert(head: &str, rows: usize) -> String {
+    let mut query = String::from(head);
+    for row in 0..rows {
+        if row > 0 {
+            query.push_str(", ");
+        }
+        let n = row * 5;
+        query.push_str(&format!(
+            "(${}, ${}, ${}, ${}, ${}, 0)",
+            n + 1,
+            n + 2,
+            n + 3,
+            n + 4,
+            n + 5
+        ));
+    }
+    query.push_str(" ON CONFLICT (user_id, client_event_id) DO NOTHING RETURNING client_event_id");
+    query
+}
+
 /// Longest client event id.
 pub const MAX_CLIENT_EVENT_ID: usize = 200;
 /// Most events in one push.
@@ -366,51 +391,57 @@ impl Library {
             .collect();
         let known = self.known_tracks(&wanted).await?;
         let mut outcome = PushOutcome::default();
-        let mut tx = self.db().begin().await?;
         let user = caller.user.id.as_str();
-        let insert_like = self.db().sql(
-            "INSERT INTO like_events (user_id, track_id, liked, client_event_id, event_time, synced_at)
-             VALUES ($1, $2, $3, $4, $5, 0) ON CONFLICT (user_id, client_event_id) DO NOTHING",
-        );
-        for like in &likes {
-            if !known.contains(like.track_id.as_str()) {
-                outcome.skipped.push(like.client_event_id.clone());
-                continue;
+        let (likes, skipped): (Vec<&NewLike>, Vec<&NewLike>) = likes
+            .iter()
+            .partition(|like| known.contains(like.track_id.as_str()));
+        outcome
+            .skipped
+            .extend(skipped.iter().map(|like| like.client_event_id.clone()));
+        let (plays, skipped): (Vec<&NewPlay>, Vec<&NewPlay>) = plays
+            .iter()
+            .partition(|play| known.contains(play.track_id.as_str()));
+        outcome
+            .skipped
+            .extend(skipped.iter().map(|play| play.client_event_id.clone()));
+        // Multi-row inserts (one round trip per 200 events); a conflict on the client id is a
+        // duplicate, including a repeat inside the same push.
+        let mut tx = self.db().begin().await?;
+        for chunk in likes.chunks(PUSH_CHUNK) {
+            let query = values_insert(
+                "INSERT INTO like_events (user_id, track_id, liked, client_event_id, event_time, synced_at) VALUES ",
+                chunk.len(),
+            );
+            let mut insert = sqlx::query_scalar::<_, String>(&query);
+            for like in chunk {
+                insert = insert
+                    .bind(user)
+                    .bind(like.track_id.as_str())
+                    .bind(i64::from(like.liked))
+                    .bind(like.client_event_id.as_str())
+                    .bind(like.event_time.as_micros());
             }
-            let done = sqlx::query(&insert_like)
-                .bind(user)
-                .bind(&like.track_id)
-                .bind(i64::from(like.liked))
-                .bind(&like.client_event_id)
-                .bind(like.event_time.as_micros())
-                .execute(&mut *tx)
-                .await?;
-            if done.rows_affected() == 1 {
-                outcome.accepted += 1;
-            } else {
-                outcome.duplicates += 1;
-            }
+            let stored = insert.fetch_all(&mut *tx).await?.len();
+            outcome.accepted += stored;
+            outcome.duplicates += chunk.len() - stored;
         }
-        let insert_play = "INSERT INTO play_events (user_id, track_id, played_at, seconds_played, client_event_id, synced_at)
-             VALUES ($1, $2, $3, $4, $5, 0) ON CONFLICT (user_id, client_event_id) DO NOTHING";
-        for play in &plays {
-            if !known.contains(play.track_id.as_str()) {
-                outcome.skipped.push(play.client_event_id.clone());
-                continue;
+        for chunk in plays.chunks(PUSH_CHUNK) {
+            let query = values_insert(
+                "INSERT INTO play_events (user_id, track_id, played_at, seconds_played, client_event_id, synced_at) VALUES ",
+                chunk.len(),
+            );
+            let mut insert = sqlx::query_scalar::<_, String>(&query);
+            for play in chunk {
+                insert = insert
+                    .bind(user)
+                    .bind(play.track_id.as_str())
+                    .bind(play.played_at.as_micros())
+                    .bind(play.seconds_played)
+                    .bind(play.client_event_id.as_str());
             }
-            let done = sqlx::query(insert_play)
-                .bind(user)
-                .bind(&play.track_id)
-                .bind(play.played_at.as_micros())
-                .bind(play.seconds_played)
-                .bind(&play.client_event_id)
-                .execute(&mut *tx)
-                .await?;
-            if done.rows_affected() == 1 {
-                outcome.accepted += 1;
-            } else {
-                outcome.duplicates += 1;
-            }
+            let stored = insert.fetch_all(&mut *tx).await?.len();
+            outcome.accepted += stored;
+            outcome.duplicates += chunk.len() - stored;
         }
         tx.commit().await?;
         Ok(outcome)

@@ -200,8 +200,8 @@ backend_test! {
 
 #[derive(Debug, Clone)]
 enum Step {
-    /// Device `device` pushes events `(event id, track index or unknown, liked, event time)`.
-    Push(usize, Vec<(u8, Option<usize>, bool, i64)>),
+    /// A device pushes events `(event id, track index or unknown, liked, event time)`.
+    Push(Vec<(u8, Option<usize>, bool, i64)>),
     /// Device `device` pulls everything with page size `limit`.
     Pull(usize, i64),
 }
@@ -239,7 +239,7 @@ proptest! {
             let mut devices: Vec<(i64, HashSet<String>)> = vec![(0, HashSet::new()); 3];
             for step in steps {
                 match step {
-                    Step::Push(_, events) => {
+                    Step::Push(events) => {
                         let likes: Vec<NewLike> = events.iter().map(|(id, track, liked, at)| NewLike {
                             track_id: track.map_or_else(|| TrackId::new().to_string(), |index| tracks[index].to_string()),
                             liked: *liked,
