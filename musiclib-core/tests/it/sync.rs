@@ -213,8 +213,7 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
         any::<bool>(),
         0i64..50,
     );
-    let push = (0usize..3, prop::collection::vec(event, 1..6))
-        .prop_map(|(device, events)| Step::Push(device, events));
+    let push = prop::collection::vec(event, 1..6).prop_map(Step::Push);
     let pull = (0usize..3, 1i64..4).prop_map(|(device, limit)| Step::Pull(device, limit));
     prop::collection::vec(prop_oneof![push, pull], 1..14)
 }
