@@ -182,3 +182,38 @@ pub(crate) fn is_unique_violation(error: &sqlx::Error) -> bool {
 pub(crate) fn flag(value: i64) -> bool {
     value != 0
 }
+
+/// `$first, $first+1, …` for `count` bound values (an `IN (…)` list or a row of `VALUES`).
+pub(crate) fn placeholders(first: usize, count: usize) -> String {
+    (first..first + count)
+        .map(|n| format!("${n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Which of `ids` are tracks of this server (one query per 500 ids), on any connection or
+/// transaction.
+pub(crate) async fn known_tracks(
+    conn: &mut sqlx::AnyConnection,
+    ids: &[&str],
+) -> crate::Result<std::collections::HashSet<String>> {
+    let unique: Vec<&str> = ids
+        .iter()
+        .copied()
+        .collect::<std::collections::HashSet<_>>()
+        .into_iter()
+        .collect();
+    let mut known = std::collections::HashSet::new();
+    for chunk in unique.chunks(500) {
+        let query = format!(
+            "SELECT id FROM tracks WHERE id IN ({})",
+            placeholders(1, chunk.len())
+        );
+        let mut select = sqlx::query_scalar::<_, String>(&query);
+        for id in chunk {
+            select = select.bind(*id);
+        }
+        known.extend(select.fetch_all(&mut *conn).await?);
+    }
+    Ok(known)
+}

@@ -18,7 +18,7 @@
 //! to publish wins and the others delete their copy.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -125,6 +125,8 @@ struct Progress {
     complete: usize,
     /// `Some` once ffmpeg has exited: how it ended.
     ended: Option<std::result::Result<(), String>>,
+    /// The encode is over and its rendition stored (or not): it has left [`LiveEncodes`].
+    settled: bool,
 }
 
 /// An encode in progress in this process.
@@ -156,7 +158,7 @@ impl Library {
             return Ok(render_playlist(&lengths, token));
         }
         let duration = self.hls_source_duration(id).await?;
-        self.live_encode(id).await?;
+        self.live_encode(id, duration).await?;
         Ok(render_playlist(&plan_segments(duration), token))
     }
 
@@ -185,8 +187,8 @@ impl Library {
                 other => other,
             };
         }
-        self.hls_source_duration(id).await?;
-        let live = self.live_encode(id).await?;
+        let duration = self.hls_source_duration(id).await?;
+        let live = self.live_encode(id, duration).await?;
         self.read_live_segment(&live, index, name).await
     }
 
@@ -197,29 +199,18 @@ impl Library {
         if self.published_hls(id).await?.is_some() {
             return Ok(false);
         }
-        self.hls_source_duration(id).await?;
-        let live = self.live_encode(id).await?;
+        let duration = self.hls_source_duration(id).await?;
+        let live = self.live_encode(id, duration).await?;
         let mut progress = live.progress.clone();
-        let ended = progress
-            .wait_for(|progress| progress.ended.is_some())
+        // Until the encode is over and its rendition stored.
+        let settled = progress
+            .wait_for(|progress| progress.settled)
             .await
             .map_err(|_| Error::Internal("the HLS encoder went away".into()))?
-            .ended
             .clone();
-        match ended {
+        match settled.ended {
             Some(Err(message)) => Err(Error::Internal(message)),
-            _ => {
-                // Wait for the publication that follows the encode.
-                while self
-                    .inner_live_encodes()
-                    .lock()
-                    .expect("poisoned")
-                    .contains_key(id.as_str())
-                {
-                    tokio::time::sleep(PROGRESS_POLL).await;
-                }
-                Ok(true)
-            }
+            _ => Ok(true),
         }
     }
 
@@ -260,7 +251,8 @@ impl Library {
     }
 
     /// The running encode of `id`, started when there is none.
-    async fn live_encode(&self, id: &TrackId) -> Result<Arc<LiveEncode>> {
+    /// `duration` (seconds, from [`Library::hls_source_duration`]) plans the segments.
+    async fn live_encode(&self, id: &TrackId, duration: f64) -> Result<Arc<LiveEncode>> {
         let mut encodes = self.inner_live_encodes().lock().expect("poisoned");
         if let Some(live) = encodes.get(id.as_str()) {
             return Ok(live.clone());
@@ -277,7 +269,7 @@ impl Library {
         let (id, task_live) = (id.clone(), live.clone());
         tokio::spawn(async move {
             let outcome = library
-                .encode_hls(&id, &task_live.dir.path().to_path_buf(), &sender)
+                .encode_hls(&id, task_live.dir.path(), duration, &sender)
                 .await;
             if let Err(error) = &outcome {
                 tracing::warn!(track_id = %id, error = %crate::error_chain(error), "HLS encode failed");
@@ -297,6 +289,7 @@ impl Library {
                 .lock()
                 .expect("poisoned")
                 .remove(id.as_str());
+            sender.send_modify(|progress| progress.settled = true);
         });
         Ok(live)
     }
@@ -305,11 +298,11 @@ impl Library {
     async fn encode_hls(
         &self,
         id: &TrackId,
-        dir: &PathBuf,
+        dir: &Path,
+        duration: f64,
         sender: &watch::Sender<Progress>,
     ) -> Result<()> {
         let audio = self.track_audio(id).await?;
-        let duration = self.hls_source_duration(id).await?;
         let lengths = plan_segments(duration);
         let cuts: Vec<String> = (1..lengths.len())
             .map(|index| format!("{}", SEGMENT_SECONDS * index as f64))

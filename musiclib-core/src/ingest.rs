@@ -20,8 +20,9 @@ pub use local_folder::{ScanFileError, ScanReport};
 pub use probe::{AudioFacts, EmbeddedTags};
 pub use upload::UploadOutcome;
 
-/// Files up to this size are read into memory once (hash, probe and store from one buffer);
-/// larger ones are streamed from disk.
+/// Files of a folder import up to this size are read into memory once (hash, probe and
+/// store from one buffer); larger ones are streamed from disk. Uploads are always probed in
+/// staging, never read whole.
 pub(crate) const IN_MEMORY_LIMIT: u64 = 64 * 1024 * 1024;
 
 /// A track ready to be inserted: its blob is already stored.

@@ -143,10 +143,7 @@ impl Library {
             .bind(page.offset())
             .fetch_all(self.db().pool())
             .await?;
-        let mut items = Vec::with_capacity(rows.len());
-        for row in rows {
-            items.push(self.playlist_from_row(row).await?);
-        }
+        let items = self.playlists_from_rows(rows).await?;
         Ok(Paged { items, total, page })
     }
 
@@ -186,16 +183,9 @@ impl Library {
 
     /// `GET /playlists/{id}`: the caller's own or a public one; anything else is not found.
     pub async fn get_playlist(&self, caller: &Caller, id: &PlaylistId) -> Result<Playlist> {
-        let query = format!("{PLAYLIST_SELECT} WHERE p.id = $1");
-        let row: PlaylistRow = sqlx::query_as(&query)
-            .bind(id.as_str())
-            .fetch_optional(self.db().pool())
-            .await?
-            .filter(|row: &PlaylistRow| {
-                row.owner_id == caller.user.id.as_str() || row.is_public != 0
-            })
-            .ok_or_else(|| Error::not_found("playlist", id))?;
-        self.playlist_from_row(row).await
+        let row = self.visible_row(caller, id).await?;
+        let mut playlists = self.playlists_from_rows(vec![row]).await?;
+        Ok(playlists.remove(0))
     }
 
     /// `PATCH /playlists/{id}`: name, description, public flag. Not an add or remove, so the
@@ -266,23 +256,16 @@ impl Library {
         if track_ids.is_empty() {
             return Err(Error::invalid("track_ids", "must name at least one track"));
         }
-        let mut tx = self.db().begin().await?;
-        let row = lock_owned(&mut tx, self.db().backend(), caller, id).await?;
-        check_version(expected_version, row.version)?;
-        let current = playlist_track_ids(&mut tx, id).await?;
-        self.apply_change(
-            &mut tx,
+        self.change_tracks(
+            caller,
             id,
-            row.version,
-            current,
+            expected_version,
             Change::Add {
                 track_ids,
                 position,
             },
         )
-        .await?;
-        tx.commit().await?;
-        self.get_playlist(caller, id).await
+        .await
     }
 
     /// `DELETE /playlists/{id}/tracks`: removes the tracks at `positions` (0-based, as in
@@ -300,20 +283,8 @@ impl Library {
                 "must name at least one position",
             ));
         }
-        let mut tx = self.db().begin().await?;
-        let row = lock_owned(&mut tx, self.db().backend(), caller, id).await?;
-        check_version(expected_version, row.version)?;
-        let current = playlist_track_ids(&mut tx, id).await?;
-        self.apply_change(
-            &mut tx,
-            id,
-            row.version,
-            current,
-            Change::Remove { positions },
-        )
-        .await?;
-        tx.commit().await?;
-        self.get_playlist(caller, id).await
+        self.change_tracks(caller, id, expected_version, Change::Remove { positions })
+            .await
     }
 
     /// `PUT /playlists/{id}/cover`: stores an image (JPEG, PNG, WebP or GIF, sniffed from the
@@ -380,15 +351,7 @@ impl Library {
         caller: &Caller,
         id: &PlaylistId,
     ) -> Result<(Bytes, &'static str)> {
-        let query = format!("{PLAYLIST_SELECT} WHERE p.id = $1");
-        let row: PlaylistRow = sqlx::query_as(&query)
-            .bind(id.as_str())
-            .fetch_optional(self.db().pool())
-            .await?
-            .filter(|row: &PlaylistRow| {
-                row.owner_id == caller.user.id.as_str() || row.is_public != 0
-            })
-            .ok_or_else(|| Error::not_found("playlist", id))?;
+        let row = self.visible_row(caller, id).await?;
         let key = row
             .cover_uri
             .ok_or_else(|| Error::not_found("cover of playlist", id))?;
@@ -420,39 +383,82 @@ impl Library {
             .bind(limit)
             .fetch_all(self.db().pool())
             .await?;
-        let mut playlists = Vec::with_capacity(rows.len());
-        for row in rows {
-            playlists.push(self.playlist_from_row(row).await?);
-        }
-        Ok(playlists)
+        self.playlists_from_rows(rows).await
     }
 
-    async fn playlist_from_row(&self, row: PlaylistRow) -> Result<Playlist> {
-        let tracks: Vec<(String, Option<i64>)> = sqlx::query_as(
-            "SELECT pt.track_id, t.duration_ms FROM playlist_tracks pt JOIN tracks t ON t.id = pt.track_id
-             WHERE pt.playlist_id = $1 ORDER BY pt.position",
-        )
-        .bind(&row.id)
-        .fetch_all(self.db().pool())
-        .await?;
-        Ok(Playlist {
-            id: PlaylistId::from_db(row.id),
-            owner_id: UserId::from_db(row.owner_id),
-            owner_name: row.owner_name,
-            name: row.name,
-            description: row.description,
-            public: row.is_public != 0,
-            duration_ms: tracks.iter().filter_map(|(_, ms)| *ms).sum(),
-            track_ids: tracks
-                .into_iter()
-                .map(|(id, _)| TrackId::from_db(id))
-                .collect(),
-            version: row.version,
-            has_cover: row.cover_uri.is_some(),
-            created_at: Timestamp::from_micros(row.created_at),
-            updated_at: Timestamp::from_micros(row.updated_at),
-            synced_at: row.synced_at,
-        })
+    /// The playlist row when the caller may read it (their own, or public); else not found.
+    async fn visible_row(&self, caller: &Caller, id: &PlaylistId) -> Result<PlaylistRow> {
+        let query = format!("{PLAYLIST_SELECT} WHERE p.id = $1");
+        sqlx::query_as::<_, PlaylistRow>(&query)
+            .bind(id.as_str())
+            .fetch_optional(self.db().pool())
+            .await?
+            .filter(|row| row.owner_id == caller.user.id.as_str() || row.is_public != 0)
+            .ok_or_else(|| Error::not_found("playlist", id))
+    }
+
+    /// Playlists from their rows, with every track list read in one query.
+    async fn playlists_from_rows(&self, rows: Vec<PlaylistRow>) -> Result<Vec<Playlist>> {
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        let query = format!(
+            "SELECT pt.playlist_id, pt.track_id, t.duration_ms FROM playlist_tracks pt
+             JOIN tracks t ON t.id = pt.track_id
+             WHERE pt.playlist_id IN ({}) ORDER BY pt.playlist_id, pt.position",
+            crate::db::placeholders(1, rows.len())
+        );
+        let mut select = sqlx::query_as::<_, (String, String, Option<i64>)>(&query);
+        for row in &rows {
+            select = select.bind(row.id.as_str());
+        }
+        let mut tracks: std::collections::HashMap<String, Vec<(String, Option<i64>)>> =
+            std::collections::HashMap::new();
+        for (playlist, track, duration) in select.fetch_all(self.db().pool()).await? {
+            tracks.entry(playlist).or_default().push((track, duration));
+        }
+        Ok(rows
+            .into_iter()
+            .map(|row| {
+                let tracks = tracks.remove(&row.id).unwrap_or_default();
+                Playlist {
+                    id: PlaylistId::from_db(row.id),
+                    owner_id: UserId::from_db(row.owner_id),
+                    owner_name: row.owner_name,
+                    name: row.name,
+                    description: row.description,
+                    public: row.is_public != 0,
+                    duration_ms: tracks.iter().filter_map(|(_, ms)| *ms).sum(),
+                    track_ids: tracks
+                        .into_iter()
+                        .map(|(id, _)| TrackId::from_db(id))
+                        .collect(),
+                    version: row.version,
+                    has_cover: row.cover_uri.is_some(),
+                    created_at: Timestamp::from_micros(row.created_at),
+                    updated_at: Timestamp::from_micros(row.updated_at),
+                    synced_at: row.synced_at,
+                }
+            })
+            .collect())
+    }
+
+    /// One add or remove by the owner, checked against the version the client last saw.
+    async fn change_tracks(
+        &self,
+        caller: &Caller,
+        id: &PlaylistId,
+        expected_version: Option<i64>,
+        change: Change,
+    ) -> Result<Playlist> {
+        let mut tx = self.db().begin().await?;
+        let row = lock_owned(&mut tx, self.db().backend(), caller, id).await?;
+        check_version(expected_version, row.version)?;
+        let current = playlist_track_ids(&mut tx, id).await?;
+        self.apply_change(&mut tx, id, row.version, current, change)
+            .await?;
+        tx.commit().await?;
+        self.get_playlist(caller, id).await
     }
 
     /// Writes one add or remove: the new track list, a change record numbered by the new
@@ -483,7 +489,14 @@ impl Library {
                         format!("a playlist holds at most {MAX_TRACKS} tracks"),
                     ));
                 }
-                let missing = missing_tracks(tx, &track_ids).await?;
+                let wanted: Vec<&str> = track_ids.iter().map(TrackId::as_str).collect();
+                let known = crate::db::known_tracks(&mut **tx, &wanted).await?;
+                let mut missing: Vec<&str> = Vec::new();
+                for id in &wanted {
+                    if !known.contains(*id) && !missing.contains(id) {
+                        missing.push(id);
+                    }
+                }
                 if !missing.is_empty() {
                     return Err(Error::invalid(
                         "track_ids",
@@ -619,20 +632,6 @@ async fn playlist_track_ids(tx: &mut Tx, id: &PlaylistId) -> Result<Vec<TrackId>
     Ok(ids.into_iter().map(TrackId::from_db).collect())
 }
 
-async fn missing_tracks(tx: &mut Tx, ids: &[TrackId]) -> Result<Vec<String>> {
-    let mut missing = Vec::new();
-    for id in ids {
-        let found: Option<(String,)> = sqlx::query_as("SELECT id FROM tracks WHERE id = $1")
-            .bind(id.as_str())
-            .fetch_optional(&mut **tx)
-            .await?;
-        if found.is_none() && !missing.contains(&id.to_string()) {
-            missing.push(id.to_string());
-        }
-    }
-    Ok(missing)
-}
-
 /// Rewrites the playlist's rows in order (positions 0..n, contiguous).
 async fn write_tracks(tx: &mut Tx, id: &PlaylistId, tracks: &[TrackId]) -> Result<()> {
     sqlx::query("DELETE FROM playlist_tracks WHERE playlist_id = $1")
@@ -647,8 +646,7 @@ async fn write_tracks(tx: &mut Tx, id: &PlaylistId, tracks: &[TrackId]) -> Resul
             if offset > 0 {
                 query.push_str(", ");
             }
-            let n = offset * 3;
-            query.push_str(&format!("(${}, ${}, ${})", n + 1, n + 2, n + 3));
+            query.push_str(&format!("({})", crate::db::placeholders(offset * 3 + 1, 3)));
         }
         let mut insert = sqlx::query(&query);
         for (offset, track) in chunk.iter().enumerate() {

@@ -11,13 +11,11 @@
 //! after a pull always has a stamp above that pull's cursor: no event is ever skipped, and
 //! none is sent twice.
 
-use std::collections::HashSet;
-
 use crate::auth::Caller;
 use crate::catalog::rows::{TrackRow, TRACK_SELECT};
 use crate::domain::{Page, Paged, Track};
 use crate::playlists::Playlist;
-use crate::{Error, Library, Result, Timestamp, TrackId};
+use crate::{Error, Library, Result, Timestamp};
 
 /// Events per insert statement of a push.
 const PUSH_CHUNK: usize = 200;
@@ -30,15 +28,7 @@ fn values_insert(head: &str, rows: usize) -> String {
         if row > 0 {
             query.push_str(", ");
         }
-        let n = row * 5;
-        query.push_str(&format!(
-            "(${}, ${}, ${}, ${}, ${}, 0)",
-            n + 1,
-            n + 2,
-            n + 3,
-            n + 4,
-            n + 5
-        ));
+        query.push_str(&format!("({}, 0)", crate::db::placeholders(row * 5 + 1, 5)));
     }
     query.push_str(" ON CONFLICT (user_id, client_event_id) DO NOTHING RETURNING client_event_id");
     query
@@ -225,16 +215,12 @@ impl Library {
     /// client id returns the stored event). An unknown track is not found.
     pub async fn record_like(&self, caller: &Caller, like: NewLike) -> Result<(LikeEvent, bool)> {
         check_event_id(&like.client_event_id, "client_event_id")?;
-        if self
-            .find_track(&TrackId::parse(&like.track_id)?)
-            .await?
-            .is_none()
-        {
-            return Err(Error::not_found("track", &like.track_id));
-        }
         let outcome = self
             .push_events(caller, vec![like.clone()], Vec::new())
             .await?;
+        if !outcome.skipped.is_empty() {
+            return Err(Error::not_found("track", &like.track_id));
+        }
         let row: LikeRow = sqlx::query_as(
             "SELECT track_id, liked, client_event_id, event_time, synced_at FROM like_events
              WHERE user_id = $1 AND client_event_id = $2",
@@ -249,16 +235,12 @@ impl Library {
     /// `POST /history`: records a play. Returns it and whether it was new.
     pub async fn record_play(&self, caller: &Caller, play: NewPlay) -> Result<(PlayEvent, bool)> {
         check_event_id(&play.client_event_id, "client_event_id")?;
-        if self
-            .find_track(&TrackId::parse(&play.track_id)?)
-            .await?
-            .is_none()
-        {
-            return Err(Error::not_found("track", &play.track_id));
-        }
         let outcome = self
             .push_events(caller, Vec::new(), vec![play.clone()])
             .await?;
+        if !outcome.skipped.is_empty() {
+            return Err(Error::not_found("track", &play.track_id));
+        }
         let row: PlayRow = sqlx::query_as(
             "SELECT track_id, played_at, seconds_played, client_event_id, synced_at FROM play_events
              WHERE user_id = $1 AND client_event_id = $2",
@@ -307,23 +289,33 @@ impl Library {
         caller: &Caller,
         track_ids: &[String],
     ) -> Result<Vec<LikeState>> {
-        let mut states = Vec::with_capacity(track_ids.len());
-        for track_id in track_ids {
-            let latest: Option<(i64, i64)> = sqlx::query_as(&format!(
-                "SELECT l.liked, l.event_time FROM like_events l
-                 WHERE l.user_id = $1 AND l.track_id = $2 AND {LATEST_LIKE}"
-            ))
-            .bind(caller.user.id.as_str())
-            .bind(track_id)
-            .fetch_optional(self.db().pool())
-            .await?;
-            states.push(LikeState {
-                track_id: track_id.clone(),
-                liked: latest.is_some_and(|(liked, _)| liked != 0),
-                event_time: latest.map(|(_, at)| Timestamp::from_micros(at)),
-            });
+        let mut latest = std::collections::HashMap::new();
+        for chunk in track_ids.chunks(500) {
+            let query = format!(
+                "SELECT l.track_id, l.liked, l.event_time FROM like_events l
+                 WHERE l.user_id = $1 AND l.track_id IN ({}) AND {LATEST_LIKE}",
+                crate::db::placeholders(2, chunk.len())
+            );
+            let mut select =
+                sqlx::query_as::<_, (String, i64, i64)>(&query).bind(caller.user.id.as_str());
+            for id in chunk {
+                select = select.bind(id.as_str());
+            }
+            for (track_id, liked, at) in select.fetch_all(self.db().pool()).await? {
+                latest.insert(track_id, (liked != 0, Timestamp::from_micros(at)));
+            }
         }
-        Ok(states)
+        Ok(track_ids
+            .iter()
+            .map(|track_id| {
+                let found = latest.get(track_id);
+                LikeState {
+                    track_id: track_id.clone(),
+                    liked: found.is_some_and(|(liked, _)| *liked),
+                    event_time: found.map(|(_, at)| *at),
+                }
+            })
+            .collect())
     }
 
     /// `GET /history`: plays, newest first.
@@ -389,7 +381,8 @@ impl Library {
             .map(|like| like.track_id.as_str())
             .chain(plays.iter().map(|play| play.track_id.as_str()))
             .collect();
-        let known = self.known_tracks(&wanted).await?;
+        let known =
+            crate::db::known_tracks(&mut *self.db().pool().acquire().await?, &wanted).await?;
         let mut outcome = PushOutcome::default();
         let user = caller.user.id.as_str();
         let (likes, skipped): (Vec<&NewLike>, Vec<&NewLike>) = likes
@@ -577,41 +570,14 @@ impl Library {
         Ok(changes)
     }
 
-    /// Which of `ids` are tracks of this server.
-    async fn known_tracks<'a>(&self, ids: &[&'a str]) -> Result<HashSet<&'a str>> {
-        let unique: Vec<&str> = ids
-            .iter()
-            .copied()
-            .collect::<HashSet<_>>()
-            .into_iter()
-            .collect();
-        let mut known = HashSet::new();
-        for chunk in unique.chunks(500) {
-            let placeholders: Vec<String> = (1..=chunk.len()).map(|n| format!("${n}")).collect();
-            let query = format!(
-                "SELECT id FROM tracks WHERE id IN ({})",
-                placeholders.join(", ")
-            );
-            let mut select = sqlx::query_scalar::<_, String>(&query);
-            for id in chunk {
-                select = select.bind(*id);
-            }
-            let found: HashSet<String> = select
-                .fetch_all(self.db().pool())
-                .await?
-                .into_iter()
-                .collect();
-            known.extend(chunk.iter().copied().filter(|id| found.contains(*id)));
-        }
-        Ok(known)
-    }
-
     /// Full tracks for `ids`, in that order (ids no longer present are left out).
     async fn tracks_by_ids(&self, ids: &[String]) -> Result<Vec<Track>> {
         let mut by_id = std::collections::HashMap::new();
         for chunk in ids.chunks(500) {
-            let placeholders: Vec<String> = (1..=chunk.len()).map(|n| format!("${n}")).collect();
-            let query = format!("{TRACK_SELECT} WHERE t.id IN ({})", placeholders.join(", "));
+            let query = format!(
+                "{TRACK_SELECT} WHERE t.id IN ({})",
+                crate::db::placeholders(1, chunk.len())
+            );
             let mut select = sqlx::query_as::<_, TrackRow>(&query);
             for id in chunk {
                 select = select.bind(id.as_str());
