@@ -1,5 +1,5 @@
 //! Accounts and credentials: argon2id login passwords, HS256 access tokens, registration.
-//! The legacy-interface app password lives in `auth::legacy` (a later issue).
+//! The legacy-interface app passwords live in [`legacy`].
 
 use std::time::Duration;
 
@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 use unicode_normalization::UnicodeNormalization;
 
 use crate::{Error, Library, Result, Timestamp, UserId};
+
+pub mod legacy;
 
 /// Shortest accepted login password.
 pub const MIN_PASSWORD_LEN: usize = 8;

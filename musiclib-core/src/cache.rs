@@ -45,6 +45,10 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
     pub(crate) fn remove(&self, key: &K) {
         self.entries.lock().expect("poisoned").remove(key);
     }
+
+    pub(crate) fn clear(&self) {
+        self.entries.lock().expect("poisoned").clear();
+    }
 }
 
 #[cfg(test)]

@@ -212,3 +212,52 @@ fn scale(
         .map_err(|error| error.to_string())?;
     Ok(Bytes::from(out.into_inner()))
 }
+
+/// Edge of the placeholder cover when no size is asked for.
+pub const PLACEHOLDER_SIZE: u32 = 300;
+
+/// The image served where an item has no cover (clients of the legacy interface expect an
+/// image for every cover id): a record on a dark background, drawn at `size` pixels (clamped
+/// to [`THUMBNAIL_SIZES`]) and kept per size for the life of the process.
+pub fn placeholder_cover(size: Option<u32>) -> Cover {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static DRAWN: OnceLock<Mutex<HashMap<u32, Bytes>>> = OnceLock::new();
+    let size = size
+        .unwrap_or(PLACEHOLDER_SIZE)
+        .clamp(*THUMBNAIL_SIZES.start(), *THUMBNAIL_SIZES.end());
+    let drawn = DRAWN.get_or_init(Default::default);
+    let cached = drawn.lock().expect("poisoned").get(&size).cloned();
+    let bytes = cached.unwrap_or_else(|| {
+        let bytes = draw_placeholder(size);
+        drawn.lock().expect("poisoned").insert(size, bytes.clone());
+        bytes
+    });
+    Cover {
+        bytes,
+        mime_type: "image/png",
+        etag: format!("\"placeholder-{size}\""),
+        last_modified: Timestamp::from_micros(0),
+    }
+}
+
+fn draw_placeholder(size: u32) -> Bytes {
+    let centre = (size as f32 - 1.0) / 2.0;
+    let radius = size as f32 * 0.42;
+    let image = image::RgbImage::from_fn(size, size, |x, y| {
+        let distance = ((x as f32 - centre).powi(2) + (y as f32 - centre).powi(2)).sqrt() / radius;
+        let shade = match distance {
+            d if d > 1.0 => 38,                    // background
+            d if d < 0.12 => 30,                   // spindle hole
+            d if d < 0.34 => 132,                  // label
+            d if ((d * 40.0) as u32) % 3 == 0 => 58, // grooves
+            _ => 46,
+        };
+        image::Rgb([shade, shade, shade.saturating_add(10)])
+    });
+    let mut out = std::io::Cursor::new(Vec::new());
+    image
+        .write_to(&mut out, image::ImageFormat::Png)
+        .expect("encoding a PNG in memory cannot fail");
+    Bytes::from(out.into_inner())
+}

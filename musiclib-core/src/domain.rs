@@ -241,6 +241,16 @@ impl Page {
         Ok(Page { limit, offset })
     }
 
+    /// A page for interfaces whose clients expect out-of-range sizes to be clamped rather
+    /// than refused (the legacy interface: `size=1000` means "as many as you give"): `limit`
+    /// is clamped to 1–`max`, a negative offset to 0.
+    pub fn clamped(limit: i64, offset: i64, max: i64) -> Page {
+        Page {
+            limit: limit.clamp(1, max.max(1)),
+            offset: offset.max(0),
+        }
+    }
+
     /// Page size.
     pub fn limit(self) -> i64 {
         self.limit

@@ -9,6 +9,7 @@
 //! - [`config`]: typed configuration (built by the caller; nothing read from the environment).
 //! - [`domain`] and [`ids`]: tracks, albums, artists, paging, and newtype ids.
 //! - [`auth`]: accounts, password hashes, access tokens.
+//! - [`browse`]: album lists, genres, stars and ratings, now playing, play queues.
 //! - [`catalog`]: browsing, filters, library search, manual edits, artist/album resolution.
 //! - [`ingest`]: upload and local-folder import; [`ingest::probe`] reads tags and checks audio.
 //! - [`enrichment`]: the metadata pipeline run by `enrich_task` jobs: tags, fingerprint,
@@ -24,6 +25,7 @@
 
 pub mod auth;
 pub mod blobs;
+pub mod browse;
 mod cache;
 pub mod catalog;
 pub mod config;

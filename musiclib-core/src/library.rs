@@ -48,6 +48,8 @@ struct Inner {
     live_encodes: crate::hls::LiveEncodes,
     /// Accounts of recent tokens (see [`Library::authenticate`]).
     users: crate::cache::TtlCache<crate::UserId, crate::auth::User>,
+    /// Legacy-interface accounts with their app passwords, by name or key digest.
+    legacy: crate::cache::TtlCache<String, crate::auth::legacy::LegacyAccount>,
     /// Audio rows of recently streamed tracks (see [`Library::track_audio`]).
     audio: crate::cache::TtlCache<crate::TrackId, crate::streaming::TrackAudio>,
 }
@@ -105,6 +107,7 @@ impl Library {
                 live_encodes: Default::default(),
                 users: crate::cache::TtlCache::new(LOOKUP_TTL, 10_000),
                 audio: crate::cache::TtlCache::new(LOOKUP_TTL, 10_000),
+                legacy: crate::cache::TtlCache::new(LOOKUP_TTL, 10_000),
             }),
         })
     }
@@ -112,6 +115,13 @@ impl Library {
     /// Accounts of recently verified tokens.
     pub(crate) fn user_cache(&self) -> &crate::cache::TtlCache<crate::UserId, crate::auth::User> {
         &self.inner.users
+    }
+
+    /// Legacy-interface accounts of recent requests.
+    pub(crate) fn legacy_cache(
+        &self,
+    ) -> &crate::cache::TtlCache<String, crate::auth::legacy::LegacyAccount> {
+        &self.inner.legacy
     }
 
     /// Audio rows of recently streamed tracks.

@@ -10,6 +10,10 @@
 
 use std::process::Stdio;
 
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use futures::StreamExt;
+
 use serde_json::Value;
 
 use crate::jobs::{kind, JobError, NewJob};
@@ -342,5 +346,50 @@ pub(crate) async fn run_job(
             error @ (Error::Conflict(_) | Error::Unavailable(_) | Error::TranscoderUnavailable),
         ) => Err(JobError::permanent(error.to_string())),
         Err(error) => Err(JobError::from(error)),
+    }
+}
+
+impl Library {
+    /// Transcodes a track to Opus at `quality` while it is read, starting `offset_seconds`
+    /// in: for players that cannot wait for the cached rendition, and for seeking into a
+    /// transcoded stream (OpenSubsonic `transcodeOffset`). The ffmpeg process ends when the
+    /// stream is dropped. 503 [`Error::TranscoderUnavailable`] without ffmpeg.
+    pub async fn live_transcode(
+        &self,
+        id: &TrackId,
+        quality: Quality,
+        offset_seconds: f64,
+    ) -> Result<BoxStream<'static, std::io::Result<Bytes>>> {
+        if !offset_seconds.is_finite() || offset_seconds < 0.0 {
+            return Err(Error::invalid("timeOffset", "must be a non-negative number of seconds"));
+        }
+        if !self.transcoder_ready().await {
+            return Err(Error::TranscoderUnavailable);
+        }
+        let audio = self.track_audio(id).await?;
+        let source = self.audio_as_local_file(&audio.key).await?;
+        let mut child = tokio::process::Command::new(&self.config().transcoding.ffmpeg)
+            .args(["-nostdin", "-v", "error", "-ss"])
+            .arg(format!("{offset_seconds:.3}"))
+            .arg("-i")
+            .arg(&source.path)
+            .args(["-map", "0:a:0", "-vn", "-c:a", "libopus", "-b:a"])
+            .arg(format!("{}k", quality.kbps()))
+            .args(["-f", "ogg", "pipe:1"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|error| Error::Unavailable(format!("cannot run the transcoder: {error}")))?;
+        let stdout = child.stdout.take().expect("stdout is piped");
+        // The stream owns the process and the source file: both live until it is dropped.
+        let keep = (child, source);
+        Ok(Box::pin(
+            tokio_util::io::ReaderStream::with_capacity(stdout, 64 * 1024).map(move |chunk| {
+                let _ = &keep;
+                chunk
+            }),
+        ))
     }
 }

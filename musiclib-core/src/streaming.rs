@@ -11,6 +11,54 @@ use futures::stream::BoxStream;
 use crate::domain::Availability;
 use crate::{Error, Library, Result, Timestamp, TrackId};
 
+/// What a `Range` header asks of a representation of `size` bytes, once checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ByteRange {
+    /// The whole representation (no Range, or one the server ignores: invalid syntax,
+    /// several ranges).
+    Whole,
+    /// One satisfiable range.
+    Part(Range<u64>),
+    /// A range that starts beyond the end.
+    Unsatisfiable,
+}
+
+/// Resolves a `Range` header value against `size` bytes, for the adapters. Parsing is
+/// http-range-header's; what to do with its answer follows RFC 9110 §14.1.2: a suffix longer
+/// than the representation means all of it, an end beyond it means its last byte, a start
+/// beyond it is unsatisfiable, and an invalid header is ignored.
+pub fn byte_range(header: &str, size: u64) -> ByteRange {
+    use http_range_header::{EndPosition, StartPosition};
+    let parsed = match http_range_header::parse_range_header(header) {
+        Ok(parsed) => parsed,
+        // `bytes=-0` is well-formed but selects nothing (§14.1.1).
+        Err(http_range_header::RangeUnsatisfiableError::ZeroSuffix) => {
+            return ByteRange::Unsatisfiable
+        }
+        Err(_) => return ByteRange::Whole,
+    };
+    let [only] = parsed.ranges.as_slice() else {
+        // Several ranges: answering with the whole body is allowed, and what players need.
+        return ByteRange::Whole;
+    };
+    let (start, end) = match (only.start, only.end) {
+        (StartPosition::FromLast(0), _) => return ByteRange::Unsatisfiable,
+        (StartPosition::FromLast(suffix), _) => (size.saturating_sub(suffix), size),
+        (StartPosition::Index(start), EndPosition::LastByte) => (start, size),
+        (StartPosition::Index(start), EndPosition::Index(last)) => {
+            if last < start {
+                return ByteRange::Whole;
+            }
+            (start, last.saturating_add(1).min(size))
+        }
+    };
+    if start >= size {
+        ByteRange::Unsatisfiable
+    } else {
+        ByteRange::Part(start..end)
+    }
+}
+
 /// The stored audio of a track, with what an HTTP cache needs to validate it.
 #[derive(Debug, Clone)]
 pub struct TrackAudio {
@@ -143,5 +191,30 @@ impl Library {
             path: temp.to_path_buf(),
             _temp: Some(temp),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_follow_rfc_9110() {
+        use ByteRange::*;
+        assert_eq!(byte_range("bytes=0-99", 1000), Part(0..100));
+        assert_eq!(byte_range("bytes=900-", 1000), Part(900..1000));
+        assert_eq!(byte_range("bytes=-100", 1000), Part(900..1000));
+        // A suffix longer than the file is all of it; an end past the file is its last byte.
+        assert_eq!(byte_range("bytes=-5000", 1000), Part(0..1000));
+        assert_eq!(byte_range("bytes=990-5000", 1000), Part(990..1000));
+        assert_eq!(byte_range("bytes=999-999", 1000), Part(999..1000));
+        assert_eq!(byte_range("bytes=1000-", 1000), Unsatisfiable);
+        assert_eq!(byte_range("bytes=-0", 1000), Unsatisfiable);
+        assert_eq!(byte_range("bytes=0-", 0), Unsatisfiable);
+        // Ignored: bad syntax, other units, several ranges, reversed.
+        assert_eq!(byte_range("bytes=abc", 1000), Whole);
+        assert_eq!(byte_range("items=0-1", 1000), Whole);
+        assert_eq!(byte_range("bytes=0-1,5-6", 1000), Whole);
+        assert_eq!(byte_range("bytes=9-1", 1000), Whole);
     }
 }

@@ -12,7 +12,6 @@
 //! none is sent twice.
 
 use crate::auth::Caller;
-use crate::catalog::rows::{TrackRow, TRACK_SELECT};
 use crate::domain::{Page, Paged, Track};
 use crate::playlists::Playlist;
 use crate::{Error, Library, Result, Timestamp};
@@ -207,7 +206,7 @@ impl From<PlayRow> for PlayEvent {
 }
 
 /// The latest like event per track wins: later `event_time`, then the larger client id.
-const LATEST_LIKE: &str = "NOT EXISTS (SELECT 1 FROM like_events n WHERE n.user_id = l.user_id AND n.track_id = l.track_id
+pub(crate) const LATEST_LIKE: &str = "NOT EXISTS (SELECT 1 FROM like_events n WHERE n.user_id = l.user_id AND n.track_id = l.track_id
       AND (n.event_time > l.event_time OR (n.event_time = l.event_time AND n.client_event_id > l.client_event_id)))";
 
 impl Library {
@@ -552,7 +551,7 @@ impl Library {
                 .into_iter()
                 .filter(|playlist| playlist.synced_at <= cursor)
                 .collect(),
-            tracks: self.tracks_by_ids(&track_ids).await?,
+            tracks: self.tracks_in_order(&track_ids).await?,
             deleted_tracks: Vec::new(),
             deleted_playlists: Vec::new(),
             cursor,
@@ -568,25 +567,5 @@ impl Library {
             }
         }
         Ok(changes)
-    }
-
-    /// Full tracks for `ids`, in that order (ids no longer present are left out).
-    async fn tracks_by_ids(&self, ids: &[String]) -> Result<Vec<Track>> {
-        let mut by_id = std::collections::HashMap::new();
-        for chunk in ids.chunks(500) {
-            let query = format!(
-                "{TRACK_SELECT} WHERE t.id IN ({})",
-                crate::db::placeholders(1, chunk.len())
-            );
-            let mut select = sqlx::query_as::<_, TrackRow>(&query);
-            for id in chunk {
-                select = select.bind(id.as_str());
-            }
-            for row in select.fetch_all(self.db().pool()).await? {
-                let track = Track::from(row);
-                by_id.insert(track.id.to_string(), track);
-            }
-        }
-        Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
     }
 }

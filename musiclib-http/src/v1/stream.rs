@@ -3,15 +3,12 @@
 //! headers). The body is streamed from the blob store: chunked reads on disk, a proxied
 //! ranged GET on S3.
 
-use std::ops::Range;
-
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use http_range_header::{EndPosition, StartPosition};
 use musiclib_core::renditions::Quality;
-use musiclib_core::streaming::TrackAudio;
+use musiclib_core::streaming::{byte_range, ByteRange, TrackAudio};
 use musiclib_core::{Library, TrackId};
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -107,53 +104,6 @@ pub struct StreamQuery {
     token: Option<String>,
 }
 
-/// What the Range header asks for, once checked against the size.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Wanted {
-    /// The whole representation (no Range, or one the server ignores: invalid syntax,
-    /// several ranges, a stale If-Range).
-    Whole,
-    /// One satisfiable range.
-    Part(Range<u64>),
-    /// A range that starts beyond the end.
-    Unsatisfiable,
-}
-
-/// Resolves a Range header value against `size` bytes. Parsing is http-range-header's;
-/// what to do with its answer follows RFC 9110 §14.1.2: a suffix longer than the
-/// representation means all of it, an end beyond it means its last byte, a start beyond it
-/// is unsatisfiable, and an invalid header is ignored.
-fn wanted(range: &str, size: u64) -> Wanted {
-    let parsed = match http_range_header::parse_range_header(range) {
-        Ok(parsed) => parsed,
-        // `bytes=-0` is well-formed but selects nothing (§14.1.1).
-        Err(http_range_header::RangeUnsatisfiableError::ZeroSuffix) => {
-            return Wanted::Unsatisfiable
-        }
-        Err(_) => return Wanted::Whole,
-    };
-    let [only] = parsed.ranges.as_slice() else {
-        // Several ranges: answering with the whole body is allowed, and what players need.
-        return Wanted::Whole;
-    };
-    let (start, end) = match (only.start, only.end) {
-        (StartPosition::FromLast(0), _) => return Wanted::Unsatisfiable,
-        (StartPosition::FromLast(suffix), _) => (size.saturating_sub(suffix), size),
-        (StartPosition::Index(start), EndPosition::LastByte) => (start, size),
-        (StartPosition::Index(start), EndPosition::Index(last)) => {
-            if last < start {
-                return Wanted::Whole;
-            }
-            (start, last.saturating_add(1).min(size))
-        }
-    };
-    if start >= size {
-        Wanted::Unsatisfiable
-    } else {
-        Wanted::Part(start..end)
-    }
-}
-
 /// Whether an If-Range value still names this representation (a strong ETag, or the exact
 /// Last-Modified date).
 fn if_range_matches(value: &str, audio: &TrackAudio, last_modified: &str) -> bool {
@@ -234,12 +184,12 @@ async fn stream(
         .get(header::RANGE)
         .and_then(|value| value.to_str().ok())
     {
-        Some(range) if range_applies => wanted(range, audio.size),
-        _ => Wanted::Whole,
+        Some(range) if range_applies => byte_range(range, audio.size),
+        _ => ByteRange::Whole,
     };
     let (status, range) = match wanted {
-        Wanted::Whole => (StatusCode::OK, 0..audio.size),
-        Wanted::Part(range) => {
+        ByteRange::Whole => (StatusCode::OK, 0..audio.size),
+        ByteRange::Part(range) => {
             let content_range = format!("bytes {}-{}/{}", range.start, range.end - 1, audio.size);
             headers.insert(
                 header::CONTENT_RANGE,
@@ -247,7 +197,7 @@ async fn stream(
             );
             (StatusCode::PARTIAL_CONTENT, range)
         }
-        Wanted::Unsatisfiable => {
+        ByteRange::Unsatisfiable => {
             let content_range = format!("bytes */{}", audio.size);
             headers.insert(
                 header::CONTENT_RANGE,
@@ -278,28 +228,4 @@ async fn stream(
     }
     let body = library.read_audio(&audio, range).await?;
     Ok((status, headers, Body::from_stream(body)).into_response())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ranges_follow_rfc_9110() {
-        assert_eq!(wanted("bytes=0-99", 1000), Wanted::Part(0..100));
-        assert_eq!(wanted("bytes=900-", 1000), Wanted::Part(900..1000));
-        assert_eq!(wanted("bytes=-100", 1000), Wanted::Part(900..1000));
-        // A suffix longer than the file is all of it; an end past the file is its last byte.
-        assert_eq!(wanted("bytes=-5000", 1000), Wanted::Part(0..1000));
-        assert_eq!(wanted("bytes=990-5000", 1000), Wanted::Part(990..1000));
-        assert_eq!(wanted("bytes=999-999", 1000), Wanted::Part(999..1000));
-        assert_eq!(wanted("bytes=1000-", 1000), Wanted::Unsatisfiable);
-        assert_eq!(wanted("bytes=-0", 1000), Wanted::Unsatisfiable);
-        assert_eq!(wanted("bytes=0-", 0), Wanted::Unsatisfiable);
-        // Ignored: bad syntax, other units, several ranges, reversed.
-        assert_eq!(wanted("bytes=abc", 1000), Wanted::Whole);
-        assert_eq!(wanted("items=0-1", 1000), Wanted::Whole);
-        assert_eq!(wanted("bytes=0-1,5-6", 1000), Wanted::Whole);
-        assert_eq!(wanted("bytes=9-1", 1000), Wanted::Whole);
-    }
 }

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# End-to-end test of the Subsonic / OpenSubsonic interface (/rest/…) with a real client library:
+#   - installs the pinned client (py-opensonic) into target/ci/e2e-venv when it is missing,
+#   - starts `<binary> serve` on a free loopback port with a fresh DATA_DIR (SQLite, local disk)
+#     and <music-folder> as LOCAL_MEDIA_IMPORT_PATH,
+#   - logs in as the admin, fetches the admin's Subsonic app password from the REST API,
+#   - runs .ci/subsonic-e2e.py against the server (it triggers the scan itself with startScan).
+# The server is stopped on exit; on failure the tail of its log is printed.
+#
+#   .ci/subsonic-e2e.sh <path-to-musiclib-binary> <music-folder>
+#
+# SUBSONIC_E2E_VENV overrides the venv location.
+set -euo pipefail
+
+if [ $# -ne 2 ]; then
+  echo "usage: $0 <path-to-musiclib-binary> <music-folder>" >&2
+  exit 2
+fi
+[ -f "$1" ] && [ -x "$1" ] || { echo "not an executable: $1" >&2; exit 2; }
+[ -d "$2" ] || { echo "not a folder: $2" >&2; exit 2; }
+binary="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+music="$(cd "$2" && pwd)"
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+
+client_version="10.4.1"
+venv="${SUBSONIC_E2E_VENV:-$repo/target/ci/e2e-venv}"
+admin_user="admin"
+admin_password="admin-password-1"
+
+log() { printf '\n==> %s\n' "$*" >&2; }
+die() { echo "subsonic-e2e: $*" >&2; exit 1; }
+
+# ---------------------------------------------------------------- client library
+if ! "$venv/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(m.version("py-opensonic") != sys.argv[1])' \
+    "$client_version" 2>/dev/null; then
+  log "installing py-opensonic==$client_version into ${venv#"$repo"/}"
+  python3 -c 'import venv, ensurepip' 2>/dev/null \
+    || die "python3 with venv and ensurepip is required (Debian: apt-get install python3-venv)"
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "py-opensonic==$client_version"
+fi
+
+# ---------------------------------------------------------------- server
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+port="$(free_port)"
+base="http://127.0.0.1:$port"
+tmp="$(mktemp -d /tmp/musiclib-subsonic-e2e.XXXXXX)"
+server_pid=""
+
+cleanup() {
+  local status=$?
+  if [ -n "$server_pid" ]; then
+    kill "$server_pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  if [ "$status" -ne 0 ]; then
+    echo >&2
+    echo "subsonic-e2e: FAILED (exit $status); last lines of $tmp/server.log:" >&2
+    tail -n 80 "$tmp/server.log" >&2 2>/dev/null || true
+    echo "(state kept in $tmp)" >&2
+  else
+    rm -rf "$tmp"
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+
+log "starting $binary serve on $base (DATA_DIR=$tmp, music from $music)"
+# Settings that could point the server elsewhere (a CI's PostgreSQL, S3, a config file) are
+# unset so that it runs on the embedded defaults under the fresh DATA_DIR; cwd is DATA_DIR too.
+(
+  cd "$tmp"
+  exec env -u DATABASE_URL -u STORAGE_BACKEND -u LOCAL_STORAGE_PATH -u MUSICLIB_CONFIG \
+    -u JWT_SECRET -u LEGACY_SECRET_KEY -u ACOUSTID_API_KEY \
+    DATA_DIR="$tmp" BIND_ADDRESS="127.0.0.1:$port" LOCAL_MEDIA_IMPORT_PATH="$music" \
+    ADMIN_USERNAME="$admin_user" ADMIN_PASSWORD="$admin_password" ALLOW_REGISTRATION=true \
+    "$binary" serve
+) >"$tmp/server.log" 2>&1 &
+server_pid=$!
+
+for _ in $(seq 1 300); do
+  curl -sf "$base/health" >/dev/null 2>&1 && break
+  kill -0 "$server_pid" 2>/dev/null || die "the server exited during start-up"
+  sleep 0.2
+done
+curl -sf "$base/health" >/dev/null 2>&1 || die "GET /health did not answer 200 within 60 s"
+
+# ---------------------------------------------------------------- credentials
+# http METHOD URL [curl options…]: prints the body of a 2xx answer, else fails with status and body.
+http() {
+  local method=$1 url=$2 out status
+  shift 2
+  out="$(mktemp -p "$tmp" http.XXXXXX)"
+  status="$(curl -sS -o "$out" -w '%{http_code}' -X "$method" "$@" "$url")" \
+    || die "$method $url: curl failed"
+  [ "${status:0:1}" = 2 ] || die "$method $url: HTTP $status: $(head -c 500 "$out")"
+  cat "$out"
+}
+# json_field NAME: the string field NAME of the JSON object on stdin.
+json_field() {
+  python3 -c 'import json, sys
+value = json.load(sys.stdin).get(sys.argv[1])
+if not isinstance(value, str) or not value:
+    sys.exit(f"no string field {sys.argv[1]!r} in the answer")
+print(value)' "$1"
+}
+
+log "logging in as $admin_user and fetching the Subsonic app password"
+login="$(http POST "$base/api/v1/auth/login" -H 'Content-Type: application/json' \
+  -d "{\"username\":\"$admin_user\",\"password\":\"$admin_password\"}")"
+token="$(json_field access_token <<<"$login")" || die "POST /api/v1/auth/login: $login"
+legacy="$(http GET "$base/api/v1/users/me/legacy-password" -H "Authorization: Bearer $token")"
+subsonic_user="$(json_field username <<<"$legacy")" || die "GET /api/v1/users/me/legacy-password: $legacy"
+subsonic_password="$(json_field password <<<"$legacy")" || die "GET /api/v1/users/me/legacy-password: no password"
+[ "$subsonic_user" = "$admin_user" ] || die "the app password belongs to $subsonic_user, expected $admin_user"
+
+# ---------------------------------------------------------------- the client
+log "running .ci/subsonic-e2e.py (py-opensonic $client_version)"
+PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" "$repo/.ci/subsonic-e2e.py" \
+  --base-url "$base" --username "$subsonic_user" --app-password "$subsonic_password" --admin
+log "Subsonic end-to-end test passed"

@@ -1,0 +1,339 @@
+//! App passwords of the legacy (Subsonic) interface.
+//!
+//! Subsonic clients authenticate with `t = md5(password + s)`, so the server must know the
+//! password itself: a one-way hash cannot check a salted token. Each user therefore has a
+//! separate, random app password (never their login password), stored encrypted with
+//! AES-256-GCM under a key derived by HKDF-SHA256 from the `LEGACY_SECRET_KEY` setting, which
+//! is never stored in the database. The user id is the ciphertext's associated data, so a
+//! ciphertext copied onto another account does not decrypt. A dump of the database shows the
+//! ciphertext and a SHA-256 digest of the password (the OpenSubsonic `apiKey` lookup), never
+//! the password.
+
+use aes_gcm::aead::{Aead, KeyInit, Payload};
+use aes_gcm::{Aes256Gcm, Nonce};
+use hkdf::Hkdf;
+use md5::{Digest as _, Md5};
+use rand::Rng;
+use sha2::Sha256;
+
+use super::{Caller, User, UserRow, USER_COLUMNS};
+use crate::{Error, Library, Result, UserId};
+
+/// Length of a generated app password: 24 characters of a 56-letter alphabet, about 139 bits.
+pub const APP_PASSWORD_LEN: usize = 24;
+
+/// Letters and digits without the ones people confuse (0/O, 1/l/I), since users type these
+/// into phone apps.
+const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789";
+
+/// Format tag of stored ciphertexts, so the scheme can change later.
+const SCHEME: &str = "v1";
+
+/// What a legacy client sent to prove who it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LegacyCredentials {
+    /// `t` (md5 hex of password + salt) and `s` (the salt).
+    Token {
+        /// The token, hex (either case).
+        token: String,
+        /// The salt.
+        salt: String,
+    },
+    /// `p`: the password in clear, or `enc:` and its UTF-8 bytes in hex (either case).
+    Password(String),
+}
+
+impl LegacyCredentials {
+    /// The clear password of a `p` parameter, decoding `enc:` hex. Bad hex is a wrong
+    /// password, not a malformed request: clients cannot do anything else about it.
+    fn clear_password(raw: &str) -> Option<String> {
+        match raw.strip_prefix("enc:") {
+            Some(encoded) => String::from_utf8(hex::decode(encoded).ok()?).ok(),
+            None => Some(raw.to_string()),
+        }
+    }
+
+    /// Whether these credentials prove knowledge of `password`.
+    fn matches(&self, password: &str) -> bool {
+        match self {
+            LegacyCredentials::Token { token, salt } => {
+                let expected = hex::encode(Md5::digest(format!("{password}{salt}").as_bytes()));
+                constant_time_eq(expected.as_bytes(), token.to_ascii_lowercase().as_bytes())
+            }
+            LegacyCredentials::Password(raw) => Self::clear_password(raw)
+                .is_some_and(|clear| constant_time_eq(clear.as_bytes(), password.as_bytes())),
+        }
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// A new random app password.
+fn generate() -> String {
+    let mut rng = rand::thread_rng();
+    (0..APP_PASSWORD_LEN)
+        .map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char)
+        .collect()
+}
+
+/// The AES-256-GCM cipher keyed from `LEGACY_SECRET_KEY`.
+fn cipher(secret: &[u8]) -> Aes256Gcm {
+    let hkdf = Hkdf::<Sha256>::new(Some(b"musiclib legacy app passwords"), secret);
+    let mut key = [0u8; 32];
+    hkdf.expand(b"aes-256-gcm key v1", &mut key)
+        .expect("32 bytes is a valid HKDF-SHA256 output length");
+    Aes256Gcm::new(&key.into())
+}
+
+/// `v1:{nonce hex}:{ciphertext hex}`, bound to the user id.
+fn encrypt(secret: &[u8], user: &UserId, password: &str) -> Result<String> {
+    let nonce: [u8; 12] = rand::random();
+    let sealed = cipher(secret)
+        .encrypt(
+            Nonce::from_slice(&nonce),
+            Payload {
+                msg: password.as_bytes(),
+                aad: user.as_str().as_bytes(),
+            },
+        )
+        .map_err(|_| Error::Internal("app password encryption failed".into()))?;
+    Ok(format!(
+        "{SCHEME}:{}:{}",
+        hex::encode(nonce),
+        hex::encode(sealed)
+    ))
+}
+
+fn decrypt(secret: &[u8], user: &UserId, stored: &str) -> Result<String> {
+    let broken = || {
+        Error::Internal(format!(
+            "the app password of user {user} cannot be decrypted: LEGACY_SECRET_KEY differs from the key it was stored with (rotate it to make a new one)"
+        ))
+    };
+    let mut parts = stored.splitn(3, ':');
+    let (Some(SCHEME), Some(nonce), Some(sealed)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return Err(broken());
+    };
+    let nonce = hex::decode(nonce).map_err(|_| broken())?;
+    let sealed = hex::decode(sealed).map_err(|_| broken())?;
+    if nonce.len() != 12 {
+        return Err(broken());
+    }
+    let clear = cipher(secret)
+        .decrypt(
+            Nonce::from_slice(&nonce),
+            Payload {
+                msg: &sealed,
+                aad: user.as_str().as_bytes(),
+            },
+        )
+        .map_err(|_| broken())?;
+    String::from_utf8(clear).map_err(|_| broken())
+}
+
+/// SHA-256 hex of an app password: the indexed `apiKey` lookup.
+fn key_digest(password: &str) -> String {
+    hex::encode(Sha256::digest(password.as_bytes()))
+}
+
+#[derive(sqlx::FromRow)]
+struct LegacyRow {
+    #[sqlx(flatten)]
+    user: UserRow,
+    legacy_password_enc: Option<String>,
+}
+
+/// A legacy account as cached for a few seconds: clients authenticate every request.
+#[derive(Debug, Clone)]
+pub(crate) struct LegacyAccount {
+    user: User,
+    password: Option<String>,
+}
+
+impl Library {
+    /// `GET /users/me/legacy-password`: the caller's app password, made on first use.
+    pub async fn legacy_password(&self, caller: &Caller) -> Result<String> {
+        let id = &caller.user.id;
+        let secret = &self.config().legacy_secret_key;
+        if let Some(stored) = self.stored_legacy_password(id).await? {
+            return decrypt(secret, id, &stored);
+        }
+        let password = generate();
+        // Only fills an empty slot: of two first reveals racing, both answer the winner's.
+        sqlx::query(
+            "UPDATE users SET legacy_password_enc = $2, legacy_key_digest = $3
+             WHERE id = $1 AND legacy_password_enc IS NULL",
+        )
+        .bind(id.as_str())
+        .bind(encrypt(secret, id, &password)?)
+        .bind(key_digest(&password))
+        .execute(self.db().pool())
+        .await?;
+        let stored = self
+            .stored_legacy_password(id)
+            .await?
+            .ok_or_else(|| Error::not_found("user", id))?;
+        decrypt(secret, id, &stored)
+    }
+
+    /// `POST /users/me/legacy-password` (the caller's own) and
+    /// `POST /admin/users/{id}/legacy-password` (an admin, anyone's): replaces the app
+    /// password with a new random one, which is returned. Clients using the old one fail
+    /// authentication from now on (within the lookup cache's few seconds on other replicas).
+    pub async fn rotate_legacy_password(&self, caller: &Caller, user: &UserId) -> Result<String> {
+        if &caller.user.id != user {
+            caller.require_admin()?;
+        }
+        let password = generate();
+        let encrypted = encrypt(&self.config().legacy_secret_key, user, &password)?;
+        let update = self.db().sql(
+            "UPDATE users SET legacy_password_enc = $2, legacy_key_digest = $3, updated_at = {now}
+             WHERE id = $1",
+        );
+        let changed = sqlx::query(&update)
+            .bind(user.as_str())
+            .bind(encrypted)
+            .bind(key_digest(&password))
+            .execute(self.db().pool())
+            .await?
+            .rows_affected();
+        if changed == 0 {
+            return Err(Error::not_found("user", user));
+        }
+        self.legacy_cache().clear();
+        Ok(password)
+    }
+
+    async fn stored_legacy_password(&self, id: &UserId) -> Result<Option<String>> {
+        let row: Option<(Option<String>,)> =
+            sqlx::query_as("SELECT legacy_password_enc FROM users WHERE id = $1")
+                .bind(id.as_str())
+                .fetch_optional(self.db().pool())
+                .await?;
+        match row {
+            Some((stored,)) => Ok(stored),
+            None => Err(Error::not_found("user", id)),
+        }
+    }
+
+    /// Authenticates a legacy request by user name and token or password. Unknown users,
+    /// users who never revealed an app password and wrong credentials all fail alike.
+    pub async fn authenticate_legacy(
+        &self,
+        username: &str,
+        credentials: &LegacyCredentials,
+    ) -> Result<Caller> {
+        let key = format!("name:{}", crate::text::name_key(username.trim()));
+        let account = self
+            .legacy_account(key, "username_key", &crate::text::name_key(username.trim()))
+            .await?;
+        match account {
+            Some(LegacyAccount {
+                user,
+                password: Some(password),
+            }) if credentials.matches(&password) => Ok(Caller { user }),
+            _ => Err(Error::Unauthenticated(
+                "wrong username or password".into(),
+            )),
+        }
+    }
+
+    /// Authenticates an OpenSubsonic `apiKey`, which is the user's app password.
+    pub async fn authenticate_api_key(&self, api_key: &str) -> Result<Caller> {
+        let digest = key_digest(api_key);
+        let account = self
+            .legacy_account(format!("key:{digest}"), "legacy_key_digest", &digest)
+            .await?;
+        match account {
+            Some(LegacyAccount {
+                user,
+                password: Some(password),
+            }) if constant_time_eq(password.as_bytes(), api_key.as_bytes()) => {
+                Ok(Caller { user })
+            }
+            _ => Err(Error::Unauthenticated("invalid API key".into())),
+        }
+    }
+
+    /// The account whose `column` is `value`, with its decrypted app password; reused for a
+    /// few seconds (every request of a legacy client authenticates).
+    async fn legacy_account(
+        &self,
+        cache_key: String,
+        column: &'static str,
+        value: &str,
+    ) -> Result<Option<LegacyAccount>> {
+        if let Some(account) = self.legacy_cache().get(&cache_key) {
+            return Ok(Some(account));
+        }
+        let query = format!(
+            "SELECT {USER_COLUMNS}, legacy_password_enc FROM users WHERE {column} = $1"
+        );
+        let Some(row) = sqlx::query_as::<_, LegacyRow>(&query)
+            .bind(value)
+            .fetch_optional(self.db().pool())
+            .await?
+        else {
+            return Ok(None);
+        };
+        let user = User::from(row.user);
+        let password = row
+            .legacy_password_enc
+            .map(|stored| decrypt(&self.config().legacy_secret_key, &user.id, &stored))
+            .transpose()?;
+        let account = LegacyAccount { user, password };
+        self.legacy_cache().insert(cache_key, account.clone());
+        Ok(Some(account))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ciphertexts_round_trip_and_are_bound_to_key_and_user() {
+        let user = UserId::new();
+        let stored = encrypt(b"secret-one-0123456789", &user, "hunter2hunter2").unwrap();
+        assert!(!stored.contains("hunter2"));
+        assert_eq!(
+            decrypt(b"secret-one-0123456789", &user, &stored).unwrap(),
+            "hunter2hunter2"
+        );
+        assert!(decrypt(b"secret-two-0123456789", &user, &stored).is_err());
+        assert!(decrypt(b"secret-one-0123456789", &UserId::new(), &stored).is_err());
+        // Fresh nonces: the same password encrypts differently every time.
+        assert_ne!(
+            stored,
+            encrypt(b"secret-one-0123456789", &user, "hunter2hunter2").unwrap()
+        );
+    }
+
+    #[test]
+    fn tokens_plain_and_hex_passwords_are_checked() {
+        let password = "sesame";
+        // md5("sesame" + "c19b2d") from the Subsonic API documentation.
+        let token = LegacyCredentials::Token {
+            token: "26719A1196D2A940705A59634EB18EAB".into(),
+            salt: "c19b2d".into(),
+        };
+        assert!(token.matches(password));
+        assert!(!token.matches("sesame2"));
+        assert!(LegacyCredentials::Password("sesame".into()).matches(password));
+        assert!(LegacyCredentials::Password("enc:736573616d65".into()).matches(password));
+        assert!(LegacyCredentials::Password("enc:736573616D65".into()).matches(password));
+        assert!(!LegacyCredentials::Password("enc:zz".into()).matches(password));
+        assert!(!LegacyCredentials::Password("Sesame".into()).matches(password));
+    }
+
+    #[test]
+    fn generated_passwords_use_the_alphabet() {
+        let password = generate();
+        assert_eq!(password.len(), APP_PASSWORD_LEN);
+        assert!(password.bytes().all(|byte| ALPHABET.contains(&byte)));
+        assert_ne!(password, generate());
+    }
+}
