@@ -78,7 +78,7 @@ pub async fn serve(settings: Settings, run_worker: bool) -> Result<()> {
         workers = workers.len(),
         "musiclib is listening"
     );
-    let app = musiclib_http::router(library);
+    let app = musiclib_http::router_with(library.clone(), musiclib_subsonic::router(library));
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown.clone().wait())
         .await?;

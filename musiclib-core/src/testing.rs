@@ -334,3 +334,12 @@ pub async fn insert_synthetic_tracks(library: &Library, count: usize) {
         tx.commit().await.expect("commit");
     }
 }
+
+/// Every user's stored app password columns (`legacy_password_enc`, `legacy_key_digest`),
+/// for tests that check nothing is kept in clear.
+pub async fn legacy_password_columns(library: &Library) -> Vec<(Option<String>, Option<String>)> {
+    sqlx::query_as("SELECT legacy_password_enc, legacy_key_digest FROM users ORDER BY id")
+        .fetch_all(library.db().pool())
+        .await
+        .expect("read users")
+}

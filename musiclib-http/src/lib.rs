@@ -68,9 +68,16 @@ pub fn api_v1(library: Library) -> Router {
 /// The whole application: root `/health`, `/api/v1`, request ids (`x-request-id`), request
 /// logs, and panics turned into JSON 500s.
 pub fn router(library: Library) -> Router {
+    router_with(library, Router::new())
+}
+
+/// [`router`] with more routes (the binary adds the Subsonic interface at `/rest`) behind
+/// the same request ids, logs and panic safety.
+pub fn router_with(library: Library, more: Router) -> Router {
     Router::new()
         .route("/health", axum::routing::get(health::health).with_state(library.clone()))
         .nest("/api/v1", api_v1(library))
+        .merge(more)
         .fallback(not_found)
         .layer(CatchPanicLayer::custom(|_panic| {
             ApiError::from(musiclib_core::Error::Internal("a handler panicked".into())).into_response()

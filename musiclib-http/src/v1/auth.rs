@@ -1,11 +1,11 @@
 //! Accounts: register, login, the current user.
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use musiclib_core::Library;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::dto::{Credentials, TokenOut, UserOut};
+use super::dto::{Credentials, LegacyPasswordOut, TokenOut, UserOut};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Auth, JsonOrForm};
 
@@ -14,6 +14,8 @@ pub(super) fn routes() -> OpenApiRouter<Library> {
         .routes(routes!(register))
         .routes(routes!(login))
         .routes(routes!(me))
+        .routes(routes!(reveal_legacy_password, rotate_legacy_password))
+        .routes(routes!(admin_rotate_legacy_password))
 }
 
 /// Creates an account (never a superuser) and logs it in.
@@ -57,4 +59,58 @@ async fn login(
     responses((status = 200, body = UserOut), (status = 401, body = ErrorBody)))]
 async fn me(Auth(caller): Auth) -> axum::Json<UserOut> {
     axum::Json(caller.user.into())
+}
+
+/// The caller's app password for the Subsonic interface (`/rest`), made on first use. It is
+/// separate from the login password; Subsonic apps use it with the user name.
+#[utoipa::path(get, path = "/users/me/legacy-password", tag = "auth", security(("bearer" = [])),
+    responses((status = 200, body = LegacyPasswordOut), (status = 401, body = ErrorBody)))]
+async fn reveal_legacy_password(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+) -> Result<axum::Json<LegacyPasswordOut>, ApiError> {
+    let password = library.legacy_password(&caller).await?;
+    Ok(axum::Json(LegacyPasswordOut {
+        username: caller.user.username,
+        password,
+    }))
+}
+
+/// Replaces the caller's app password with a new random one: apps using the old one must be
+/// given the new one.
+#[utoipa::path(post, path = "/users/me/legacy-password", tag = "auth", security(("bearer" = [])),
+    responses((status = 200, body = LegacyPasswordOut), (status = 401, body = ErrorBody)))]
+async fn rotate_legacy_password(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+) -> Result<axum::Json<LegacyPasswordOut>, ApiError> {
+    let password = library
+        .rotate_legacy_password(&caller, &caller.user.id)
+        .await?;
+    Ok(axum::Json(LegacyPasswordOut {
+        username: caller.user.username,
+        password,
+    }))
+}
+
+/// Admin only: replaces another user's app password (for example when a device was lost)
+/// and returns the new one to hand over.
+#[utoipa::path(post, path = "/admin/users/{id}/legacy-password", tag = "auth", security(("bearer" = [])),
+    params(("id" = String, Path, description = "User id")),
+    responses((status = 200, body = LegacyPasswordOut), (status = 401, body = ErrorBody),
+        (status = 403, description = "Not an admin", body = ErrorBody),
+        (status = 404, description = "No such user", body = ErrorBody)))]
+async fn admin_rotate_legacy_password(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    Path(id): Path<String>,
+) -> Result<axum::Json<LegacyPasswordOut>, ApiError> {
+    caller.require_admin()?;
+    let id = musiclib_core::UserId::parse(&id).map_err(|_| ApiError::invalid("id", "must be a user id"))?;
+    let password = library.rotate_legacy_password(&caller, &id).await?;
+    let user = library.get_user(&id).await?;
+    Ok(axum::Json(LegacyPasswordOut {
+        username: user.username,
+        password,
+    }))
 }

@@ -47,6 +47,15 @@ impl PageParams {
     }
 }
 
+/// A Subsonic app password, with the user name to use it with.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LegacyPasswordOut {
+    /// User name (`u`).
+    pub username: String,
+    /// App password (`p`, or the key of the `t`/`s` token; also the OpenSubsonic `apiKey`).
+    pub password: String,
+}
+
 /// A user account.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct UserOut {

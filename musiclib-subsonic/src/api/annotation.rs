@@ -1,0 +1,129 @@
+//! Stars, ratings, scrobbles and the saved play queue.
+
+use musiclib_core::browse::ItemKind;
+use musiclib_core::sync::NewPlay;
+use musiclib_core::Timestamp;
+
+use super::track_id;
+use crate::response::{Element, SubsonicError};
+use crate::{Outcome, Reply, Request};
+
+/// `star` / `unstar`: `id` (songs, or albums and artists by their ids as folders),
+/// `albumId`, `artistId`, each repeatable. A star on a song is a like.
+pub(crate) async fn star(request: &Request, starred: bool) -> Outcome {
+    let params = &request.params;
+    let mut by_kind: Vec<(ItemKind, Vec<String>)> = vec![
+        (ItemKind::Track, Vec::new()),
+        (ItemKind::Album, params.all("albumId").into_iter().map(str::to_string).collect()),
+        (ItemKind::Artist, params.all("artistId").into_iter().map(str::to_string).collect()),
+    ];
+    for id in params.all("id") {
+        let kind = match request.library.item_kind(id).await? {
+            Some(kind @ (ItemKind::Track | ItemKind::Album | ItemKind::Artist)) => kind,
+            _ => return Err(SubsonicError::not_found(format_args!("item {id}"))),
+        };
+        if let Some((_, ids)) = by_kind.iter_mut().find(|(known, _)| *known == kind) {
+            ids.push(id.to_string());
+        }
+    }
+    if by_kind.iter().all(|(_, ids)| ids.is_empty()) {
+        return Err(SubsonicError::missing("id, albumId or artistId"));
+    }
+    for (kind, ids) in by_kind.into_iter().filter(|(_, ids)| !ids.is_empty()) {
+        request.library.star(&request.caller, kind, &ids, starred).await?;
+    }
+    Ok(Reply::Envelope(None))
+}
+
+/// `setRating`: 1–5, 0 removes the rating.
+pub(crate) async fn set_rating(request: &Request) -> Outcome {
+    let id = request.params.required("id")?;
+    let rating = request
+        .params
+        .int("rating")?
+        .ok_or_else(|| SubsonicError::missing("rating"))?;
+    if !(0..=5).contains(&rating) {
+        return Err(SubsonicError::invalid("rating", "must be between 0 and 5"));
+    }
+    let kind = request
+        .library
+        .item_kind(id)
+        .await?
+        .filter(|kind| *kind != ItemKind::Playlist)
+        .ok_or_else(|| SubsonicError::not_found(format_args!("item {id}")))?;
+    request.library.set_rating(&request.caller, kind, id, rating).await?;
+    Ok(Reply::Envelope(None))
+}
+
+/// `scrobble`: with `submission` (default true) each `id` is a play in the user's history
+/// (the same log as `POST /history`; `time` in ms, repeatable, defaults to now); without,
+/// it is what the user is playing now. A scrobble repeated with the same `time` counts once.
+pub(crate) async fn scrobble(request: &Request) -> Outcome {
+    let params = &request.params;
+    let ids = params.all("id");
+    if ids.is_empty() {
+        return Err(SubsonicError::missing("id"));
+    }
+    let times = params.ints("time")?;
+    if params.bool("submission")?.unwrap_or(true) {
+        for (index, raw) in ids.iter().enumerate() {
+            let id = track_id(raw)?;
+            let (played_at, event_id) = match times.get(index) {
+                Some(ms) => (
+                    Timestamp::from_micros(ms.saturating_mul(1000)),
+                    format!("subsonic:{id}:{ms}"),
+                ),
+                None => (Timestamp::now(), format!("subsonic:{id}:{}", uuid::Uuid::new_v4())),
+            };
+            let play = NewPlay {
+                track_id: id.to_string(),
+                played_at,
+                seconds_played: None,
+                client_event_id: event_id,
+            };
+            request.library.record_play(&request.caller, play).await?;
+        }
+    } else {
+        for raw in ids {
+            let id = track_id(raw)?;
+            request
+                .library
+                .set_now_playing(&request.caller, &request.client, &id)
+                .await?;
+        }
+    }
+    Ok(Reply::Envelope(None))
+}
+
+/// `savePlayQueue`: `id`… with `current` and `position` (ms); no `id` clears the queue.
+pub(crate) async fn save_play_queue(request: &Request) -> Outcome {
+    let params = &request.params;
+    let ids = params
+        .all("id")
+        .into_iter()
+        .map(track_id)
+        .collect::<Result<Vec<_>, _>>()?;
+    let current = params.get("current").map(track_id).transpose()?;
+    let position = params.int("position")?.unwrap_or(0);
+    request
+        .library
+        .save_play_queue(&request.caller, ids, current, position, Some(&request.client))
+        .await?;
+    Ok(Reply::Envelope(None))
+}
+
+/// `getPlayQueue`: the saved queue, or an empty answer when there is none.
+pub(crate) async fn play_queue(request: &Request) -> Outcome {
+    let Some(queue) = request.library.play_queue(&request.caller).await? else {
+        return Ok(Reply::Envelope(None));
+    };
+    let tracks = request.library.tracks_by_ids(&queue.track_ids).await?;
+    let element = Element::new("playQueue")
+        .opt("current", queue.current.map(|id| id.to_string()))
+        .attr("position", queue.position_ms)
+        .attr("username", request.caller.user.username.as_str())
+        .attr("changed", queue.changed_at)
+        .attr("changedBy", queue.changed_by.unwrap_or_default())
+        .list("entry", request.songs("entry", &tracks).await?);
+    Ok(Reply::Envelope(Some(element)))
+}

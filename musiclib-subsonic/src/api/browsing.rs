@@ -1,0 +1,242 @@
+//! Browsing: folders, indexes, artists, albums, songs, genres, info, similar and top songs.
+
+use std::collections::BTreeMap;
+
+use musiclib_core::browse::ItemKind;
+use musiclib_core::domain::Artist;
+
+use super::model::{self, FOLDER_ID, FOLDER_NAME, IGNORED_ARTICLES};
+use super::{album_id, all_pages, artist_id, track_id, MAX_LIST};
+use crate::response::{Element, SubsonicError};
+use crate::{Outcome, Reply, Request};
+
+/// Most artists an index lists.
+const MAX_INDEXED: i64 = 100_000;
+/// Most tracks of one album, or albums of one artist, listed.
+const MAX_CHILDREN: i64 = 10_000;
+
+fn envelope(element: Element) -> Outcome {
+    Ok(Reply::Envelope(Some(element)))
+}
+
+/// `getMusicFolders`: one folder, the whole library.
+pub(crate) async fn music_folders(_request: &Request) -> Outcome {
+    envelope(Element::new("musicFolders").list(
+        "musicFolder",
+        vec![Element::new("musicFolder")
+            .attr("id", FOLDER_ID)
+            .attr("name", FOLDER_NAME)],
+    ))
+}
+
+/// Every artist, grouped by index letter (`#` last), each group by name.
+async fn indexed_artists(request: &Request) -> Result<BTreeMap<String, Vec<Artist>>, SubsonicError> {
+    let artists = all_pages(MAX_INDEXED, |page| request.library.list_artists(None, page)).await?;
+    let mut groups: BTreeMap<String, Vec<Artist>> = BTreeMap::new();
+    for artist in artists {
+        let letter = model::index_letter(&artist.name);
+        // `~` sorts after every letter, so `#` comes last as clients expect.
+        let key = if letter == "#" { "~".to_string() } else { letter };
+        groups.entry(key).or_default().push(artist);
+    }
+    Ok(groups)
+}
+
+async fn index_elements(request: &Request, folder: bool) -> Result<Vec<Element>, SubsonicError> {
+    let mut indexes = Vec::new();
+    for (key, artists) in indexed_artists(request).await? {
+        let name = if key == "~" { "#".to_string() } else { key };
+        indexes.push(
+            Element::new("index")
+                .attr("name", name)
+                .list("artist", request.artists(&artists, folder).await?),
+        );
+    }
+    Ok(indexes)
+}
+
+/// `getIndexes`: the folder-model artist index.
+pub(crate) async fn indexes(request: &Request) -> Outcome {
+    let indexes = index_elements(request, true).await?;
+    envelope(
+        Element::new("indexes")
+            .attr("lastModified", musiclib_core::Timestamp::now().as_micros() / 1000)
+            .attr("ignoredArticles", IGNORED_ARTICLES)
+            .list("index", indexes),
+    )
+}
+
+/// `getArtists`: the ID3 artist index.
+pub(crate) async fn artists(request: &Request) -> Outcome {
+    let indexes = index_elements(request, false).await?;
+    envelope(
+        Element::new("artists")
+            .attr("ignoredArticles", IGNORED_ARTICLES)
+            .list("index", indexes),
+    )
+}
+
+/// `getMusicDirectory`: an artist (its albums as folders) or an album (its songs).
+pub(crate) async fn music_directory(request: &Request) -> Outcome {
+    let id = request.params.required("id")?;
+    let library = &request.library;
+    match library.item_kind(id).await? {
+        Some(ItemKind::Artist) => {
+            let artist_id = artist_id(id)?;
+            let artist = library.get_artist(&artist_id).await?;
+            let albums = all_pages(MAX_CHILDREN, |page| library.artist_albums(&artist_id, page)).await?;
+            let marks = request.marks(ItemKind::Artist, vec![id.to_string()]).await?;
+            let marks = marks.get(id);
+            envelope(
+                Element::new("directory")
+                    .attr("id", id)
+                    .attr("parent", FOLDER_ID)
+                    .attr("name", artist.name.as_str())
+                    .opt("starred", marks.and_then(|marks| marks.starred_at))
+                    .opt("userRating", marks.and_then(|marks| marks.rating))
+                    .list("child", request.album_folders("child", &albums).await?),
+            )
+        }
+        Some(ItemKind::Album) => {
+            let album_id = album_id(id)?;
+            let album = library.get_album(&album_id).await?;
+            let tracks = all_pages(MAX_CHILDREN, |page| library.album_tracks(&album_id, page)).await?;
+            let marks = request.marks(ItemKind::Album, vec![id.to_string()]).await?;
+            let marks = marks.get(id);
+            envelope(
+                Element::new("directory")
+                    .attr("id", id)
+                    .opt("parent", album.artist_id.as_ref().map(|id| id.to_string()))
+                    .attr("name", album.title.as_str())
+                    .opt("starred", marks.and_then(|marks| marks.starred_at))
+                    .opt("userRating", marks.and_then(|marks| marks.rating))
+                    .attr("playCount", marks.map_or(0, |marks| marks.play_count))
+                    .list("child", request.songs("child", &tracks).await?),
+            )
+        }
+        _ => Err(SubsonicError::not_found(format_args!("directory {id}"))),
+    }
+}
+
+/// `getGenres`.
+pub(crate) async fn genres(request: &Request) -> Outcome {
+    let genres = request
+        .library
+        .genres()
+        .await?
+        .into_iter()
+        .map(|genre| {
+            Element::new("genre")
+                .attr("songCount", genre.track_count)
+                .attr("albumCount", genre.album_count)
+                .text(genre.name)
+        })
+        .collect();
+    envelope(Element::new("genres").list("genre", genres))
+}
+
+/// `getArtist`: an artist with its albums.
+pub(crate) async fn artist(request: &Request) -> Outcome {
+    let raw = request.params.required("id")?;
+    let id = artist_id(raw)?;
+    let library = &request.library;
+    let artist = library.get_artist(&id).await?;
+    let albums = all_pages(MAX_CHILDREN, |page| library.artist_albums(&id, page)).await?;
+    let marks = request.marks(ItemKind::Artist, vec![raw.to_string()]).await?;
+    envelope(
+        model::artist_id3("artist", &artist, marks.get(raw)).list("album", request.albums(&albums).await?),
+    )
+}
+
+/// `getAlbum`: an album with its songs in disc and track order.
+pub(crate) async fn album(request: &Request) -> Outcome {
+    let raw = request.params.required("id")?;
+    let id = album_id(raw)?;
+    let library = &request.library;
+    let album = library.get_album(&id).await?;
+    let tracks = all_pages(MAX_CHILDREN, |page| library.album_tracks(&id, page)).await?;
+    let marks = request.marks(ItemKind::Album, vec![raw.to_string()]).await?;
+    envelope(
+        model::album_id3(&album, marks.get(raw)).list("song", request.songs("song", &tracks).await?),
+    )
+}
+
+/// `getSong`.
+pub(crate) async fn song(request: &Request) -> Outcome {
+    let id = track_id(request.params.required("id")?)?;
+    let track = request.library.get_track(&id).await?;
+    let mut songs = request.songs("song", std::slice::from_ref(&track)).await?;
+    envelope(songs.remove(0))
+}
+
+/// `getArtistInfo` / `getArtistInfo2`: the MusicBrainz id and similar artists (those of
+/// similar songs: same genres). No biography or images: musiclib keeps none.
+pub(crate) async fn artist_info(request: &Request, method: &str) -> Outcome {
+    let raw = request.params.required("id")?;
+    let id = artist_id(raw)?;
+    let count = request.params.int("count")?.unwrap_or(20).clamp(0, MAX_LIST);
+    let library = &request.library;
+    let artist = library.get_artist(&id).await?;
+    let mut similar: Vec<Artist> = Vec::new();
+    if count > 0 {
+        for track in library.similar_tracks(raw, MAX_LIST).await? {
+            let Some(other) = track.artist_id else { continue };
+            if other == id || similar.iter().any(|known| known.id == other) {
+                continue;
+            }
+            similar.push(library.get_artist(&other).await?);
+            if similar.len() as i64 >= count {
+                break;
+            }
+        }
+    }
+    let folder = method == "getArtistInfo";
+    let marks = request
+        .marks(ItemKind::Artist, similar.iter().map(|artist| artist.id.to_string()).collect())
+        .await?;
+    let similar = similar
+        .iter()
+        .map(|artist| {
+            let marks = marks.get(artist.id.as_str());
+            if folder {
+                model::artist_folder(artist, marks).renamed("similarArtist")
+            } else {
+                model::artist_id3("similarArtist", artist, marks)
+            }
+        })
+        .collect();
+    let mut info = Element::new(if folder { "artistInfo" } else { "artistInfo2" });
+    if let Some(mbid) = &artist.musicbrainz_id {
+        info = info.child(Element::new("musicBrainzId").text(mbid.as_str()));
+    }
+    envelope(info.list("similarArtist", similar))
+}
+
+/// `getAlbumInfo` / `getAlbumInfo2`: the album's MusicBrainz id.
+pub(crate) async fn album_info(request: &Request) -> Outcome {
+    let id = album_id(request.params.required("id")?)?;
+    let album = request.library.get_album(&id).await?;
+    let mut info = Element::new("albumInfo");
+    if let Some(mbid) = &album.musicbrainz_album_id {
+        info = info.child(Element::new("musicBrainzId").text(mbid.as_str()));
+    }
+    envelope(info)
+}
+
+/// `getSimilarSongs` / `getSimilarSongs2`: songs by the same artists or of the same genres
+/// as a song, album or artist, shuffled.
+pub(crate) async fn similar_songs(request: &Request, method: &str) -> Outcome {
+    let id = request.params.required("id")?;
+    let count = request.params.int("count")?.unwrap_or(50).clamp(1, MAX_LIST);
+    let tracks = request.library.similar_tracks(id, count).await?;
+    let name = if method == "getSimilarSongs" { "similarSongs" } else { "similarSongs2" };
+    envelope(Element::new(name).list("song", request.songs("song", &tracks).await?))
+}
+
+/// `getTopSongs`: an artist's most played songs.
+pub(crate) async fn top_songs(request: &Request) -> Outcome {
+    let artist = request.params.required("artist")?;
+    let count = request.params.int("count")?.unwrap_or(50).clamp(1, MAX_LIST);
+    let tracks = request.library.top_tracks(artist, count).await?;
+    envelope(Element::new("topSongs").list("song", request.songs("song", &tracks).await?))
+}

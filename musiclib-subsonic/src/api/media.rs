@@ -1,0 +1,231 @@
+//! Media: audio (original or Opus), cover art (always an image), lyrics.
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use musiclib_core::browse::ItemKind;
+use musiclib_core::covers::{placeholder_cover, Cover, THUMBNAIL_SIZES};
+use musiclib_core::renditions::Quality;
+use musiclib_core::streaming::{byte_range, ByteRange, TrackAudio};
+use musiclib_core::{ErrorKind, Library, TrackId};
+
+use super::{album_id, artist_id, playlist_id, track_id};
+use crate::response::{Element, SubsonicError};
+use crate::{Outcome, Reply, Request};
+
+/// What `stream` sends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Delivery {
+    /// The original file.
+    Original,
+    /// Opus at a quality: the cached rendition, or a live transcode from `offset` seconds.
+    Opus { quality: Quality, offset: f64 },
+}
+
+/// The Opus quality for a bit rate limit: the best one within it (the lowest when none is).
+fn quality_within(max_kbps: i64) -> Quality {
+    Quality::ALL
+        .iter()
+        .copied()
+        .filter(|quality| i64::from(quality.kbps()) <= max_kbps)
+        .max_by_key(|quality| quality.kbps())
+        .unwrap_or(Quality::Low)
+}
+
+/// Decides from `format`, `maxBitRate` and `timeOffset`. `raw` (or no format) with no limit,
+/// or a limit the original is within, is the original; any other format (musiclib's
+/// renditions are all Opus) or a lower limit is Opus; a `timeOffset` with Opus starts there.
+fn delivery(format: Option<&str>, max_kbps: Option<i64>, offset: f64, original_kbps: Option<i64>) -> Delivery {
+    let limit = max_kbps.filter(|kbps| *kbps > 0);
+    let raw = match format.map(str::to_ascii_lowercase).as_deref() {
+        Some("raw") => true,
+        None => limit.is_none_or(|limit| original_kbps.is_some_and(|original| original <= limit)),
+        Some(_) => false,
+    };
+    if raw {
+        Delivery::Original
+    } else {
+        Delivery::Opus {
+            quality: limit.map_or(Quality::High, quality_within),
+            offset,
+        }
+    }
+}
+
+/// `stream`: Range requests work on the original and on cached renditions; a rendition not
+/// built yet is transcoded live (and queued for the cache). Never counts a play: only
+/// `scrobble` does.
+pub(crate) async fn stream(request: &Request) -> Outcome {
+    let params = &request.params;
+    let id = track_id(params.required("id")?)?;
+    let offset = params.float("timeOffset")?.unwrap_or(0.0);
+    if offset < 0.0 {
+        return Err(SubsonicError::invalid("timeOffset", "must not be negative"));
+    }
+    let library = &request.library;
+    let track = library.get_track(&id).await?;
+    let plan = delivery(params.get("format"), params.int("maxBitRate")?, offset, track.bitrate_kbps);
+    let response = match plan {
+        Delivery::Original => send_audio(library, &library.track_audio(&id).await?, &request.headers).await?,
+        Delivery::Opus { quality, offset } if offset == 0.0 => {
+            match library.rendition_for_stream(&id, quality).await? {
+                Some(rendition) => send_audio(library, &rendition, &request.headers).await?,
+                None => live(library, &id, quality, 0.0).await?,
+            }
+        }
+        Delivery::Opus { quality, offset } => live(library, &id, quality, offset).await?,
+    };
+    Ok(Reply::Media(response))
+}
+
+/// `download`: the original file, with Range.
+pub(crate) async fn download(request: &Request) -> Outcome {
+    let id = track_id(request.params.required("id")?)?;
+    let audio = request.library.track_audio(&id).await?;
+    Ok(Reply::Media(send_audio(&request.library, &audio, &request.headers).await?))
+}
+
+async fn live(library: &Library, id: &TrackId, quality: Quality, offset: f64) -> Result<Response, SubsonicError> {
+    let body = library.live_transcode(id, quality, offset).await?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static("audio/ogg")),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        ],
+        Body::from_stream(body),
+    )
+        .into_response())
+}
+
+/// Sends stored audio: 200, or 206 for one satisfiable byte range, or 416.
+async fn send_audio(library: &Library, audio: &TrackAudio, request: &HeaderMap) -> Result<Response, SubsonicError> {
+    let wanted = request
+        .get(header::RANGE)
+        .and_then(|value| value.to_str().ok())
+        .map_or(ByteRange::Whole, |range| byte_range(range, audio.size));
+    let mut headers = HeaderMap::new();
+    headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    if let Ok(etag) = HeaderValue::from_str(&audio.etag) {
+        headers.insert(header::ETAG, etag);
+    }
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_str(&audio.mime_type).unwrap_or(HeaderValue::from_static("application/octet-stream")),
+    );
+    let (status, range) = match wanted {
+        ByteRange::Whole => (StatusCode::OK, 0..audio.size),
+        ByteRange::Part(range) => {
+            let value = format!("bytes {}-{}/{}", range.start, range.end - 1, audio.size);
+            headers.insert(header::CONTENT_RANGE, HeaderValue::from_str(&value).expect("ascii"));
+            (StatusCode::PARTIAL_CONTENT, range)
+        }
+        ByteRange::Unsatisfiable => {
+            let value = format!("bytes */{}", audio.size);
+            headers.insert(header::CONTENT_RANGE, HeaderValue::from_str(&value).expect("ascii"));
+            return Ok((StatusCode::RANGE_NOT_SATISFIABLE, headers).into_response());
+        }
+    };
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(range.end - range.start));
+    let body = library.read_audio(audio, range).await?;
+    Ok((status, headers, Body::from_stream(body)).into_response())
+}
+
+/// `getCoverArt`: the cover of an album, song, artist (one of its albums') or playlist;
+/// the placeholder image whenever there is none, also for an id nothing has. `size` is the
+/// longest edge, clamped to 16–1200.
+pub(crate) async fn cover_art(request: &Request) -> Outcome {
+    let id = request.params.required("id")?;
+    let size = request
+        .params
+        .int("size")?
+        .filter(|size| *size > 0)
+        .map(|size| (size.min(i64::from(u32::MAX)) as u32).clamp(*THUMBNAIL_SIZES.start(), *THUMBNAIL_SIZES.end()));
+    let cover = match find_cover(request, id, size).await {
+        Ok(Some(cover)) => cover,
+        Ok(None) => placeholder_cover(size),
+        Err(error) if matches!(error.kind(), ErrorKind::NotFound) => placeholder_cover(size),
+        Err(error) => return Err(error.into()),
+    };
+    Ok(Reply::Media(
+        (
+            [
+                (header::CONTENT_TYPE, HeaderValue::from_static(cover.mime_type)),
+                (header::CACHE_CONTROL, HeaderValue::from_static("private, max-age=86400")),
+                (header::ETAG, HeaderValue::from_str(&cover.etag).unwrap_or(HeaderValue::from_static("\"cover\""))),
+            ],
+            cover.bytes,
+        )
+            .into_response(),
+    ))
+}
+
+async fn find_cover(request: &Request, id: &str, size: Option<u32>) -> musiclib_core::Result<Option<Cover>> {
+    let library = &request.library;
+    let not_found = |_| musiclib_core::Error::not_found("cover", id);
+    Ok(match library.item_kind(id).await? {
+        Some(ItemKind::Album) => Some(library.album_cover(&album_id(id).map_err(not_found)?, size).await?),
+        Some(ItemKind::Track) => Some(library.track_cover(&track_id(id).map_err(not_found)?, size).await?),
+        Some(ItemKind::Artist) => {
+            let artist = artist_id(id).map_err(not_found)?;
+            let albums = library
+                .artist_albums(&artist, musiclib_core::domain::Page::clamped(200, 0, 200))
+                .await?;
+            match albums.items.iter().find(|album| album.has_cover()) {
+                Some(album) => Some(library.album_cover(&album.id, size).await?),
+                None => None,
+            }
+        }
+        Some(ItemKind::Playlist) => {
+            let playlist = playlist_id(id).map_err(not_found)?;
+            let (bytes, mime_type) = library.playlist_cover(&request.caller, &playlist).await?;
+            Some(Cover {
+                bytes,
+                mime_type,
+                etag: format!("\"{id}\""),
+                last_modified: musiclib_core::Timestamp::now(),
+            })
+        }
+        None => None,
+    })
+}
+
+/// `getLyrics` (by artist and title): empty until musiclib fetches lyrics.
+pub(crate) async fn lyrics(request: &Request) -> Outcome {
+    let element = Element::new("lyrics")
+        .opt("artist", request.params.get("artist"))
+        .opt("title", request.params.get("title"));
+    Ok(Reply::Envelope(Some(element)))
+}
+
+/// `getLyricsBySongId` (`songLyrics`): an empty list until musiclib fetches lyrics; the
+/// song must exist.
+pub(crate) async fn lyrics_by_song_id(request: &Request) -> Outcome {
+    let id = track_id(request.params.required("id")?)?;
+    request.library.get_track(&id).await?;
+    Ok(Reply::Envelope(Some(
+        Element::new("lyricsList").list("structuredLyrics", Vec::new()),
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_and_bit_rate_choose_the_delivery() {
+        let opus = |quality| Delivery::Opus { quality, offset: 0.0 };
+        assert_eq!(delivery(None, None, 0.0, Some(900)), Delivery::Original);
+        assert_eq!(delivery(Some("raw"), Some(64), 0.0, Some(900)), Delivery::Original);
+        assert_eq!(delivery(None, Some(0), 0.0, Some(900)), Delivery::Original);
+        assert_eq!(delivery(None, Some(320), 0.0, Some(256)), Delivery::Original);
+        assert_eq!(delivery(None, Some(320), 0.0, Some(900)), opus(Quality::High));
+        assert_eq!(delivery(None, Some(128), 0.0, Some(900)), opus(Quality::Medium));
+        assert_eq!(delivery(None, Some(96), 0.0, None), opus(Quality::Low));
+        assert_eq!(delivery(None, Some(32), 0.0, None), opus(Quality::Low));
+        assert_eq!(delivery(Some("mp3"), None, 0.0, Some(128)), opus(Quality::High));
+        assert_eq!(
+            delivery(Some("opus"), Some(128), 30.0, None),
+            Delivery::Opus { quality: Quality::Medium, offset: 30.0 }
+        );
+    }
+}

@@ -1,0 +1,143 @@
+//! Playlists: the versioned playlists of `/api/v1`, so an edit from a Subsonic app reaches
+//! the user's offline clients (each add or remove is one version, as there).
+
+use musiclib_core::playlists::{NewPlaylist, Playlist, PlaylistChanges};
+
+use super::{all_pages, model, playlist_id, track_id};
+use crate::response::{Element, SubsonicError};
+use crate::{Outcome, Reply, Request};
+
+/// Most playlists listed.
+const MAX_PLAYLISTS: i64 = 10_000;
+
+fn track_ids(request: &Request, name: &str) -> Result<Vec<musiclib_core::TrackId>, SubsonicError> {
+    request.params.all(name).into_iter().map(track_id).collect()
+}
+
+/// A playlist with its entries.
+async fn with_entries(request: &Request, playlist: &Playlist) -> Result<Element, SubsonicError> {
+    let tracks = request.library.tracks_by_ids(&playlist.track_ids).await?;
+    Ok(model::playlist(playlist, request.caller.user.id.as_str())
+        .list("entry", request.songs("entry", &tracks).await?))
+}
+
+/// `getPlaylists`: the caller's and the public ones of others; `username` (admins) narrows
+/// to one owner.
+pub(crate) async fn list(request: &Request) -> Outcome {
+    let caller = &request.caller;
+    let owner = request.params.get("username");
+    if let Some(owner) = owner {
+        let own = musiclib_core::text::name_key(owner) == musiclib_core::text::name_key(&caller.user.username);
+        if !own && !caller.user.is_admin {
+            return Err(SubsonicError {
+                code: 50,
+                message: "only an admin may list another user's playlists".into(),
+            });
+        }
+    }
+    let playlists = all_pages(MAX_PLAYLISTS, |page| request.library.list_playlists(caller, page)).await?;
+    let items = playlists
+        .iter()
+        .filter(|playlist| {
+            owner.is_none_or(|owner| {
+                musiclib_core::text::name_key(owner) == musiclib_core::text::name_key(&playlist.owner_name)
+            })
+        })
+        .map(|playlist| model::playlist(playlist, caller.user.id.as_str()))
+        .collect();
+    Ok(Reply::Envelope(Some(Element::new("playlists").list("playlist", items))))
+}
+
+/// `getPlaylist`.
+pub(crate) async fn get(request: &Request) -> Outcome {
+    let id = playlist_id(request.params.required("id")?)?;
+    let playlist = request.library.get_playlist(&request.caller, &id).await?;
+    Ok(Reply::Envelope(Some(with_entries(request, &playlist).await?)))
+}
+
+/// `createPlaylist`: a new playlist (`name`, `songId`…), or with `playlistId` the songs of
+/// an existing one replaced (a remove of all, then an add).
+pub(crate) async fn create(request: &Request) -> Outcome {
+    let library = &request.library;
+    let caller = &request.caller;
+    let songs = track_ids(request, "songId")?;
+    let playlist = match request.params.get("playlistId") {
+        Some(raw) => {
+            let id = playlist_id(raw)?;
+            let mut playlist = library.get_playlist(caller, &id).await?;
+            if let Some(name) = request.params.get("name") {
+                let changes = PlaylistChanges {
+                    name: Some(name.to_string()),
+                    ..Default::default()
+                };
+                playlist = library.update_playlist(caller, &id, changes).await?;
+            }
+            if !playlist.track_ids.is_empty() {
+                let every = (0..playlist.track_ids.len()).collect();
+                playlist = library
+                    .remove_playlist_tracks(caller, &id, every, Some(playlist.version))
+                    .await?;
+            }
+            if !songs.is_empty() {
+                playlist = library
+                    .add_playlist_tracks(caller, &id, songs, None, Some(playlist.version))
+                    .await?;
+            }
+            playlist
+        }
+        None => {
+            let new = NewPlaylist {
+                name: request.params.required("name")?.to_string(),
+                track_ids: songs,
+                ..Default::default()
+            };
+            library.create_playlist(caller, new).await?
+        }
+    };
+    Ok(Reply::Envelope(Some(with_entries(request, &playlist).await?)))
+}
+
+/// `updatePlaylist`: name, comment, public flag; `songIndexToRemove` (positions before the
+/// update) and `songIdToAdd` (appended).
+pub(crate) async fn update(request: &Request) -> Outcome {
+    let library = &request.library;
+    let caller = &request.caller;
+    let params = &request.params;
+    let id = playlist_id(params.required("playlistId")?)?;
+    let removes = params
+        .ints("songIndexToRemove")?
+        .into_iter()
+        .map(|index| {
+            usize::try_from(index).map_err(|_| SubsonicError::invalid("songIndexToRemove", "must not be negative"))
+        })
+        .collect::<Result<Vec<usize>, _>>()?;
+    let adds = track_ids(request, "songIdToAdd")?;
+    let changes = PlaylistChanges {
+        name: params.get("name").map(str::to_string),
+        description: params.has("comment").then(|| params.get("comment").map(str::to_string)),
+        public: params.bool("public")?,
+        expected_version: None,
+    };
+    let mut playlist = library.get_playlist(caller, &id).await?;
+    if changes.name.is_some() || changes.description.is_some() || changes.public.is_some() {
+        playlist = library.update_playlist(caller, &id, changes).await?;
+    }
+    if !removes.is_empty() {
+        playlist = library
+            .remove_playlist_tracks(caller, &id, removes, Some(playlist.version))
+            .await?;
+    }
+    if !adds.is_empty() {
+        library
+            .add_playlist_tracks(caller, &id, adds, None, Some(playlist.version))
+            .await?;
+    }
+    Ok(Reply::Envelope(None))
+}
+
+/// `deletePlaylist`.
+pub(crate) async fn delete(request: &Request) -> Outcome {
+    let id = playlist_id(request.params.required("id")?)?;
+    request.library.delete_playlist(&request.caller, &id).await?;
+    Ok(Reply::Envelope(None))
+}

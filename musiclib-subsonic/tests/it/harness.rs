@@ -1,0 +1,224 @@
+//! A library with a few tagged tracks from the test corpus, two users with app passwords,
+//! and helpers to call the router in either encoding.
+
+use std::path::PathBuf;
+
+use axum::body::Body;
+use axum::http::{header, Request, StatusCode};
+use http_body_util::BodyExt;
+use md5::{Digest, Md5};
+use musiclib_core::auth::Caller;
+use musiclib_core::testing::{Backend, TestLibrary};
+use serde_json::Value;
+use tower::ServiceExt;
+
+/// The albums uploaded (directories of the corpus library).
+const ALBUMS: &[&str] = &[
+    "Los Señores del Ritmo/Canción de Mañana (2021)",
+    "Aurora Lane/Northern Lights (2019)",
+];
+
+pub struct Fixture {
+    pub router: axum::Router,
+    pub library: TestLibrary,
+    pub user: String,
+    pub password: String,
+    pub caller: Caller,
+    admin: String,
+    admin_password: String,
+    pub track_ids: Vec<String>,
+}
+
+/// The corpus, or `None` to skip (never under `CI=true`).
+pub fn corpus() -> Option<PathBuf> {
+    let corpus = musiclib_core::testing::corpus_dir();
+    if corpus.is_none() {
+        assert!(
+            std::env::var("CI").map(|ci| ci != "true").unwrap_or(true),
+            "MUSICLIB_TEST_CORPUS missing in CI"
+        );
+        eprintln!("note: MUSICLIB_TEST_CORPUS not set; Subsonic test skipped");
+    }
+    corpus
+}
+
+impl Fixture {
+    pub async fn new(backend: Backend) -> Option<Fixture> {
+        let corpus = corpus()?;
+        let library = TestLibrary::new(backend).await;
+        let ann = library.create_user("ann", "ann-password", false).await.unwrap();
+        let root = library.create_user("root", "root-password", true).await.unwrap();
+        let caller = Caller { user: ann };
+        let admin = Caller { user: root };
+        let password = library.legacy_password(&caller).await.unwrap();
+        let admin_password = library.legacy_password(&admin).await.unwrap();
+        let mut track_ids = Vec::new();
+        for album in ALBUMS {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(corpus.join("library").join(album))
+                .unwrap()
+                .map(|entry| entry.unwrap().path())
+                .filter(|path| musiclib_core::ingest::probe::has_audio_extension(path))
+                .filter(|path| !path.file_name().unwrap().to_string_lossy().starts_with('.'))
+                .collect();
+            files.sort();
+            for path in files.into_iter().take(3) {
+                let file = tokio::fs::File::open(&path).await.unwrap();
+                let name = path.file_name().unwrap().to_string_lossy().to_string();
+                let outcome = library
+                    .upload_track(&caller, Some(&name), file)
+                    .await
+                    .unwrap_or_else(|error| panic!("upload {}: {error}", path.display()));
+                track_ids.push(outcome.track.id.to_string());
+            }
+        }
+        assert!(track_ids.len() >= 4, "the corpus albums have tracks");
+        Some(Fixture {
+            router: musiclib_subsonic::router(library.library.clone()),
+            library,
+            user: "ann".into(),
+            password,
+            caller,
+            admin: "root".into(),
+            admin_password,
+            track_ids,
+        })
+    }
+
+    /// Token authentication parameters of `user` with `password`.
+    pub fn token_auth(user: &str, password: &str) -> String {
+        let salt = "c19b2d";
+        let token = hex::encode(Md5::digest(format!("{password}{salt}").as_bytes()));
+        format!("u={user}&t={token}&s={salt}&v=1.16.1&c=tests")
+    }
+
+    /// The caller's token authentication.
+    pub fn auth(&self) -> String {
+        Self::token_auth(&self.user, &self.password)
+    }
+
+    /// The admin's token authentication.
+    pub fn admin_auth(&self) -> String {
+        Self::token_auth(&self.admin, &self.admin_password)
+    }
+
+    /// A GET of `/rest/{method}?{query}`: status, content type, body.
+    pub async fn get(&self, method: &str, query: &str) -> (StatusCode, String, Vec<u8>) {
+        self.send(Request::get(format!("/rest/{method}?{query}")).body(Body::empty()).unwrap())
+            .await
+    }
+
+    pub async fn send(&self, request: Request<Body>) -> (StatusCode, String, Vec<u8>) {
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let content_type = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .map(|value| value.to_str().unwrap().to_string())
+            .unwrap_or_default();
+        let body = response.into_body().collect().await.unwrap().to_bytes().to_vec();
+        (status, content_type, body)
+    }
+
+    /// `method` as the caller with `params`, in JSON: the `subsonic-response` object, which
+    /// must have status ok.
+    pub async fn json(&self, method: &str, params: &str) -> Value {
+        let response = self.json_as(&self.auth(), method, params).await;
+        assert_eq!(response["status"], "ok", "{method}?{params}: {response}");
+        response
+    }
+
+    /// `method` with the given auth, in JSON, whatever the status.
+    pub async fn json_as(&self, auth: &str, method: &str, params: &str) -> Value {
+        let (status, content_type, body) = self.get(method, &format!("{auth}&f=json&{params}")).await;
+        assert_eq!(status, StatusCode::OK, "{method}");
+        assert_eq!(content_type, "application/json", "{method}");
+        let value: Value = serde_json::from_slice(&body).unwrap();
+        let response = value["subsonic-response"].clone();
+        assert_eq!(response["version"], "1.16.1");
+        assert_eq!(response["type"], "musiclib");
+        assert_eq!(response["openSubsonic"], true);
+        assert!(response["serverVersion"].is_string());
+        response
+    }
+
+    /// `method` as the caller with `params`, in XML, validated against the schema; must
+    /// have status ok.
+    pub async fn xml(&self, method: &str, params: &str) -> String {
+        let (status, content_type, body) = self.get(method, &format!("{}&{params}", self.auth())).await;
+        assert_eq!(status, StatusCode::OK, "{method}");
+        assert!(content_type.starts_with("text/xml"), "{method}: {content_type}");
+        let xml = String::from_utf8(body).unwrap();
+        assert!(xml.contains(r#"status="ok""#), "{method}?{params}: {xml}");
+        validate(&xml);
+        xml
+    }
+}
+
+/// The official schema (`shared/conformance`).
+fn schema() -> PathBuf {
+    let shared = std::env::var_os("MUSICLIB_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
+    shared.join("conformance/subsonic-rest-api-1.16.1.xsd")
+}
+
+/// Removes the OpenSubsonic attributes the 1.16.1 schema does not know (the server's own
+/// list), and the one type OpenSubsonic widened: `playQueue current` is a string id.
+fn strip_extras(xml: &str) -> String {
+    use quick_xml::events::{BytesStart, Event};
+    let mut reader = quick_xml::Reader::from_str(xml);
+    let mut writer = quick_xml::Writer::new(Vec::new());
+    loop {
+        let event = reader.read_event().unwrap();
+        let rebuild = |start: &BytesStart| {
+            let name = String::from_utf8(start.name().as_ref().to_vec()).unwrap();
+            let mut out = BytesStart::new(name.clone());
+            for attribute in start.attributes() {
+                let attribute = attribute.unwrap();
+                let key = String::from_utf8(attribute.key.as_ref().to_vec()).unwrap();
+                let is_root_only = key == "type" && name == "subsonic-response";
+                let extra = musiclib_subsonic::EXTRA_ATTRIBUTES.contains(&key.as_str())
+                    && (key != "type" || is_root_only);
+                if extra || (name == "playQueue" && key == "current") {
+                    continue;
+                }
+                out.push_attribute(attribute);
+            }
+            out
+        };
+        match event {
+            Event::Eof => break,
+            Event::Start(start) => writer.write_event(Event::Start(rebuild(&start))).unwrap(),
+            Event::Empty(start) => writer.write_event(Event::Empty(rebuild(&start))).unwrap(),
+            other => writer.write_event(other).unwrap(),
+        }
+    }
+    String::from_utf8(writer.into_inner()).unwrap()
+}
+
+/// Validates a response against the official schema with xmllint (libxml2).
+pub fn validate(xml: &str) {
+    let available = std::process::Command::new("xmllint").arg("--version").output().is_ok();
+    if !available {
+        assert!(
+            std::env::var("CI").map(|ci| ci != "true").unwrap_or(true),
+            "xmllint (libxml2-utils) is needed in CI"
+        );
+        eprintln!("note: xmllint missing; XML schema validation skipped");
+        return;
+    }
+    let stripped = strip_extras(xml);
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), &stripped).unwrap();
+    let output = std::process::Command::new("xmllint")
+        .args(["--noout", "--schema"])
+        .arg(schema())
+        .arg(file.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "schema validation failed:\n{}\n{stripped}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
