@@ -4,7 +4,8 @@
 #   - starts a private PostgreSQL and an S3-compatible server (moto) on loopback,
 #   - generates the test corpus (shared/corpus/make-corpus.sh),
 #   - builds once and runs every test on SQLite + local disk and on PostgreSQL + S3,
-#   - runs the examples, and checks that musiclib-core depends on no web framework.
+#   - runs the examples and the Subsonic end-to-end test (a real client library from PyPI
+#     against the real binary), and checks that musiclib-core depends on no web framework.
 # Everything it starts is stopped on exit.
 set -euo pipefail
 
@@ -22,10 +23,10 @@ command -v cargo >/dev/null || { echo "cargo is required (install Rust with rust
 need=()
 command -v ffmpeg >/dev/null || need+=(ffmpeg)
 command -v curl >/dev/null || need+=(curl)
+command -v xmllint >/dev/null || need+=(libxml2-utils)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
-if ! command -v moto_server >/dev/null && [ ! -x "$state/venv/bin/moto_server" ]; then
-  python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
-fi
+# Python venvs: moto (S3) and the Subsonic client of the end-to-end test.
+python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
   log "installing ${need[*]}"
   as_root apt-get update -qq
@@ -107,6 +108,9 @@ cargo test --workspace --all-targets --quiet 2>&1 | tee "$state/test.log"
 log "running the examples"
 cargo run --quiet -p musiclib-examples --example embed_core -- "$MUSICLIB_TEST_CORPUS/library"
 cargo run --quiet -p musiclib-examples --example mount_api -- --self-test
+
+log "driving the binary with a real Subsonic client (py-opensonic)"
+.ci/subsonic-e2e.sh target/debug/musiclib "$MUSICLIB_TEST_CORPUS/library" | tee "$state/subsonic-e2e.log" | grep -E '^(ok|FAIL)' >&2
 
 read -r passed failed < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i == "passed;") p += $(i-1); if ($i == "failed;") f += $(i-1) } } END { print p + 0, f + 0 }' "$state/test.log")
 log "all tests passed"
