@@ -226,9 +226,9 @@ impl Library {
         username: &str,
         credentials: &LegacyCredentials,
     ) -> Result<Caller> {
-        let key = format!("name:{}", crate::text::name_key(username.trim()));
+        let name_key = crate::text::name_key(username.trim());
         let account = self
-            .legacy_account(key, "username_key", &crate::text::name_key(username.trim()))
+            .legacy_account(format!("name:{name_key}"), "username_key", &name_key)
             .await?;
         match account {
             Some(LegacyAccount {

@@ -4,6 +4,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use serde_json::Value;
+use tracing::Instrument;
 
 use super::{kind, Job, JobError};
 use crate::{JobId, Library};
@@ -88,9 +89,15 @@ impl Worker {
             return Ok(Outcome::Empty);
         };
         let job_id = job.id.clone();
+        // The span wraps the future (never `enter()` across an await: the guard would stay
+        // on whichever thread resumes, and every later job's span would nest inside it).
         let span =
             tracing::info_span!("job", job_id = %job.id, kind = %job.kind, attempt = job.attempts);
-        let _entered = span.enter();
+        self.finish(job).instrument(span).await?;
+        Ok(Outcome::Ran(job_id))
+    }
+
+    async fn finish(&self, job: Job) -> crate::Result<()> {
         tracing::info!("job started");
         let started = std::time::Instant::now();
         let result = self.run_with_heartbeat(job.clone()).await;
@@ -111,7 +118,7 @@ impl Worker {
                     .await?;
             }
         }
-        Ok(Outcome::Ran(job_id))
+        Ok(())
     }
 
     /// Delay before attempt `attempts + 1`: base × 2^(attempts − 1), capped.
@@ -134,7 +141,9 @@ impl Worker {
             worker_id: self.id.clone(),
         };
         let library = self.library.clone();
-        let mut handler = tokio::spawn(async move { run_handler(&library, &context, &job).await });
+        let mut handler = tokio::spawn(
+            async move { run_handler(&library, &context, &job).await }.in_current_span(),
+        );
         let lease = self.library.config().jobs.lease;
         let mut ticker = tokio::time::interval((lease / 3).max(Duration::from_millis(100)));
         ticker.tick().await;

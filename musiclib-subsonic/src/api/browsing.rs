@@ -43,16 +43,18 @@ async fn indexed_artists(request: &Request) -> Result<BTreeMap<String, Vec<Artis
 }
 
 async fn index_elements(request: &Request, folder: bool) -> Result<Vec<Element>, SubsonicError> {
-    let mut indexes = Vec::new();
-    for (key, artists) in indexed_artists(request).await? {
-        let name = if key == "~" { "#".to_string() } else { key };
-        indexes.push(
-            Element::new("index")
-                .attr("name", name)
-                .list("artist", request.artists(&artists, folder).await?),
-        );
-    }
-    Ok(indexes)
+    let groups = indexed_artists(request).await?;
+    let every: Vec<Artist> = groups.values().flatten().cloned().collect();
+    // One query for the marks of every artist, then split by letter in order.
+    let mut elements = request.artists(&every, folder).await?.into_iter();
+    Ok(groups
+        .into_iter()
+        .map(|(key, artists)| {
+            let name = if key == "~" { "#".to_string() } else { key };
+            let group = elements.by_ref().take(artists.len()).collect();
+            Element::new("index").attr("name", name).list("artist", group)
+        })
+        .collect())
 }
 
 /// `getIndexes`: the folder-model artist index.

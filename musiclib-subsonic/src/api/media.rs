@@ -63,8 +63,15 @@ pub(crate) async fn stream(request: &Request) -> Outcome {
         return Err(SubsonicError::invalid("timeOffset", "must not be negative"));
     }
     let library = &request.library;
-    let track = library.get_track(&id).await?;
-    let plan = delivery(params.get("format"), params.int("maxBitRate")?, offset, track.bitrate_kbps);
+    let format = params.get("format");
+    let max_kbps = params.int("maxBitRate")?;
+    // The original's bit rate matters only for a limit without a format: read the track
+    // only then (every seek of a player is a stream request).
+    let original_kbps = match (format, max_kbps) {
+        (None, Some(limit)) if limit > 0 => library.get_track(&id).await?.bitrate_kbps,
+        _ => None,
+    };
+    let plan = delivery(format, max_kbps, offset, original_kbps);
     let response = match plan {
         Delivery::Original => send_audio(library, &library.track_audio(&id).await?, &request.headers).await?,
         Delivery::Opus { quality, offset } if offset == 0.0 => {

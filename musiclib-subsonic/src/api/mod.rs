@@ -10,6 +10,8 @@ pub(crate) mod system;
 
 use std::future::Future;
 
+use futures::future::BoxFuture;
+
 use musiclib_core::domain::{Page, Paged};
 use musiclib_core::{AlbumId, ArtistId, PlaylistId, TrackId};
 
@@ -20,56 +22,60 @@ use crate::{Outcome, Request};
 pub(crate) const MAX_LIST: i64 = 500;
 
 /// Runs the method `name`.
+///
+/// Each method's future is boxed: the future of a `match` over every handler would be as
+/// large as the largest of them, allocated and moved for every request, even a `ping`.
 pub(crate) async fn dispatch(name: &str, request: &Request) -> Outcome {
-    match name {
-        "ping" => system::ping(request).await,
-        "getLicense" => system::license(request).await,
-        "tokenInfo" => system::token_info(request).await,
-        "getUser" => system::user(request).await,
-        "startScan" => system::start_scan(request).await,
-        "getScanStatus" => system::scan_status(request).await,
+    let method: BoxFuture<'_, Outcome> = match name {
+        "ping" => Box::pin(system::ping(request)),
+        "getLicense" => Box::pin(system::license(request)),
+        "tokenInfo" => Box::pin(system::token_info(request)),
+        "getUser" => Box::pin(system::user(request)),
+        "startScan" => Box::pin(system::start_scan(request)),
+        "getScanStatus" => Box::pin(system::scan_status(request)),
 
-        "getMusicFolders" => browsing::music_folders(request).await,
-        "getIndexes" => browsing::indexes(request).await,
-        "getMusicDirectory" => browsing::music_directory(request).await,
-        "getGenres" => browsing::genres(request).await,
-        "getArtists" => browsing::artists(request).await,
-        "getArtist" => browsing::artist(request).await,
-        "getAlbum" => browsing::album(request).await,
-        "getSong" => browsing::song(request).await,
-        "getArtistInfo" | "getArtistInfo2" => browsing::artist_info(request, name).await,
-        "getAlbumInfo" | "getAlbumInfo2" => browsing::album_info(request).await,
-        "getSimilarSongs" | "getSimilarSongs2" => browsing::similar_songs(request, name).await,
-        "getTopSongs" => browsing::top_songs(request).await,
+        "getMusicFolders" => Box::pin(browsing::music_folders(request)),
+        "getIndexes" => Box::pin(browsing::indexes(request)),
+        "getMusicDirectory" => Box::pin(browsing::music_directory(request)),
+        "getGenres" => Box::pin(browsing::genres(request)),
+        "getArtists" => Box::pin(browsing::artists(request)),
+        "getArtist" => Box::pin(browsing::artist(request)),
+        "getAlbum" => Box::pin(browsing::album(request)),
+        "getSong" => Box::pin(browsing::song(request)),
+        "getArtistInfo" | "getArtistInfo2" => Box::pin(browsing::artist_info(request, name)),
+        "getAlbumInfo" | "getAlbumInfo2" => Box::pin(browsing::album_info(request)),
+        "getSimilarSongs" | "getSimilarSongs2" => Box::pin(browsing::similar_songs(request, name)),
+        "getTopSongs" => Box::pin(browsing::top_songs(request)),
 
-        "getAlbumList" | "getAlbumList2" => lists::album_list(request, name).await,
-        "getRandomSongs" => lists::random_songs(request).await,
-        "getSongsByGenre" => lists::songs_by_genre(request).await,
-        "getNowPlaying" => lists::now_playing(request).await,
-        "getStarred" | "getStarred2" => lists::starred(request, name).await,
-        "search2" | "search3" => lists::search(request, name).await,
+        "getAlbumList" | "getAlbumList2" => Box::pin(lists::album_list(request, name)),
+        "getRandomSongs" => Box::pin(lists::random_songs(request)),
+        "getSongsByGenre" => Box::pin(lists::songs_by_genre(request)),
+        "getNowPlaying" => Box::pin(lists::now_playing(request)),
+        "getStarred" | "getStarred2" => Box::pin(lists::starred(request, name)),
+        "search2" | "search3" => Box::pin(lists::search(request, name)),
 
-        "getPlaylists" => playlists::list(request).await,
-        "getPlaylist" => playlists::get(request).await,
-        "createPlaylist" => playlists::create(request).await,
-        "updatePlaylist" => playlists::update(request).await,
-        "deletePlaylist" => playlists::delete(request).await,
+        "getPlaylists" => Box::pin(playlists::list(request)),
+        "getPlaylist" => Box::pin(playlists::get(request)),
+        "createPlaylist" => Box::pin(playlists::create(request)),
+        "updatePlaylist" => Box::pin(playlists::update(request)),
+        "deletePlaylist" => Box::pin(playlists::delete(request)),
 
-        "stream" => media::stream(request).await,
-        "download" => media::download(request).await,
-        "getCoverArt" => media::cover_art(request).await,
-        "getLyrics" => media::lyrics(request).await,
-        "getLyricsBySongId" => media::lyrics_by_song_id(request).await,
+        "stream" => Box::pin(media::stream(request)),
+        "download" => Box::pin(media::download(request)),
+        "getCoverArt" => Box::pin(media::cover_art(request)),
+        "getLyrics" => Box::pin(media::lyrics(request)),
+        "getLyricsBySongId" => Box::pin(media::lyrics_by_song_id(request)),
 
-        "star" => annotation::star(request, true).await,
-        "unstar" => annotation::star(request, false).await,
-        "setRating" => annotation::set_rating(request).await,
-        "scrobble" => annotation::scrobble(request).await,
-        "savePlayQueue" => annotation::save_play_queue(request).await,
-        "getPlayQueue" => annotation::play_queue(request).await,
+        "star" => Box::pin(annotation::star(request, true)),
+        "unstar" => Box::pin(annotation::star(request, false)),
+        "setRating" => Box::pin(annotation::set_rating(request)),
+        "scrobble" => Box::pin(annotation::scrobble(request)),
+        "savePlayQueue" => Box::pin(annotation::save_play_queue(request)),
+        "getPlayQueue" => Box::pin(annotation::play_queue(request)),
 
-        other => Err(SubsonicError::not_supported(other)),
-    }
+        other => return Err(SubsonicError::not_supported(other)),
+    };
+    method.await
 }
 
 /// Parses an id of a kind; a malformed id is data not found (error 70), as for any id the
