@@ -207,7 +207,11 @@ impl Library {
         };
         let (join, filter, order) = match kind {
             AlbumList::Random => (String::new(), String::new(), "RANDOM()".to_string()),
-            AlbumList::Newest => (String::new(), String::new(), "al.created_at DESC, al.id DESC".into()),
+            AlbumList::Newest => (
+                String::new(),
+                String::new(),
+                "al.created_at DESC, al.id DESC".into(),
+            ),
             AlbumList::Highest => (
                 marks(&arg(caller.user.id.to_string())),
                 "WHERE a.rating > 0".into(),
@@ -223,7 +227,9 @@ impl Library {
                 String::new(),
                 "s.last_played DESC, al.id".into(),
             ),
-            AlbumList::AlphabeticalByName => (String::new(), String::new(), "al.title_key, al.id".into()),
+            AlbumList::AlphabeticalByName => {
+                (String::new(), String::new(), "al.title_key, al.id".into())
+            }
             AlbumList::AlphabeticalByArtist => (
                 String::new(),
                 String::new(),
@@ -485,7 +491,10 @@ impl Library {
         };
         let rows: Vec<(String,)> = fetch_in_chunks(self, ids, |count| {
             (
-                format!("SELECT id FROM {table} WHERE id IN ({})", placeholders(1, count)),
+                format!(
+                    "SELECT id FROM {table} WHERE id IN ({})",
+                    placeholders(1, count)
+                ),
                 Vec::new(),
             )
         })
@@ -623,8 +632,17 @@ impl Library {
     }
 
     /// Marks `track` as playing now for the caller on `client`.
-    pub async fn set_now_playing(&self, caller: &Caller, client: &str, track: &TrackId) -> Result<()> {
-        if self.known_items(ItemKind::Track, &[track.to_string()]).await?.is_empty() {
+    pub async fn set_now_playing(
+        &self,
+        caller: &Caller,
+        client: &str,
+        track: &TrackId,
+    ) -> Result<()> {
+        if self
+            .known_items(ItemKind::Track, &[track.to_string()])
+            .await?
+            .is_empty()
+        {
             return Err(Error::not_found("track", track));
         }
         let upsert = self.db().sql(
@@ -702,7 +720,10 @@ impl Library {
         }
         let current = match current {
             Some(current) if !track_ids.contains(&current) => {
-                return Err(Error::invalid("current", "must be one of the queued tracks"))
+                return Err(Error::invalid(
+                    "current",
+                    "must be one of the queued tracks",
+                ))
             }
             Some(current) => current,
             None => track_ids[0].clone(),
@@ -740,8 +761,9 @@ impl Library {
         let Some((ids, current, position_ms, changed_by, updated_at)) = row else {
             return Ok(None);
         };
-        let ids: Vec<String> = serde_json::from_str(&ids)
-            .map_err(|error| Error::Internal(format!("a stored play queue is malformed: {error}")))?;
+        let ids: Vec<String> = serde_json::from_str(&ids).map_err(|error| {
+            Error::Internal(format!("a stored play queue is malformed: {error}"))
+        })?;
         Ok(Some(PlayQueue {
             track_ids: ids.into_iter().map(TrackId::from_db).collect(),
             current: current.map(TrackId::from_db),

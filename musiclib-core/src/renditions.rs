@@ -361,7 +361,10 @@ impl Library {
         offset_seconds: f64,
     ) -> Result<BoxStream<'static, std::io::Result<Bytes>>> {
         if !offset_seconds.is_finite() || offset_seconds < 0.0 {
-            return Err(Error::invalid("timeOffset", "must be a non-negative number of seconds"));
+            return Err(Error::invalid(
+                "timeOffset",
+                "must be a non-negative number of seconds",
+            ));
         }
         if !self.transcoder_ready().await {
             return Err(Error::TranscoderUnavailable);

@@ -51,10 +51,9 @@ impl Params {
     pub fn int(&self, name: &str) -> Result<Option<i64>, SubsonicError> {
         self.get(name)
             .map(|value| {
-                value
-                    .trim()
-                    .parse::<i64>()
-                    .map_err(|_| SubsonicError::invalid(name, format!("{value:?} is not an integer")))
+                value.trim().parse::<i64>().map_err(|_| {
+                    SubsonicError::invalid(name, format!("{value:?} is not an integer"))
+                })
             })
             .transpose()
     }
@@ -64,10 +63,9 @@ impl Params {
         self.all(name)
             .into_iter()
             .map(|value| {
-                value
-                    .trim()
-                    .parse::<i64>()
-                    .map_err(|_| SubsonicError::invalid(name, format!("{value:?} is not an integer")))
+                value.trim().parse::<i64>().map_err(|_| {
+                    SubsonicError::invalid(name, format!("{value:?} is not an integer"))
+                })
             })
             .collect()
     }
@@ -81,7 +79,9 @@ impl Params {
                     .parse::<f64>()
                     .ok()
                     .filter(|number| number.is_finite())
-                    .ok_or_else(|| SubsonicError::invalid(name, format!("{value:?} is not a number")))
+                    .ok_or_else(|| {
+                        SubsonicError::invalid(name, format!("{value:?} is not a number"))
+                    })
             })
             .transpose()
     }
@@ -92,7 +92,10 @@ impl Params {
             .map(|value| match value.trim().to_ascii_lowercase().as_str() {
                 "true" | "1" => Ok(true),
                 "false" | "0" => Ok(false),
-                _ => Err(SubsonicError::invalid(name, format!("{value:?} is not true or false"))),
+                _ => Err(SubsonicError::invalid(
+                    name,
+                    format!("{value:?} is not true or false"),
+                )),
             })
             .transpose()
     }
@@ -104,7 +107,10 @@ mod tests {
 
     #[test]
     fn query_and_form_merge_and_keys_repeat() {
-        let params = Params::parse(Some("u=ann&id=a&id=b&empty="), Some(b"id=c&submission=True"));
+        let params = Params::parse(
+            Some("u=ann&id=a&id=b&empty="),
+            Some(b"id=c&submission=True"),
+        );
         assert_eq!(params.get("u"), Some("ann"));
         assert_eq!(params.all("id"), vec!["a", "b", "c"]);
         assert_eq!(params.get("empty"), None);

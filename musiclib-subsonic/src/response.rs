@@ -197,7 +197,10 @@ impl Element {
         Json::Object(object)
     }
 
-    fn write_xml<W: std::io::Write>(&self, writer: &mut quick_xml::Writer<W>) -> std::io::Result<()> {
+    fn write_xml<W: std::io::Write>(
+        &self,
+        writer: &mut quick_xml::Writer<W>,
+    ) -> std::io::Result<()> {
         let mut start = BytesStart::new(self.name);
         for (name, value) in &self.attrs {
             start.push_attribute((*name, value.xml().as_str()));
@@ -393,7 +396,10 @@ fn render(root: Element, format: &Format) -> Response {
                 .and_then(|()| root.write_xml(&mut writer))
                 .expect("writing XML to memory cannot fail");
             (
-                [(header::CONTENT_TYPE, HeaderValue::from_static("text/xml; charset=utf-8"))],
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("text/xml; charset=utf-8"),
+                )],
                 writer.into_inner(),
             )
                 .into_response()
@@ -419,7 +425,10 @@ fn render(root: Element, format: &Format) -> Response {
                         .into_response()
                 }
                 _ => (
-                    [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+                    [(
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("application/json"),
+                    )],
                     json,
                 )
                     .into_response(),
@@ -433,8 +442,9 @@ mod tests {
     use super::*;
 
     fn body(response: Response) -> String {
-        let bytes = futures::executor::block_on(axum::body::to_bytes(response.into_body(), usize::MAX))
-            .unwrap();
+        let bytes =
+            futures::executor::block_on(axum::body::to_bytes(response.into_body(), usize::MAX))
+                .unwrap();
         String::from_utf8(bytes.to_vec()).unwrap()
     }
 
@@ -442,9 +452,13 @@ mod tests {
     fn lists_are_arrays_and_text_is_value_in_json() {
         let payload = Element::new("genres").list(
             "genre",
-            vec![Element::new("genre").attr("songCount", 3).attr("albumCount", 1).text("Rock & Roll")],
+            vec![Element::new("genre")
+                .attr("songCount", 3)
+                .attr("albumCount", 1)
+                .text("Rock & Roll")],
         );
-        let json: Json = serde_json::from_str(&body(ok(Some(payload.clone()), &Format::Json))).unwrap();
+        let json: Json =
+            serde_json::from_str(&body(ok(Some(payload.clone()), &Format::Json))).unwrap();
         let root = &json["subsonic-response"];
         assert_eq!(root["status"], "ok");
         assert_eq!(root["version"], API_VERSION);
@@ -456,11 +470,17 @@ mod tests {
             &Format::Json,
         )))
         .unwrap();
-        assert_eq!(empty["subsonic-response"]["genres"]["genre"], serde_json::json!([]));
+        assert_eq!(
+            empty["subsonic-response"]["genres"]["genre"],
+            serde_json::json!([])
+        );
 
         let xml = body(ok(Some(payload), &Format::Xml));
         assert!(xml.contains(r#"<subsonic-response xmlns="http://subsonic.org/restapi" status="ok" version="1.16.1""#), "{xml}");
-        assert!(xml.contains(r#"<genre songCount="3" albumCount="1">Rock &amp; Roll</genre>"#), "{xml}");
+        assert!(
+            xml.contains(r#"<genre songCount="3" albumCount="1">Rock &amp; Roll</genre>"#),
+            "{xml}"
+        );
     }
 
     #[test]

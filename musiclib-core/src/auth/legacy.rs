@@ -235,9 +235,7 @@ impl Library {
                 user,
                 password: Some(password),
             }) if credentials.matches(&password) => Ok(Caller { user }),
-            _ => Err(Error::Unauthenticated(
-                "wrong username or password".into(),
-            )),
+            _ => Err(Error::Unauthenticated("wrong username or password".into())),
         }
     }
 
@@ -251,9 +249,7 @@ impl Library {
             Some(LegacyAccount {
                 user,
                 password: Some(password),
-            }) if constant_time_eq(password.as_bytes(), api_key.as_bytes()) => {
-                Ok(Caller { user })
-            }
+            }) if constant_time_eq(password.as_bytes(), api_key.as_bytes()) => Ok(Caller { user }),
             _ => Err(Error::Unauthenticated("invalid API key".into())),
         }
     }
@@ -269,9 +265,8 @@ impl Library {
         if let Some(account) = self.legacy_cache().get(&cache_key) {
             return Ok(Some(account));
         }
-        let query = format!(
-            "SELECT {USER_COLUMNS}, legacy_password_enc FROM users WHERE {column} = $1"
-        );
+        let query =
+            format!("SELECT {USER_COLUMNS}, legacy_password_enc FROM users WHERE {column} = $1");
         let Some(row) = sqlx::query_as::<_, LegacyRow>(&query)
             .bind(value)
             .fetch_optional(self.db().pool())

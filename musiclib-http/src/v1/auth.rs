@@ -106,7 +106,8 @@ async fn admin_rotate_legacy_password(
     Path(id): Path<String>,
 ) -> Result<axum::Json<LegacyPasswordOut>, ApiError> {
     caller.require_admin()?;
-    let id = musiclib_core::UserId::parse(&id).map_err(|_| ApiError::invalid("id", "must be a user id"))?;
+    let id = musiclib_core::UserId::parse(&id)
+        .map_err(|_| ApiError::invalid("id", "must be a user id"))?;
     let password = library.rotate_legacy_password(&caller, &id).await?;
     let user = library.get_user(&id).await?;
     Ok(axum::Json(LegacyPasswordOut {

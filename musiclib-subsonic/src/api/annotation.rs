@@ -14,8 +14,22 @@ pub(crate) async fn star(request: &Request, starred: bool) -> Outcome {
     let params = &request.params;
     let mut by_kind: Vec<(ItemKind, Vec<String>)> = vec![
         (ItemKind::Track, Vec::new()),
-        (ItemKind::Album, params.all("albumId").into_iter().map(str::to_string).collect()),
-        (ItemKind::Artist, params.all("artistId").into_iter().map(str::to_string).collect()),
+        (
+            ItemKind::Album,
+            params
+                .all("albumId")
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
+        ),
+        (
+            ItemKind::Artist,
+            params
+                .all("artistId")
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
+        ),
     ];
     for id in params.all("id") {
         let kind = match request.library.item_kind(id).await? {
@@ -30,7 +44,10 @@ pub(crate) async fn star(request: &Request, starred: bool) -> Outcome {
         return Err(SubsonicError::missing("id, albumId or artistId"));
     }
     for (kind, ids) in by_kind.into_iter().filter(|(_, ids)| !ids.is_empty()) {
-        request.library.star(&request.caller, kind, &ids, starred).await?;
+        request
+            .library
+            .star(&request.caller, kind, &ids, starred)
+            .await?;
     }
     Ok(Reply::Envelope(None))
 }
@@ -51,7 +68,10 @@ pub(crate) async fn set_rating(request: &Request) -> Outcome {
         .await?
         .filter(|kind| *kind != ItemKind::Playlist)
         .ok_or_else(|| SubsonicError::not_found(format_args!("item {id}")))?;
-    request.library.set_rating(&request.caller, kind, id, rating).await?;
+    request
+        .library
+        .set_rating(&request.caller, kind, id, rating)
+        .await?;
     Ok(Reply::Envelope(None))
 }
 
@@ -73,7 +93,10 @@ pub(crate) async fn scrobble(request: &Request) -> Outcome {
                     Timestamp::from_micros(ms.saturating_mul(1000)),
                     format!("subsonic:{id}:{ms}"),
                 ),
-                None => (Timestamp::now(), format!("subsonic:{id}:{}", uuid::Uuid::new_v4())),
+                None => (
+                    Timestamp::now(),
+                    format!("subsonic:{id}:{}", uuid::Uuid::new_v4()),
+                ),
             };
             let play = NewPlay {
                 track_id: id.to_string(),
@@ -107,7 +130,13 @@ pub(crate) async fn save_play_queue(request: &Request) -> Outcome {
     let position = params.int("position")?.unwrap_or(0);
     request
         .library
-        .save_play_queue(&request.caller, ids, current, position, Some(&request.client))
+        .save_play_queue(
+            &request.caller,
+            ids,
+            current,
+            position,
+            Some(&request.client),
+        )
         .await?;
     Ok(Reply::Envelope(None))
 }

@@ -30,13 +30,19 @@ pub(crate) async fn music_folders(_request: &Request) -> Outcome {
 }
 
 /// Every artist, grouped by index letter (`#` last), each group by name.
-async fn indexed_artists(request: &Request) -> Result<BTreeMap<String, Vec<Artist>>, SubsonicError> {
+async fn indexed_artists(
+    request: &Request,
+) -> Result<BTreeMap<String, Vec<Artist>>, SubsonicError> {
     let artists = all_pages(MAX_INDEXED, |page| request.library.list_artists(None, page)).await?;
     let mut groups: BTreeMap<String, Vec<Artist>> = BTreeMap::new();
     for artist in artists {
         let letter = model::index_letter(&artist.name);
         // `~` sorts after every letter, so `#` comes last as clients expect.
-        let key = if letter == "#" { "~".to_string() } else { letter };
+        let key = if letter == "#" {
+            "~".to_string()
+        } else {
+            letter
+        };
         groups.entry(key).or_default().push(artist);
     }
     Ok(groups)
@@ -52,7 +58,9 @@ async fn index_elements(request: &Request, folder: bool) -> Result<Vec<Element>,
         .map(|(key, artists)| {
             let name = if key == "~" { "#".to_string() } else { key };
             let group = elements.by_ref().take(artists.len()).collect();
-            Element::new("index").attr("name", name).list("artist", group)
+            Element::new("index")
+                .attr("name", name)
+                .list("artist", group)
         })
         .collect())
 }
@@ -62,7 +70,10 @@ pub(crate) async fn indexes(request: &Request) -> Outcome {
     let indexes = index_elements(request, true).await?;
     envelope(
         Element::new("indexes")
-            .attr("lastModified", musiclib_core::Timestamp::now().as_micros() / 1000)
+            .attr(
+                "lastModified",
+                musiclib_core::Timestamp::now().as_micros() / 1000,
+            )
             .attr("ignoredArticles", IGNORED_ARTICLES)
             .list("index", indexes),
     )
@@ -86,8 +97,11 @@ pub(crate) async fn music_directory(request: &Request) -> Outcome {
         Some(ItemKind::Artist) => {
             let artist_id = artist_id(id)?;
             let artist = library.get_artist(&artist_id).await?;
-            let albums = all_pages(MAX_CHILDREN, |page| library.artist_albums(&artist_id, page)).await?;
-            let marks = request.marks(ItemKind::Artist, vec![id.to_string()]).await?;
+            let albums =
+                all_pages(MAX_CHILDREN, |page| library.artist_albums(&artist_id, page)).await?;
+            let marks = request
+                .marks(ItemKind::Artist, vec![id.to_string()])
+                .await?;
             let marks = marks.get(id);
             envelope(
                 Element::new("directory")
@@ -102,7 +116,8 @@ pub(crate) async fn music_directory(request: &Request) -> Outcome {
         Some(ItemKind::Album) => {
             let album_id = album_id(id)?;
             let album = library.get_album(&album_id).await?;
-            let tracks = all_pages(MAX_CHILDREN, |page| library.album_tracks(&album_id, page)).await?;
+            let tracks =
+                all_pages(MAX_CHILDREN, |page| library.album_tracks(&album_id, page)).await?;
             let marks = request.marks(ItemKind::Album, vec![id.to_string()]).await?;
             let marks = marks.get(id);
             envelope(
@@ -144,9 +159,12 @@ pub(crate) async fn artist(request: &Request) -> Outcome {
     let library = &request.library;
     let artist = library.get_artist(&id).await?;
     let albums = all_pages(MAX_CHILDREN, |page| library.artist_albums(&id, page)).await?;
-    let marks = request.marks(ItemKind::Artist, vec![raw.to_string()]).await?;
+    let marks = request
+        .marks(ItemKind::Artist, vec![raw.to_string()])
+        .await?;
     envelope(
-        model::artist_id3("artist", &artist, marks.get(raw)).list("album", request.albums(&albums).await?),
+        model::artist_id3("artist", &artist, marks.get(raw))
+            .list("album", request.albums(&albums).await?),
     )
 }
 
@@ -157,9 +175,12 @@ pub(crate) async fn album(request: &Request) -> Outcome {
     let library = &request.library;
     let album = library.get_album(&id).await?;
     let tracks = all_pages(MAX_CHILDREN, |page| library.album_tracks(&id, page)).await?;
-    let marks = request.marks(ItemKind::Album, vec![raw.to_string()]).await?;
+    let marks = request
+        .marks(ItemKind::Album, vec![raw.to_string()])
+        .await?;
     envelope(
-        model::album_id3(&album, marks.get(raw)).list("song", request.songs("song", &tracks).await?),
+        model::album_id3(&album, marks.get(raw))
+            .list("song", request.songs("song", &tracks).await?),
     )
 }
 
@@ -176,13 +197,19 @@ pub(crate) async fn song(request: &Request) -> Outcome {
 pub(crate) async fn artist_info(request: &Request, method: &str) -> Outcome {
     let raw = request.params.required("id")?;
     let id = artist_id(raw)?;
-    let count = request.params.int("count")?.unwrap_or(20).clamp(0, MAX_LIST);
+    let count = request
+        .params
+        .int("count")?
+        .unwrap_or(20)
+        .clamp(0, MAX_LIST);
     let library = &request.library;
     let artist = library.get_artist(&id).await?;
     let mut similar: Vec<Artist> = Vec::new();
     if count > 0 {
         for track in library.similar_tracks(raw, MAX_LIST).await? {
-            let Some(other) = track.artist_id else { continue };
+            let Some(other) = track.artist_id else {
+                continue;
+            };
             if other == id || similar.iter().any(|known| known.id == other) {
                 continue;
             }
@@ -194,7 +221,10 @@ pub(crate) async fn artist_info(request: &Request, method: &str) -> Outcome {
     }
     let folder = method == "getArtistInfo";
     let marks = request
-        .marks(ItemKind::Artist, similar.iter().map(|artist| artist.id.to_string()).collect())
+        .marks(
+            ItemKind::Artist,
+            similar.iter().map(|artist| artist.id.to_string()).collect(),
+        )
         .await?;
     let similar = similar
         .iter()
@@ -229,16 +259,28 @@ pub(crate) async fn album_info(request: &Request) -> Outcome {
 /// as a song, album or artist, shuffled.
 pub(crate) async fn similar_songs(request: &Request, method: &str) -> Outcome {
     let id = request.params.required("id")?;
-    let count = request.params.int("count")?.unwrap_or(50).clamp(1, MAX_LIST);
+    let count = request
+        .params
+        .int("count")?
+        .unwrap_or(50)
+        .clamp(1, MAX_LIST);
     let tracks = request.library.similar_tracks(id, count).await?;
-    let name = if method == "getSimilarSongs" { "similarSongs" } else { "similarSongs2" };
+    let name = if method == "getSimilarSongs" {
+        "similarSongs"
+    } else {
+        "similarSongs2"
+    };
     envelope(Element::new(name).list("song", request.songs("song", &tracks).await?))
 }
 
 /// `getTopSongs`: an artist's most played songs.
 pub(crate) async fn top_songs(request: &Request) -> Outcome {
     let artist = request.params.required("artist")?;
-    let count = request.params.int("count")?.unwrap_or(50).clamp(1, MAX_LIST);
+    let count = request
+        .params
+        .int("count")?
+        .unwrap_or(50)
+        .clamp(1, MAX_LIST);
     let tracks = request.library.top_tracks(artist, count).await?;
     envelope(Element::new("topSongs").list("song", request.songs("song", &tracks).await?))
 }

@@ -33,7 +33,12 @@ pub(crate) async fn album_list(request: &Request, method: &str) -> Outcome {
         }
     };
     let albums = match window(request, "size", 10, "offset")? {
-        Some(page) => request.library.album_list(&request.caller, &kind, page).await?,
+        Some(page) => {
+            request
+                .library
+                .album_list(&request.caller, &kind, page)
+                .await?
+        }
         None => Vec::new(),
     };
     let element = if method == "getAlbumList" {
@@ -50,7 +55,12 @@ pub(crate) async fn random_songs(request: &Request) -> Outcome {
     let size = params.int("size")?.unwrap_or(10).clamp(1, MAX_LIST);
     let tracks = request
         .library
-        .random_tracks(params.get("genre"), params.int("fromYear")?, params.int("toYear")?, size)
+        .random_tracks(
+            params.get("genre"),
+            params.int("fromYear")?,
+            params.int("toYear")?,
+            size,
+        )
         .await?;
     Ok(Reply::Envelope(Some(
         Element::new("randomSongs").list("song", request.songs("song", &tracks).await?),
@@ -70,7 +80,11 @@ pub(crate) async fn songs_by_genre(request: &Request) -> Outcome {
                 key: TrackSortKey::Artist,
                 descending: false,
             };
-            request.library.list_tracks(&filter, Some(sort), page).await?.items
+            request
+                .library
+                .list_tracks(&filter, Some(sort), page)
+                .await?
+                .items
         }
         None => Vec::new(),
     };
@@ -97,7 +111,10 @@ pub(crate) async fn now_playing(request: &Request) -> Outcome {
         .zip(songs)
         .map(|(entry, song)| {
             song.attr("username", entry.username.as_str())
-                .attr("minutesAgo", ((now - entry.since.as_micros()) / 60_000_000).max(0))
+                .attr(
+                    "minutesAgo",
+                    ((now - entry.since.as_micros()) / 60_000_000).max(0),
+                )
                 .attr("playerId", player_id(&entry.client))
                 .attr("playerName", entry.client.as_str())
         })
@@ -175,16 +192,20 @@ pub(crate) async fn search(request: &Request, method: &str) -> Outcome {
         None => Vec::new(),
     };
     let folder = method == "search2";
-    let element = Element::new(if folder { "searchResult2" } else { "searchResult3" })
-        .list("artist", request.artists(&artists, folder).await?)
-        .list(
-            "album",
-            if folder {
-                request.album_folders("album", &albums).await?
-            } else {
-                request.albums(&albums).await?
-            },
-        )
-        .list("song", request.songs("song", &tracks).await?);
+    let element = Element::new(if folder {
+        "searchResult2"
+    } else {
+        "searchResult3"
+    })
+    .list("artist", request.artists(&artists, folder).await?)
+    .list(
+        "album",
+        if folder {
+            request.album_folders("album", &albums).await?
+        } else {
+            request.albums(&albums).await?
+        },
+    )
+    .list("song", request.songs("song", &tracks).await?);
     Ok(Reply::Envelope(Some(element)))
 }

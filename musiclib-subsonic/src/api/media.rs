@@ -35,7 +35,12 @@ fn quality_within(max_kbps: i64) -> Quality {
 /// Decides from `format`, `maxBitRate` and `timeOffset`. `raw` (or no format) with no limit,
 /// or a limit the original is within, is the original; any other format (musiclib's
 /// renditions are all Opus) or a lower limit is Opus; a `timeOffset` with Opus starts there.
-fn delivery(format: Option<&str>, max_kbps: Option<i64>, offset: f64, original_kbps: Option<i64>) -> Delivery {
+fn delivery(
+    format: Option<&str>,
+    max_kbps: Option<i64>,
+    offset: f64,
+    original_kbps: Option<i64>,
+) -> Delivery {
     let limit = max_kbps.filter(|kbps| *kbps > 0);
     let raw = match format.map(str::to_ascii_lowercase).as_deref() {
         Some("raw") => true,
@@ -73,7 +78,9 @@ pub(crate) async fn stream(request: &Request) -> Outcome {
     };
     let plan = delivery(format, max_kbps, offset, original_kbps);
     let response = match plan {
-        Delivery::Original => send_audio(library, &library.track_audio(&id).await?, &request.headers).await?,
+        Delivery::Original => {
+            send_audio(library, &library.track_audio(&id).await?, &request.headers).await?
+        }
         Delivery::Opus { quality, offset } if offset == 0.0 => {
             match library.rendition_for_stream(&id, quality).await? {
                 Some(rendition) => send_audio(library, &rendition, &request.headers).await?,
@@ -89,10 +96,17 @@ pub(crate) async fn stream(request: &Request) -> Outcome {
 pub(crate) async fn download(request: &Request) -> Outcome {
     let id = track_id(request.params.required("id")?)?;
     let audio = request.library.track_audio(&id).await?;
-    Ok(Reply::Media(send_audio(&request.library, &audio, &request.headers).await?))
+    Ok(Reply::Media(
+        send_audio(&request.library, &audio, &request.headers).await?,
+    ))
 }
 
-async fn live(library: &Library, id: &TrackId, quality: Quality, offset: f64) -> Result<Response, SubsonicError> {
+async fn live(
+    library: &Library,
+    id: &TrackId,
+    quality: Quality,
+    offset: f64,
+) -> Result<Response, SubsonicError> {
     let body = library.live_transcode(id, quality, offset).await?;
     Ok((
         [
@@ -105,7 +119,11 @@ async fn live(library: &Library, id: &TrackId, quality: Quality, offset: f64) ->
 }
 
 /// Sends stored audio: 200, or 206 for one satisfiable byte range, or 416.
-async fn send_audio(library: &Library, audio: &TrackAudio, request: &HeaderMap) -> Result<Response, SubsonicError> {
+async fn send_audio(
+    library: &Library,
+    audio: &TrackAudio,
+    request: &HeaderMap,
+) -> Result<Response, SubsonicError> {
     let wanted = request
         .get(header::RANGE)
         .and_then(|value| value.to_str().ok())
@@ -117,22 +135,32 @@ async fn send_audio(library: &Library, audio: &TrackAudio, request: &HeaderMap) 
     }
     headers.insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_str(&audio.mime_type).unwrap_or(HeaderValue::from_static("application/octet-stream")),
+        HeaderValue::from_str(&audio.mime_type)
+            .unwrap_or(HeaderValue::from_static("application/octet-stream")),
     );
     let (status, range) = match wanted {
         ByteRange::Whole => (StatusCode::OK, 0..audio.size),
         ByteRange::Part(range) => {
             let value = format!("bytes {}-{}/{}", range.start, range.end - 1, audio.size);
-            headers.insert(header::CONTENT_RANGE, HeaderValue::from_str(&value).expect("ascii"));
+            headers.insert(
+                header::CONTENT_RANGE,
+                HeaderValue::from_str(&value).expect("ascii"),
+            );
             (StatusCode::PARTIAL_CONTENT, range)
         }
         ByteRange::Unsatisfiable => {
             let value = format!("bytes */{}", audio.size);
-            headers.insert(header::CONTENT_RANGE, HeaderValue::from_str(&value).expect("ascii"));
+            headers.insert(
+                header::CONTENT_RANGE,
+                HeaderValue::from_str(&value).expect("ascii"),
+            );
             return Ok((StatusCode::RANGE_NOT_SATISFIABLE, headers).into_response());
         }
     };
-    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(range.end - range.start));
+    headers.insert(
+        header::CONTENT_LENGTH,
+        HeaderValue::from(range.end - range.start),
+    );
     let body = library.read_audio(audio, range).await?;
     Ok((status, headers, Body::from_stream(body)).into_response())
 }
@@ -146,7 +174,10 @@ pub(crate) async fn cover_art(request: &Request) -> Outcome {
         .params
         .int("size")?
         .filter(|size| *size > 0)
-        .map(|size| (size.min(i64::from(u32::MAX)) as u32).clamp(*THUMBNAIL_SIZES.start(), *THUMBNAIL_SIZES.end()));
+        .map(|size| {
+            (size.min(i64::from(u32::MAX)) as u32)
+                .clamp(*THUMBNAIL_SIZES.start(), *THUMBNAIL_SIZES.end())
+        });
     let cover = match find_cover(request, id, size).await {
         Ok(Some(cover)) => cover,
         Ok(None) => placeholder_cover(size),
@@ -156,9 +187,19 @@ pub(crate) async fn cover_art(request: &Request) -> Outcome {
     Ok(Reply::Media(
         (
             [
-                (header::CONTENT_TYPE, HeaderValue::from_static(cover.mime_type)),
-                (header::CACHE_CONTROL, HeaderValue::from_static("private, max-age=86400")),
-                (header::ETAG, HeaderValue::from_str(&cover.etag).unwrap_or(HeaderValue::from_static("\"cover\""))),
+                (
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static(cover.mime_type),
+                ),
+                (
+                    header::CACHE_CONTROL,
+                    HeaderValue::from_static("private, max-age=86400"),
+                ),
+                (
+                    header::ETAG,
+                    HeaderValue::from_str(&cover.etag)
+                        .unwrap_or(HeaderValue::from_static("\"cover\"")),
+                ),
             ],
             cover.bytes,
         )
@@ -166,12 +207,24 @@ pub(crate) async fn cover_art(request: &Request) -> Outcome {
     ))
 }
 
-async fn find_cover(request: &Request, id: &str, size: Option<u32>) -> musiclib_core::Result<Option<Cover>> {
+async fn find_cover(
+    request: &Request,
+    id: &str,
+    size: Option<u32>,
+) -> musiclib_core::Result<Option<Cover>> {
     let library = &request.library;
     let not_found = |_| musiclib_core::Error::not_found("cover", id);
     Ok(match library.item_kind(id).await? {
-        Some(ItemKind::Album) => Some(library.album_cover(&album_id(id).map_err(not_found)?, size).await?),
-        Some(ItemKind::Track) => Some(library.track_cover(&track_id(id).map_err(not_found)?, size).await?),
+        Some(ItemKind::Album) => Some(
+            library
+                .album_cover(&album_id(id).map_err(not_found)?, size)
+                .await?,
+        ),
+        Some(ItemKind::Track) => Some(
+            library
+                .track_cover(&track_id(id).map_err(not_found)?, size)
+                .await?,
+        ),
         Some(ItemKind::Artist) => {
             let artist = artist_id(id).map_err(not_found)?;
             let albums = library
@@ -220,19 +273,40 @@ mod tests {
 
     #[test]
     fn format_and_bit_rate_choose_the_delivery() {
-        let opus = |quality| Delivery::Opus { quality, offset: 0.0 };
+        let opus = |quality| Delivery::Opus {
+            quality,
+            offset: 0.0,
+        };
         assert_eq!(delivery(None, None, 0.0, Some(900)), Delivery::Original);
-        assert_eq!(delivery(Some("raw"), Some(64), 0.0, Some(900)), Delivery::Original);
+        assert_eq!(
+            delivery(Some("raw"), Some(64), 0.0, Some(900)),
+            Delivery::Original
+        );
         assert_eq!(delivery(None, Some(0), 0.0, Some(900)), Delivery::Original);
-        assert_eq!(delivery(None, Some(320), 0.0, Some(256)), Delivery::Original);
-        assert_eq!(delivery(None, Some(320), 0.0, Some(900)), opus(Quality::High));
-        assert_eq!(delivery(None, Some(128), 0.0, Some(900)), opus(Quality::Medium));
+        assert_eq!(
+            delivery(None, Some(320), 0.0, Some(256)),
+            Delivery::Original
+        );
+        assert_eq!(
+            delivery(None, Some(320), 0.0, Some(900)),
+            opus(Quality::High)
+        );
+        assert_eq!(
+            delivery(None, Some(128), 0.0, Some(900)),
+            opus(Quality::Medium)
+        );
         assert_eq!(delivery(None, Some(96), 0.0, None), opus(Quality::Low));
         assert_eq!(delivery(None, Some(32), 0.0, None), opus(Quality::Low));
-        assert_eq!(delivery(Some("mp3"), None, 0.0, Some(128)), opus(Quality::High));
+        assert_eq!(
+            delivery(Some("mp3"), None, 0.0, Some(128)),
+            opus(Quality::High)
+        );
         assert_eq!(
             delivery(Some("opus"), Some(128), 30.0, None),
-            Delivery::Opus { quality: Quality::Medium, offset: 30.0 }
+            Delivery::Opus {
+                quality: Quality::Medium,
+                offset: 30.0
+            }
         );
     }
 }

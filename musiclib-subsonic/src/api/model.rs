@@ -41,15 +41,12 @@ fn seconds(ms: Option<i64>) -> Option<i64> {
 
 /// A song as `Child` under `name` (`song`, `entry`, `child`).
 pub fn song(name: &'static str, track: &Track, marks: Option<&Annotation>) -> Element {
-    let suffix = track
-        .format
-        .clone()
-        .or_else(|| {
-            track
-                .storage_uri
-                .rsplit_once('.')
-                .map(|(_, extension)| extension.to_string())
-        });
+    let suffix = track.format.clone().or_else(|| {
+        track
+            .storage_uri
+            .rsplit_once('.')
+            .map(|(_, extension)| extension.to_string())
+    });
     Element::new(name)
         .attr("id", track.id.to_string())
         .opt("parent", track.album_id.as_ref().map(|id| id.to_string()))
@@ -73,7 +70,10 @@ pub fn song(name: &'static str, track: &Track, marks: Option<&Annotation>) -> El
         .attr("created", track.created_at)
         .opt("starred", marks.and_then(|marks| marks.starred_at))
         .opt("albumId", track.album_id.as_ref().map(|id| id.to_string()))
-        .opt("artistId", track.artist_id.as_ref().map(|id| id.to_string()))
+        .opt(
+            "artistId",
+            track.artist_id.as_ref().map(|id| id.to_string()),
+        )
         .attr("type", "music")
         .attr("mediaType", "song")
         .opt("played", marks.and_then(|marks| marks.last_played))
@@ -97,7 +97,10 @@ pub fn album_id3(album: &Album, marks: Option<&Annotation>) -> Element {
         .attr("id", album.id.to_string())
         .attr("name", album.title.as_str())
         .opt("artist", album.artist_name.as_deref())
-        .opt("artistId", album.artist_id.as_ref().map(|id| id.to_string()))
+        .opt(
+            "artistId",
+            album.artist_id.as_ref().map(|id| id.to_string()),
+        )
         .attr("coverArt", album.id.to_string())
         .attr("songCount", album.track_count)
         .attr("duration", (album.duration_ms + 500) / 1000)
@@ -130,7 +133,10 @@ pub fn album_folder(name: &'static str, album: &Album, marks: Option<&Annotation
         .attr("created", album.created_at)
         .opt("starred", marks.and_then(|marks| marks.starred_at))
         .attr("albumId", album.id.to_string())
-        .opt("artistId", album.artist_id.as_ref().map(|id| id.to_string()))
+        .opt(
+            "artistId",
+            album.artist_id.as_ref().map(|id| id.to_string()),
+        )
 }
 
 /// An artist as `ArtistID3` under `name` (`artist`, `similarArtist`).
@@ -177,7 +183,10 @@ pub fn index_letter(name: &str) -> String {
     let mut rest = lower.as_str();
     for article in IGNORED_ARTICLES.split(' ') {
         let article = article.to_lowercase();
-        if let Some(after) = rest.strip_prefix(&article).and_then(|after| after.strip_prefix(' ')) {
+        if let Some(after) = rest
+            .strip_prefix(&article)
+            .and_then(|after| after.strip_prefix(' '))
+        {
             rest = after.trim_start();
             break;
         }
@@ -199,9 +208,16 @@ impl Request {
     }
 
     /// Songs as elements named `name`, with the caller's marks.
-    pub async fn songs(&self, name: &'static str, tracks: &[Track]) -> Result<Vec<Element>, SubsonicError> {
+    pub async fn songs(
+        &self,
+        name: &'static str,
+        tracks: &[Track],
+    ) -> Result<Vec<Element>, SubsonicError> {
         let marks = self
-            .marks(ItemKind::Track, tracks.iter().map(|track| track.id.to_string()).collect())
+            .marks(
+                ItemKind::Track,
+                tracks.iter().map(|track| track.id.to_string()).collect(),
+            )
             .await?;
         Ok(tracks
             .iter()
@@ -212,7 +228,10 @@ impl Request {
     /// Albums as `AlbumID3`, with the caller's marks.
     pub async fn albums(&self, albums: &[Album]) -> Result<Vec<Element>, SubsonicError> {
         let marks = self
-            .marks(ItemKind::Album, albums.iter().map(|album| album.id.to_string()).collect())
+            .marks(
+                ItemKind::Album,
+                albums.iter().map(|album| album.id.to_string()).collect(),
+            )
             .await?;
         Ok(albums
             .iter()
@@ -227,7 +246,10 @@ impl Request {
         albums: &[Album],
     ) -> Result<Vec<Element>, SubsonicError> {
         let marks = self
-            .marks(ItemKind::Album, albums.iter().map(|album| album.id.to_string()).collect())
+            .marks(
+                ItemKind::Album,
+                albums.iter().map(|album| album.id.to_string()).collect(),
+            )
             .await?;
         Ok(albums
             .iter()
@@ -236,9 +258,16 @@ impl Request {
     }
 
     /// Artists as `ArtistID3` (`folder` false) or `Artist` (`folder` true).
-    pub async fn artists(&self, artists: &[Artist], folder: bool) -> Result<Vec<Element>, SubsonicError> {
+    pub async fn artists(
+        &self,
+        artists: &[Artist],
+        folder: bool,
+    ) -> Result<Vec<Element>, SubsonicError> {
         let marks = self
-            .marks(ItemKind::Artist, artists.iter().map(|artist| artist.id.to_string()).collect())
+            .marks(
+                ItemKind::Artist,
+                artists.iter().map(|artist| artist.id.to_string()).collect(),
+            )
             .await?;
         Ok(artists
             .iter()

@@ -27,7 +27,8 @@ pub(crate) async fn list(request: &Request) -> Outcome {
     let caller = &request.caller;
     let owner = request.params.get("username");
     if let Some(owner) = owner {
-        let own = musiclib_core::text::name_key(owner) == musiclib_core::text::name_key(&caller.user.username);
+        let own = musiclib_core::text::name_key(owner)
+            == musiclib_core::text::name_key(&caller.user.username);
         if !own && !caller.user.is_admin {
             return Err(SubsonicError {
                 code: 50,
@@ -35,24 +36,32 @@ pub(crate) async fn list(request: &Request) -> Outcome {
             });
         }
     }
-    let playlists = all_pages(MAX_PLAYLISTS, |page| request.library.list_playlists(caller, page)).await?;
+    let playlists = all_pages(MAX_PLAYLISTS, |page| {
+        request.library.list_playlists(caller, page)
+    })
+    .await?;
     let items = playlists
         .iter()
         .filter(|playlist| {
             owner.is_none_or(|owner| {
-                musiclib_core::text::name_key(owner) == musiclib_core::text::name_key(&playlist.owner_name)
+                musiclib_core::text::name_key(owner)
+                    == musiclib_core::text::name_key(&playlist.owner_name)
             })
         })
         .map(|playlist| model::playlist(playlist, caller.user.id.as_str()))
         .collect();
-    Ok(Reply::Envelope(Some(Element::new("playlists").list("playlist", items))))
+    Ok(Reply::Envelope(Some(
+        Element::new("playlists").list("playlist", items),
+    )))
 }
 
 /// `getPlaylist`.
 pub(crate) async fn get(request: &Request) -> Outcome {
     let id = playlist_id(request.params.required("id")?)?;
     let playlist = request.library.get_playlist(&request.caller, &id).await?;
-    Ok(Reply::Envelope(Some(with_entries(request, &playlist).await?)))
+    Ok(Reply::Envelope(Some(
+        with_entries(request, &playlist).await?,
+    )))
 }
 
 /// `createPlaylist`: a new playlist (`name`, `songId`…), or with `playlistId` the songs of
@@ -94,7 +103,9 @@ pub(crate) async fn create(request: &Request) -> Outcome {
             library.create_playlist(caller, new).await?
         }
     };
-    Ok(Reply::Envelope(Some(with_entries(request, &playlist).await?)))
+    Ok(Reply::Envelope(Some(
+        with_entries(request, &playlist).await?,
+    )))
 }
 
 /// `updatePlaylist`: name, comment, public flag; `songIndexToRemove` (positions before the
@@ -108,13 +119,16 @@ pub(crate) async fn update(request: &Request) -> Outcome {
         .ints("songIndexToRemove")?
         .into_iter()
         .map(|index| {
-            usize::try_from(index).map_err(|_| SubsonicError::invalid("songIndexToRemove", "must not be negative"))
+            usize::try_from(index)
+                .map_err(|_| SubsonicError::invalid("songIndexToRemove", "must not be negative"))
         })
         .collect::<Result<Vec<usize>, _>>()?;
     let adds = track_ids(request, "songIdToAdd")?;
     let changes = PlaylistChanges {
         name: params.get("name").map(str::to_string),
-        description: params.has("comment").then(|| params.get("comment").map(str::to_string)),
+        description: params
+            .has("comment")
+            .then(|| params.get("comment").map(str::to_string)),
         public: params.bool("public")?,
         expected_version: None,
     };
@@ -138,6 +152,9 @@ pub(crate) async fn update(request: &Request) -> Outcome {
 /// `deletePlaylist`.
 pub(crate) async fn delete(request: &Request) -> Outcome {
     let id = playlist_id(request.params.required("id")?)?;
-    request.library.delete_playlist(&request.caller, &id).await?;
+    request
+        .library
+        .delete_playlist(&request.caller, &id)
+        .await?;
     Ok(Reply::Envelope(None))
 }

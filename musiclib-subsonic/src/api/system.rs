@@ -12,7 +12,13 @@ pub(crate) fn extensions() -> Element {
         .map(|(name, versions)| {
             Element::new("openSubsonicExtensions")
                 .attr("name", *name)
-                .values("versions", versions.iter().map(|version| Scalar::Int(*version)).collect())
+                .values(
+                    "versions",
+                    versions
+                        .iter()
+                        .map(|version| Scalar::Int(*version))
+                        .collect(),
+                )
         })
         .collect();
     Element::bare().list("openSubsonicExtensions", items)

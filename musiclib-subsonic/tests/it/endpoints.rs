@@ -24,7 +24,9 @@ fn ids(list: &Value) -> Vec<String> {
 }
 
 both_backends!(every_method, |backend: Backend| async move {
-    let Some(app) = Fixture::new(backend).await else { return };
+    let Some(app) = Fixture::new(backend).await else {
+        return;
+    };
     let song = app.track_ids[0].clone();
     let other = app.track_ids[1].clone();
 
@@ -38,10 +40,19 @@ both_backends!(every_method, |backend: Backend| async move {
     assert_eq!(user["user"]["folder"], serde_json::json!([1]));
     let other_user = app.json_as(&app.auth(), "getUser", "username=root").await;
     assert_eq!(other_user["error"]["code"], 50);
-    let by_admin = app.json_as(&app.admin_auth(), "getUser", "username=ann").await;
+    let by_admin = app
+        .json_as(&app.admin_auth(), "getUser", "username=ann")
+        .await;
     assert_eq!(by_admin["user"]["username"], "ann", "{by_admin}");
-    assert_eq!(app.json_as(&app.admin_auth(), "getUser", "username=root").await["user"]["adminRole"], true);
-    assert_eq!(app.json_as(&app.auth(), "getUser", "").await["error"]["code"], 10);
+    assert_eq!(
+        app.json_as(&app.admin_auth(), "getUser", "username=root")
+            .await["user"]["adminRole"],
+        true
+    );
+    assert_eq!(
+        app.json_as(&app.auth(), "getUser", "").await["error"]["code"],
+        10
+    );
 
     // Browsing.
     let folders = both(&app, "getMusicFolders", "").await;
@@ -64,72 +75,174 @@ both_backends!(every_method, |backend: Backend| async move {
     let album_id = track["albumId"].as_str().unwrap().to_string();
     let artist_id = track["artistId"].as_str().unwrap().to_string();
     let album = both(&app, "getAlbum", &format!("id={album_id}")).await["album"].clone();
-    assert_eq!(album["songCount"].as_i64().unwrap() as usize, album["song"].as_array().unwrap().len());
+    assert_eq!(
+        album["songCount"].as_i64().unwrap() as usize,
+        album["song"].as_array().unwrap().len()
+    );
     assert!(ids(&album["song"]).contains(&song));
     let artist = both(&app, "getArtist", &format!("id={artist_id}")).await["artist"].clone();
-    assert!(artist["album"].as_array().is_some_and(|albums| !albums.is_empty()), "{artist}");
+    assert!(
+        artist["album"]
+            .as_array()
+            .is_some_and(|albums| !albums.is_empty()),
+        "{artist}"
+    );
     let directory = both(&app, "getMusicDirectory", &format!("id={artist_id}")).await;
     assert_eq!(directory["directory"]["child"][0]["isDir"], true);
     let directory = both(&app, "getMusicDirectory", &format!("id={album_id}")).await;
     assert!(ids(&directory["directory"]["child"]).contains(&song));
     let genres = both(&app, "getGenres", "").await;
     let genre = genres["genres"]["genre"][0].clone();
-    assert!(genre["value"].is_string() && genre["songCount"].as_i64().unwrap() >= 1, "{genres}");
+    assert!(
+        genre["value"].is_string() && genre["songCount"].as_i64().unwrap() >= 1,
+        "{genres}"
+    );
     both(&app, "getArtistInfo2", &format!("id={artist_id}")).await;
     both(&app, "getAlbumInfo2", &format!("id={album_id}")).await;
     let similar = both(&app, "getSimilarSongs2", &format!("id={song}")).await;
     assert!(!ids(&similar["similarSongs2"]["song"]).contains(&song));
     let name = track["artist"].as_str().unwrap();
-    let top = both(&app, "getTopSongs", &format!("artist={}&count=5", encode(name))).await;
+    let top = both(
+        &app,
+        "getTopSongs",
+        &format!("artist={}&count=5", encode(name)),
+    )
+    .await;
     assert!(!top["topSongs"]["song"].as_array().unwrap().is_empty());
-    assert_eq!(app.json_as(&app.auth(), "getAlbum", "id=00000000-0000-7000-8000-000000000000").await["error"]["code"], 70);
-    assert_eq!(app.json_as(&app.auth(), "getSong", "id=not-an-id").await["error"]["code"], 70);
+    assert_eq!(
+        app.json_as(
+            &app.auth(),
+            "getAlbum",
+            "id=00000000-0000-7000-8000-000000000000"
+        )
+        .await["error"]["code"],
+        70
+    );
+    assert_eq!(
+        app.json_as(&app.auth(), "getSong", "id=not-an-id").await["error"]["code"],
+        70
+    );
 
     // Lists: every type.
-    for kind in ["random", "newest", "alphabeticalByName", "alphabeticalByArtist", "byYear&fromYear=1900&toYear=2100", "byYear&fromYear=2100&toYear=1900"] {
+    for kind in [
+        "random",
+        "newest",
+        "alphabeticalByName",
+        "alphabeticalByArtist",
+        "byYear&fromYear=1900&toYear=2100",
+        "byYear&fromYear=2100&toYear=1900",
+    ] {
         let list = both(&app, "getAlbumList2", &format!("type={kind}&size=10")).await;
-        assert_eq!(list["albumList2"]["album"].as_array().unwrap().len(), 2, "{kind}: {list}");
+        assert_eq!(
+            list["albumList2"]["album"].as_array().unwrap().len(),
+            2,
+            "{kind}: {list}"
+        );
         let list = both(&app, "getAlbumList", &format!("type={kind}&size=10")).await;
         assert_eq!(list["albumList"]["album"][0]["isDir"], true, "{kind}");
     }
     let genre_name = encode(genre["value"].as_str().unwrap());
-    let by_genre = both(&app, "getAlbumList2", &format!("type=byGenre&genre={genre_name}")).await;
-    assert!(!by_genre["albumList2"]["album"].as_array().unwrap().is_empty());
+    let by_genre = both(
+        &app,
+        "getAlbumList2",
+        &format!("type=byGenre&genre={genre_name}"),
+    )
+    .await;
+    assert!(!by_genre["albumList2"]["album"]
+        .as_array()
+        .unwrap()
+        .is_empty());
     for kind in ["highest", "frequent", "recent", "starred"] {
         let list = both(&app, "getAlbumList2", &format!("type={kind}")).await;
-        assert_eq!(list["albumList2"]["album"], serde_json::json!([]), "{kind} before any mark");
+        assert_eq!(
+            list["albumList2"]["album"],
+            serde_json::json!([]),
+            "{kind} before any mark"
+        );
     }
-    assert_eq!(app.json_as(&app.auth(), "getAlbumList2", "").await["error"]["code"], 10);
-    assert_eq!(app.json_as(&app.auth(), "getAlbumList2", "type=byYear").await["error"]["code"], 10);
-    assert_eq!(app.json_as(&app.auth(), "getAlbumList2", "type=loudest").await["error"]["code"], 0);
+    assert_eq!(
+        app.json_as(&app.auth(), "getAlbumList2", "").await["error"]["code"],
+        10
+    );
+    assert_eq!(
+        app.json_as(&app.auth(), "getAlbumList2", "type=byYear")
+            .await["error"]["code"],
+        10
+    );
+    assert_eq!(
+        app.json_as(&app.auth(), "getAlbumList2", "type=loudest")
+            .await["error"]["code"],
+        0
+    );
     let random = both(&app, "getRandomSongs", "size=3").await;
     assert_eq!(random["randomSongs"]["song"].as_array().unwrap().len(), 3);
-    let by_genre = both(&app, "getSongsByGenre", &format!("genre={genre_name}&count=2")).await;
-    assert!(!by_genre["songsByGenre"]["song"].as_array().unwrap().is_empty());
+    let by_genre = both(
+        &app,
+        "getSongsByGenre",
+        &format!("genre={genre_name}&count=2"),
+    )
+    .await;
+    assert!(!by_genre["songsByGenre"]["song"]
+        .as_array()
+        .unwrap()
+        .is_empty());
 
     // Search: an empty query is everything, paged; a word finds its song.
     let total = app.track_ids.len();
     let mut seen = Vec::new();
     for offset in (0..total).step_by(2) {
-        let page = both(&app, "search3", &format!("query=&songCount=2&songOffset={offset}&artistCount=0&albumCount=0")).await;
+        let page = both(
+            &app,
+            "search3",
+            &format!("query=&songCount=2&songOffset={offset}&artistCount=0&albumCount=0"),
+        )
+        .await;
         seen.extend(ids(&page["searchResult3"]["song"]));
     }
     seen.sort();
     seen.dedup();
     assert_eq!(seen.len(), total);
     let everything = both(&app, "search3", "query=%22%22").await;
-    assert_eq!(everything["searchResult3"]["album"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        everything["searchResult3"]["album"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
     let title = track["title"].as_str().unwrap();
-    let word = title.split_whitespace().max_by_key(|word| word.len()).unwrap();
+    let word = title
+        .split_whitespace()
+        .max_by_key(|word| word.len())
+        .unwrap();
     let found = both(&app, "search3", &format!("query={}", encode(word))).await;
-    assert!(ids(&found["searchResult3"]["song"]).contains(&song), "{word}: {found}");
+    assert!(
+        ids(&found["searchResult3"]["song"]).contains(&song),
+        "{word}: {found}"
+    );
     let found = both(&app, "search2", &format!("query={}", encode(word))).await;
     assert!(ids(&found["searchResult2"]["song"]).contains(&song));
 
     // Annotation: a star on a song is a like (the /api/v1 like log); albums and artists too.
-    both(&app, "star", &format!("id={song}&albumId={album_id}&artistId={artist_id}")).await;
-    let liked = app.library.liked_tracks(&app.caller, Page::default()).await.unwrap();
-    assert_eq!(liked.items.iter().map(|like| like.track_id.as_str()).collect::<Vec<_>>(), vec![song.as_str()]);
+    both(
+        &app,
+        "star",
+        &format!("id={song}&albumId={album_id}&artistId={artist_id}"),
+    )
+    .await;
+    let liked = app
+        .library
+        .liked_tracks(&app.caller, Page::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        liked
+            .items
+            .iter()
+            .map(|like| like.track_id.as_str())
+            .collect::<Vec<_>>(),
+        vec![song.as_str()]
+    );
     let starred = both(&app, "getStarred2", "").await["starred2"].clone();
     assert_eq!(ids(&starred["song"]), vec![song.clone()]);
     assert_eq!(ids(&starred["album"]), vec![album_id.clone()]);
@@ -142,15 +255,33 @@ both_backends!(every_method, |backend: Backend| async move {
     both(&app, "unstar", &format!("id={song}&albumId={album_id}")).await;
     let starred = both(&app, "getStarred2", "").await["starred2"].clone();
     assert!(ids(&starred["song"]).is_empty() && ids(&starred["album"]).is_empty());
-    assert_eq!(app.json_as(&app.auth(), "star", "").await["error"]["code"], 10);
-    assert_eq!(app.json_as(&app.auth(), "star", "id=00000000-0000-7000-8000-000000000000").await["error"]["code"], 70);
+    assert_eq!(
+        app.json_as(&app.auth(), "star", "").await["error"]["code"],
+        10
+    );
+    assert_eq!(
+        app.json_as(
+            &app.auth(),
+            "star",
+            "id=00000000-0000-7000-8000-000000000000"
+        )
+        .await["error"]["code"],
+        70
+    );
 
     both(&app, "setRating", &format!("id={album_id}&rating=4")).await;
     both(&app, "setRating", &format!("id={song}&rating=5")).await;
-    assert_eq!(both(&app, "getSong", &format!("id={song}")).await["song"]["userRating"], 5);
+    assert_eq!(
+        both(&app, "getSong", &format!("id={song}")).await["song"]["userRating"],
+        5
+    );
     let list = both(&app, "getAlbumList2", "type=highest").await;
     assert_eq!(ids(&list["albumList2"]["album"]), vec![album_id.clone()]);
-    assert_eq!(app.json_as(&app.auth(), "setRating", &format!("id={song}&rating=6")).await["error"]["code"], 0);
+    assert_eq!(
+        app.json_as(&app.auth(), "setRating", &format!("id={song}&rating=6"))
+            .await["error"]["code"],
+        0
+    );
 
     // Scrobbles: now playing, then plays in the same history as /api/v1; a repeat with the
     // same time counts once.
@@ -160,75 +291,163 @@ both_backends!(every_method, |backend: Backend| async move {
     assert_eq!(now[0]["username"], "ann");
     assert_eq!(now[0]["playerName"], "tests");
     assert!(now[0]["playerId"].is_i64() && now[0]["minutesAgo"].is_i64());
-    both(&app, "scrobble", &format!("id={song}&time=1700000000000&id={other}&time=1700000300000")).await;
-    app.json("scrobble", &format!("id={song}&time=1700000000000")).await;
-    let history = app.library.history(&app.caller, Page::default()).await.unwrap();
+    both(
+        &app,
+        "scrobble",
+        &format!("id={song}&time=1700000000000&id={other}&time=1700000300000"),
+    )
+    .await;
+    app.json("scrobble", &format!("id={song}&time=1700000000000"))
+        .await;
+    let history = app
+        .library
+        .history(&app.caller, Page::default())
+        .await
+        .unwrap();
     assert_eq!(history.total, 2, "{history:?}");
     assert_eq!(history.items[0].track_id, other);
-    assert_eq!(both(&app, "getSong", &format!("id={song}")).await["song"]["playCount"], 1);
+    assert_eq!(
+        both(&app, "getSong", &format!("id={song}")).await["song"]["playCount"],
+        1
+    );
     let frequent = both(&app, "getAlbumList2", "type=frequent").await;
     assert!(!ids(&frequent["albumList2"]["album"]).is_empty());
     let recent = both(&app, "getAlbumList2", "type=recent").await;
     assert!(!ids(&recent["albumList2"]["album"]).is_empty());
 
     // Playlists, shared with /api/v1 (versions count adds and removes).
-    let created = both(&app, "createPlaylist", &format!("name=Road%20trip&songId={song}&songId={other}")).await;
+    let created = both(
+        &app,
+        "createPlaylist",
+        &format!("name=Road%20trip&songId={song}&songId={other}"),
+    )
+    .await;
     let playlist = created["playlist"]["id"].as_str().unwrap().to_string();
-    assert_eq!(ids(&created["playlist"]["entry"]), vec![song.clone(), other.clone()]);
+    assert_eq!(
+        ids(&created["playlist"]["entry"]),
+        vec![song.clone(), other.clone()]
+    );
     let lists = both(&app, "getPlaylists", "").await;
     assert!(ids(&lists["playlists"]["playlist"]).contains(&playlist));
     let third = app.track_ids[2].clone();
     // Writes that are not idempotent run once per encoding, on two playlists.
-    let twin = app.json("createPlaylist", &format!("name=Twin&songId={song}&songId={other}")).await;
+    let twin = app
+        .json(
+            "createPlaylist",
+            &format!("name=Twin&songId={song}&songId={other}"),
+        )
+        .await;
     let twin = twin["playlist"]["id"].as_str().unwrap().to_string();
-    let update = |id: &str| format!("playlistId={id}&name=Trip&comment=summer&public=true&songIndexToRemove=0&songIdToAdd={third}");
+    let update = |id: &str| {
+        format!("playlistId={id}&name=Trip&comment=summer&public=true&songIndexToRemove=0&songIdToAdd={third}")
+    };
     app.xml("updatePlaylist", &update(&twin)).await;
     app.json("updatePlaylist", &update(&playlist)).await;
     for id in [&playlist, &twin] {
         let fetched = both(&app, "getPlaylist", &format!("id={id}")).await["playlist"].clone();
         assert_eq!(ids(&fetched["entry"]), vec![other.clone(), third.clone()]);
-        assert_eq!((fetched["name"].as_str(), fetched["comment"].as_str(), fetched["public"].as_bool()), (Some("Trip"), Some("summer"), Some(true)));
+        assert_eq!(
+            (
+                fetched["name"].as_str(),
+                fetched["comment"].as_str(),
+                fetched["public"].as_bool()
+            ),
+            (Some("Trip"), Some("summer"), Some(true))
+        );
     }
-    let core = app.library.get_playlist(&app.caller, &musiclib_core::PlaylistId::parse(&playlist).unwrap()).await.unwrap();
+    let core = app
+        .library
+        .get_playlist(
+            &app.caller,
+            &musiclib_core::PlaylistId::parse(&playlist).unwrap(),
+        )
+        .await
+        .unwrap();
     assert_eq!(core.version, 3, "create add, remove, add");
-    let replaced = both(&app, "createPlaylist", &format!("playlistId={playlist}&songId={song}")).await;
+    let replaced = both(
+        &app,
+        "createPlaylist",
+        &format!("playlistId={playlist}&songId={song}"),
+    )
+    .await;
     assert_eq!(ids(&replaced["playlist"]["entry"]), vec![song.clone()]);
     app.xml("deletePlaylist", &format!("id={twin}")).await;
     app.json("deletePlaylist", &format!("id={playlist}")).await;
-    assert_eq!(app.json_as(&app.auth(), "getPlaylist", &format!("id={playlist}")).await["error"]["code"], 70);
-    assert_eq!(app.json_as(&app.auth(), "createPlaylist", "").await["error"]["code"], 10);
+    assert_eq!(
+        app.json_as(&app.auth(), "getPlaylist", &format!("id={playlist}"))
+            .await["error"]["code"],
+        70
+    );
+    assert_eq!(
+        app.json_as(&app.auth(), "createPlaylist", "").await["error"]["code"],
+        10
+    );
 
     // Play queue.
     let empty = both(&app, "getPlayQueue", "").await;
     assert!(empty.get("playQueue").is_none());
-    both(&app, "savePlayQueue", &format!("id={song}&id={other}&current={other}&position=42000")).await;
+    both(
+        &app,
+        "savePlayQueue",
+        &format!("id={song}&id={other}&current={other}&position=42000"),
+    )
+    .await;
     let queue = both(&app, "getPlayQueue", "").await["playQueue"].clone();
     assert_eq!(ids(&queue["entry"]), vec![song.clone(), other.clone()]);
-    assert_eq!((queue["current"].as_str(), queue["position"].as_i64()), (Some(other.as_str()), Some(42000)));
+    assert_eq!(
+        (queue["current"].as_str(), queue["position"].as_i64()),
+        (Some(other.as_str()), Some(42000))
+    );
     assert_eq!(queue["changedBy"], "tests");
-    assert_eq!(app.json_as(&app.auth(), "savePlayQueue", &format!("id={song}&current={third}")).await["error"]["code"], 0);
+    assert_eq!(
+        app.json_as(
+            &app.auth(),
+            "savePlayQueue",
+            &format!("id={song}&current={third}")
+        )
+        .await["error"]["code"],
+        0
+    );
     both(&app, "savePlayQueue", "").await;
-    assert!(app.json("getPlayQueue", "").await.get("playQueue").is_none());
+    assert!(app
+        .json("getPlayQueue", "")
+        .await
+        .get("playQueue")
+        .is_none());
 
     // Lyrics: empty answers until musiclib fetches lyrics.
     both(&app, "getLyrics", "artist=a&title=b").await;
     let lyrics = app.json("getLyricsBySongId", &format!("id={song}")).await;
-    assert_eq!(lyrics["lyricsList"]["structuredLyrics"], serde_json::json!([]));
+    assert_eq!(
+        lyrics["lyricsList"]["structuredLyrics"],
+        serde_json::json!([])
+    );
 
     // Scanning: the local-folder import is for admins.
-    assert_eq!(app.json_as(&app.auth(), "startScan", "").await["error"]["code"], 50);
+    assert_eq!(
+        app.json_as(&app.auth(), "startScan", "").await["error"]["code"],
+        50
+    );
     let status = both(&app, "getScanStatus", "").await;
     assert_eq!(status["scanStatus"]["scanning"], false);
-    assert_eq!(status["scanStatus"]["count"].as_i64().unwrap() as usize, total);
+    assert_eq!(
+        status["scanStatus"]["count"].as_i64().unwrap() as usize,
+        total
+    );
 });
 
 both_backends!(scan_from_the_interface, |backend: Backend| async move {
-    let Some(corpus) = crate::harness::corpus() else { return };
+    let Some(corpus) = crate::harness::corpus() else {
+        return;
+    };
     let library = musiclib_core::testing::TestLibrary::builder(backend)
         .config(move |config| config.local_media_import_path = Some(corpus.join("library")))
         .build()
         .await;
-    let root = library.create_user("root", "root-password", true).await.unwrap();
+    let root = library
+        .create_user("root", "root-password", true)
+        .await
+        .unwrap();
     let root = musiclib_core::auth::Caller { user: root };
     let password = library.legacy_password(&root).await.unwrap();
     let router = musiclib_subsonic::router(library.library.clone());
@@ -242,7 +461,15 @@ both_backends!(scan_from_the_interface, |backend: Backend| async move {
             let request = axum::http::Request::get(format!("/rest/{method}?{auth}&f=json"))
                 .body(axum::body::Body::empty())
                 .unwrap();
-            let body = router.oneshot(request).await.unwrap().into_body().collect().await.unwrap().to_bytes();
+            let body = router
+                .oneshot(request)
+                .await
+                .unwrap()
+                .into_body()
+                .collect()
+                .await
+                .unwrap()
+                .to_bytes();
             serde_json::from_slice::<Value>(&body).unwrap()["subsonic-response"].clone()
         }
     };

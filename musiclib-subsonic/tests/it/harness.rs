@@ -46,8 +46,14 @@ impl Fixture {
     pub async fn new(backend: Backend) -> Option<Fixture> {
         let corpus = corpus()?;
         let library = TestLibrary::new(backend).await;
-        let ann = library.create_user("ann", "ann-password", false).await.unwrap();
-        let root = library.create_user("root", "root-password", true).await.unwrap();
+        let ann = library
+            .create_user("ann", "ann-password", false)
+            .await
+            .unwrap();
+        let root = library
+            .create_user("root", "root-password", true)
+            .await
+            .unwrap();
         let caller = Caller { user: ann };
         let admin = Caller { user: root };
         let password = library.legacy_password(&caller).await.unwrap();
@@ -103,8 +109,12 @@ impl Fixture {
 
     /// A GET of `/rest/{method}?{query}`: status, content type, body.
     pub async fn get(&self, method: &str, query: &str) -> (StatusCode, String, Vec<u8>) {
-        self.send(Request::get(format!("/rest/{method}?{query}")).body(Body::empty()).unwrap())
-            .await
+        self.send(
+            Request::get(format!("/rest/{method}?{query}"))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
     }
 
     pub async fn send(&self, request: Request<Body>) -> (StatusCode, String, Vec<u8>) {
@@ -115,7 +125,13 @@ impl Fixture {
             .get(header::CONTENT_TYPE)
             .map(|value| value.to_str().unwrap().to_string())
             .unwrap_or_default();
-        let body = response.into_body().collect().await.unwrap().to_bytes().to_vec();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .to_vec();
         (status, content_type, body)
     }
 
@@ -129,7 +145,8 @@ impl Fixture {
 
     /// `method` with the given auth, in JSON, whatever the status.
     pub async fn json_as(&self, auth: &str, method: &str, params: &str) -> Value {
-        let (status, content_type, body) = self.get(method, &format!("{auth}&f=json&{params}")).await;
+        let (status, content_type, body) =
+            self.get(method, &format!("{auth}&f=json&{params}")).await;
         assert_eq!(status, StatusCode::OK, "{method}");
         assert_eq!(content_type, "application/json", "{method}");
         let value: Value = serde_json::from_slice(&body).unwrap();
@@ -144,9 +161,13 @@ impl Fixture {
     /// `method` as the caller with `params`, in XML, validated against the schema; must
     /// have status ok.
     pub async fn xml(&self, method: &str, params: &str) -> String {
-        let (status, content_type, body) = self.get(method, &format!("{}&{params}", self.auth())).await;
+        let (status, content_type, body) =
+            self.get(method, &format!("{}&{params}", self.auth())).await;
         assert_eq!(status, StatusCode::OK, "{method}");
-        assert!(content_type.starts_with("text/xml"), "{method}: {content_type}");
+        assert!(
+            content_type.starts_with("text/xml"),
+            "{method}: {content_type}"
+        );
         let xml = String::from_utf8(body).unwrap();
         assert!(xml.contains(r#"status="ok""#), "{method}?{params}: {xml}");
         validate(&xml);
@@ -198,7 +219,10 @@ fn strip_extras(xml: &str) -> String {
 
 /// Validates a response against the official schema with xmllint (libxml2).
 pub fn validate(xml: &str) {
-    let available = std::process::Command::new("xmllint").arg("--version").output().is_ok();
+    let available = std::process::Command::new("xmllint")
+        .arg("--version")
+        .output()
+        .is_ok();
     if !available {
         assert!(
             std::env::var("CI").map(|ci| ci != "true").unwrap_or(true),

@@ -20,13 +20,21 @@ fn png_size(bytes: &[u8]) -> (u32, u32) {
 }
 
 both_backends!(streams_and_covers, |backend: Backend| async move {
-    let Some(app) = Fixture::new(backend).await else { return };
+    let Some(app) = Fixture::new(backend).await else {
+        return;
+    };
     let song = app.track_ids[0].clone();
-    let track = app.library.get_track(&musiclib_core::TrackId::parse(&song).unwrap()).await.unwrap();
+    let track = app
+        .library
+        .get_track(&musiclib_core::TrackId::parse(&song).unwrap())
+        .await
+        .unwrap();
     let size = track.size_bytes.unwrap() as usize;
 
     // The original, whole and by range; download is the same bytes.
-    let (status, content_type, whole) = app.get("stream", &format!("{}&id={song}", app.auth())).await;
+    let (status, content_type, whole) = app
+        .get("stream", &format!("{}&id={song}", app.auth()))
+        .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(Some(content_type.as_str()), track.mime_type.as_deref());
     assert_eq!(whole.len(), size);
@@ -42,54 +50,120 @@ both_backends!(streams_and_covers, |backend: Backend| async move {
         .header(header::RANGE, format!("bytes={size}-"))
         .body(Body::empty())
         .unwrap();
-    assert_eq!(app.router.clone().oneshot_response(request).await.0, StatusCode::RANGE_NOT_SATISFIABLE);
-    let (_, _, downloaded) = app.get("download", &format!("{}&id={song}", app.auth())).await;
+    assert_eq!(
+        app.router.clone().oneshot_response(request).await.0,
+        StatusCode::RANGE_NOT_SATISFIABLE
+    );
+    let (_, _, downloaded) = app
+        .get("download", &format!("{}&id={song}", app.auth()))
+        .await;
     assert_eq!(downloaded, whole);
 
     // A low bit rate limit or another format: Opus (live while the rendition is not built),
     // also from an offset (transcodeOffset).
     if which_ffmpeg() {
         for params in ["maxBitRate=64", "format=opus", "format=mp3&timeOffset=2"] {
-            let (status, content_type, body) = app.get("stream", &format!("{}&id={song}&{params}", app.auth())).await;
+            let (status, content_type, body) = app
+                .get("stream", &format!("{}&id={song}&{params}", app.auth()))
+                .await;
             assert_eq!(status, StatusCode::OK, "{params}");
             assert_eq!(content_type, "audio/ogg", "{params}");
-            assert!(body.starts_with(b"OggS") && body.len() > 1000, "{params}: {} bytes", body.len());
+            assert!(
+                body.starts_with(b"OggS") && body.len() > 1000,
+                "{params}: {} bytes",
+                body.len()
+            );
         }
-        let (_, _, full) = app.get("stream", &format!("{}&id={song}&format=opus", app.auth())).await;
-        let (_, _, later) = app.get("stream", &format!("{}&id={song}&format=opus&timeOffset=3", app.auth())).await;
-        assert!(later.len() < full.len(), "an offset stream is shorter: {} vs {}", later.len(), full.len());
+        let (_, _, full) = app
+            .get("stream", &format!("{}&id={song}&format=opus", app.auth()))
+            .await;
+        let (_, _, later) = app
+            .get(
+                "stream",
+                &format!("{}&id={song}&format=opus&timeOffset=3", app.auth()),
+            )
+            .await;
+        assert!(
+            later.len() < full.len(),
+            "an offset stream is shorter: {} vs {}",
+            later.len(),
+            full.len()
+        );
     }
     // Errors of a binary method come in the envelope, with HTTP 200.
-    let (status, content_type, body) = app.get("stream", &format!("{}&id=00000000-0000-7000-8000-000000000000", app.auth())).await;
-    assert_eq!((status, content_type.starts_with("text/xml")), (StatusCode::OK, true));
+    let (status, content_type, body) = app
+        .get(
+            "stream",
+            &format!("{}&id=00000000-0000-7000-8000-000000000000", app.auth()),
+        )
+        .await;
+    assert_eq!(
+        (status, content_type.starts_with("text/xml")),
+        (StatusCode::OK, true)
+    );
     assert!(String::from_utf8(body).unwrap().contains(r#"code="70""#));
-    let (_, _, body) = app.get("stream", &format!("{}&f=json&id={song}&timeOffset=-1", app.auth())).await;
+    let (_, _, body) = app
+        .get(
+            "stream",
+            &format!("{}&f=json&id={song}&timeOffset=-1", app.auth()),
+        )
+        .await;
     assert!(String::from_utf8(body).unwrap().contains("timeOffset"));
 
     // Streaming never counts a play.
-    let history = app.library.history(&app.caller, Page::default()).await.unwrap();
+    let history = app
+        .library
+        .history(&app.caller, Page::default())
+        .await
+        .unwrap();
     assert_eq!(history.total, 0);
 
     // Cover art: always an image. No cover (nothing enriched yet), an unknown id, a size.
     let album = track.album_id.unwrap().to_string();
-    for id in [album.as_str(), song.as_str(), "00000000-0000-7000-8000-000000000000", "whatever"] {
-        let (status, content_type, body) = app.get("getCoverArt", &format!("{}&id={id}&size=64", app.auth())).await;
-        assert_eq!((status, content_type.as_str()), (StatusCode::OK, "image/png"), "{id}");
+    for id in [
+        album.as_str(),
+        song.as_str(),
+        "00000000-0000-7000-8000-000000000000",
+        "whatever",
+    ] {
+        let (status, content_type, body) = app
+            .get("getCoverArt", &format!("{}&id={id}&size=64", app.auth()))
+            .await;
+        assert_eq!(
+            (status, content_type.as_str()),
+            (StatusCode::OK, "image/png"),
+            "{id}"
+        );
         assert!(is_png(&body), "{id}");
         assert_eq!(png_size(&body), (64, 64));
     }
-    let (_, _, body) = app.get("getCoverArt", &format!("{}&id={album}", app.auth())).await;
+    let (_, _, body) = app
+        .get("getCoverArt", &format!("{}&id={album}", app.auth()))
+        .await;
     assert_eq!(png_size(&body), (300, 300));
-    let (_, _, body) = app.get("getCoverArt", &format!("{}&id={album}&size=100000", app.auth())).await;
+    let (_, _, body) = app
+        .get(
+            "getCoverArt",
+            &format!("{}&id={album}&size=100000", app.auth()),
+        )
+        .await;
     assert_eq!(png_size(&body), (1200, 1200));
     // Credentials are still required.
-    let (_, content_type, _) = app.get("getCoverArt", &format!("u=ann&p=wrong&id={album}")).await;
+    let (_, content_type, _) = app
+        .get("getCoverArt", &format!("u=ann&p=wrong&id={album}"))
+        .await;
     assert!(content_type.starts_with("text/xml"));
 });
 
 fn which_ffmpeg() -> bool {
-    let found = std::process::Command::new("ffmpeg").arg("-version").output().is_ok();
-    assert!(found || std::env::var("CI").map(|ci| ci != "true").unwrap_or(true), "ffmpeg is needed in CI");
+    let found = std::process::Command::new("ffmpeg")
+        .arg("-version")
+        .output()
+        .is_ok();
+    assert!(
+        found || std::env::var("CI").map(|ci| ci != "true").unwrap_or(true),
+        "ffmpeg is needed in CI"
+    );
     found
 }
 
@@ -109,7 +183,13 @@ impl OneshotResponse for axum::Router {
             .get(header::CONTENT_RANGE)
             .map(|value| value.to_str().unwrap().to_string())
             .unwrap_or_default();
-        let body = response.into_body().collect().await.unwrap().to_bytes().to_vec();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .to_vec();
         (status, range, body)
     }
 }
