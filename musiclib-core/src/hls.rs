@@ -404,27 +404,16 @@ impl Library {
                 return Err(error);
             }
         };
-        let insert = self.db().sql(
-            "INSERT INTO renditions (id, track_id, kind, quality, storage_uri, size_bytes, created_at, last_access_at)
-             VALUES ($1, $2, $3, $4, $5, $6, {now}, {now})
-             ON CONFLICT (track_id, kind, quality) DO NOTHING",
-        );
-        let inserted = sqlx::query(&insert)
-            .bind(uuid::Uuid::now_v7().to_string())
-            .bind(id.as_str())
-            .bind(HLS)
-            .bind(HLS_QUALITY)
-            .bind(&prefix)
-            .bind(size as i64)
-            .execute(self.db().pool())
+        let inserted = self
+            .insert_rendition(id, HLS, HLS_QUALITY, &prefix, size)
             .await;
         match inserted {
-            Ok(done) if done.rows_affected() == 1 => {
+            Ok(true) => {
                 self.evict_renditions(self.config().transcoding.rendition_cache_max_bytes)
                     .await
             }
-            // Another replica published first, or the track was deleted meanwhile.
-            Ok(_) => self.blobs().delete_tree(&prefix).await,
+            // Another replica published first.
+            Ok(false) => self.blobs().delete_tree(&prefix).await,
             Err(error) => {
                 let _ = self.blobs().delete_tree(&prefix).await;
                 if self.find_track(id).await?.is_none() {

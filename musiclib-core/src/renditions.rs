@@ -206,19 +206,8 @@ impl Library {
             self.run_ffmpeg(&source.path, &output, quality).await?;
             let key = rendition_key(id, quality);
             let size = self.blobs().put_file(&key, &output).await?;
-            let insert = self.db().sql(
-                "INSERT INTO renditions (id, track_id, kind, quality, storage_uri, size_bytes, created_at, last_access_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, {now}, {now})
-                 ON CONFLICT (track_id, kind, quality) DO NOTHING",
-            );
-            let inserted = sqlx::query(&insert)
-                .bind(uuid::Uuid::now_v7().to_string())
-                .bind(id.as_str())
-                .bind(OPUS)
-                .bind(quality.as_str())
-                .bind(&key)
-                .bind(size as i64)
-                .execute(self.db().pool())
+            let inserted = self
+                .insert_rendition(id, OPUS, quality.as_str(), &key, size)
                 .await;
             match inserted {
                 Ok(_) => built.push(quality),
@@ -265,6 +254,34 @@ impl Library {
             excess -= size;
         }
         Ok(())
+    }
+
+    /// Publishes a stored rendition: its row, unless one of the same track, kind and
+    /// quality exists (another worker won: `Ok(false)`). A deleted track fails on its
+    /// foreign key.
+    pub(crate) async fn insert_rendition(
+        &self,
+        id: &TrackId,
+        kind: &str,
+        quality: &str,
+        key: &str,
+        size: u64,
+    ) -> std::result::Result<bool, sqlx::Error> {
+        let insert = self.db().sql(
+            "INSERT INTO renditions (id, track_id, kind, quality, storage_uri, size_bytes, created_at, last_access_at)
+             VALUES ($1, $2, $3, $4, $5, $6, {now}, {now})
+             ON CONFLICT (track_id, kind, quality) DO NOTHING",
+        );
+        let done = sqlx::query(&insert)
+            .bind(uuid::Uuid::now_v7().to_string())
+            .bind(id.as_str())
+            .bind(kind)
+            .bind(quality)
+            .bind(key)
+            .bind(size as i64)
+            .execute(self.db().pool())
+            .await?;
+        Ok(done.rows_affected() == 1)
     }
 
     async fn run_ffmpeg(

@@ -49,24 +49,14 @@ impl Params {
 
     /// An integer parameter.
     pub fn int(&self, name: &str) -> Result<Option<i64>, SubsonicError> {
-        self.get(name)
-            .map(|value| {
-                value.trim().parse::<i64>().map_err(|_| {
-                    SubsonicError::invalid(name, format!("{value:?} is not an integer"))
-                })
-            })
-            .transpose()
+        self.get(name).map(|value| integer(name, value)).transpose()
     }
 
     /// Every value of a repeatable integer parameter.
     pub fn ints(&self, name: &str) -> Result<Vec<i64>, SubsonicError> {
         self.all(name)
             .into_iter()
-            .map(|value| {
-                value.trim().parse::<i64>().map_err(|_| {
-                    SubsonicError::invalid(name, format!("{value:?} is not an integer"))
-                })
-            })
+            .map(|value| integer(name, value))
             .collect()
     }
 
@@ -99,6 +89,13 @@ impl Params {
             })
             .transpose()
     }
+}
+
+fn integer(name: &str, value: &str) -> Result<i64, SubsonicError> {
+    value
+        .trim()
+        .parse::<i64>()
+        .map_err(|_| SubsonicError::invalid(name, format!("{value:?} is not an integer")))
 }
 
 #[cfg(test)]

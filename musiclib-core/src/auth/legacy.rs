@@ -153,6 +153,14 @@ pub(crate) struct LegacyAccount {
     password: Option<String>,
 }
 
+impl LegacyAccount {
+    /// The caller, when the account has an app password and `check` accepts it.
+    fn caller_if(self, check: impl FnOnce(&str) -> bool) -> Option<Caller> {
+        let password = self.password?;
+        check(&password).then_some(Caller { user: self.user })
+    }
+}
+
 impl Library {
     /// `GET /users/me/legacy-password`: the caller's app password, made on first use.
     pub async fn legacy_password(&self, caller: &Caller) -> Result<String> {
@@ -230,13 +238,9 @@ impl Library {
         let account = self
             .legacy_account(format!("name:{name_key}"), "username_key", &name_key)
             .await?;
-        match account {
-            Some(LegacyAccount {
-                user,
-                password: Some(password),
-            }) if credentials.matches(&password) => Ok(Caller { user }),
-            _ => Err(Error::Unauthenticated("wrong username or password".into())),
-        }
+        account
+            .and_then(|account| account.caller_if(|password| credentials.matches(password)))
+            .ok_or_else(|| Error::Unauthenticated("wrong username or password".into()))
     }
 
     /// Authenticates an OpenSubsonic `apiKey`, which is the user's app password.
@@ -245,13 +249,12 @@ impl Library {
         let account = self
             .legacy_account(format!("key:{digest}"), "legacy_key_digest", &digest)
             .await?;
-        match account {
-            Some(LegacyAccount {
-                user,
-                password: Some(password),
-            }) if constant_time_eq(password.as_bytes(), api_key.as_bytes()) => Ok(Caller { user }),
-            _ => Err(Error::Unauthenticated("invalid API key".into())),
-        }
+        account
+            .and_then(|account| {
+                account
+                    .caller_if(|password| constant_time_eq(password.as_bytes(), api_key.as_bytes()))
+            })
+            .ok_or_else(|| Error::Unauthenticated("invalid API key".into()))
     }
 
     /// The account whose `column` is `value`, with its decrypted app password; reused for a

@@ -163,12 +163,16 @@ async fn post_like(
     Json(body): Json<LikeIn>,
 ) -> Result<(StatusCode, axum::Json<LikeOut>), ApiError> {
     let (event, created) = library.record_like(&caller, body.into_core("")?).await?;
-    let status = if created {
+    Ok((created_or_ok(created), axum::Json(event.into())))
+}
+
+/// 201 for an event stored now, 200 for a repeated client id.
+fn created_or_ok(created: bool) -> StatusCode {
+    if created {
         StatusCode::CREATED
     } else {
         StatusCode::OK
-    };
-    Ok((status, axum::Json(event.into())))
+    }
 }
 
 /// Which tracks to ask about.
@@ -234,12 +238,7 @@ async fn post_history(
     Json(body): Json<HistoryIn>,
 ) -> Result<(StatusCode, axum::Json<HistoryOut>), ApiError> {
     let (event, created) = library.record_play(&caller, body.into_core("")?).await?;
-    let status = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok((status, axum::Json(event.into())))
+    Ok((created_or_ok(created), axum::Json(event.into())))
 }
 
 /// Where to start a pull.

@@ -86,6 +86,7 @@ pub(crate) async fn scrobble(request: &Request) -> Outcome {
     }
     let times = params.ints("time")?;
     if params.bool("submission")?.unwrap_or(true) {
+        let mut plays = Vec::with_capacity(ids.len());
         for (index, raw) in ids.iter().enumerate() {
             let id = track_id(raw)?;
             let (played_at, event_id) = match times.get(index) {
@@ -98,13 +99,21 @@ pub(crate) async fn scrobble(request: &Request) -> Outcome {
                     format!("subsonic:{id}:{}", uuid::Uuid::new_v4()),
                 ),
             };
-            let play = NewPlay {
+            plays.push(NewPlay {
                 track_id: id.to_string(),
                 played_at,
                 seconds_played: None,
                 client_event_id: event_id,
-            };
-            request.library.record_play(&request.caller, play).await?;
+            });
+        }
+        // One push for every id (the same path as /sync/push); a repeat is a duplicate.
+        let outcome = request
+            .library
+            .push_events(&request.caller, Vec::new(), plays)
+            .await?;
+        if let Some(unknown) = outcome.skipped.first() {
+            let track = unknown.split(':').nth(1).unwrap_or(unknown);
+            return Err(SubsonicError::not_found(format_args!("song {track}")));
         }
     } else {
         for raw in ids {

@@ -207,36 +207,50 @@ impl Request {
         Ok(self.library.annotations(&self.caller, kind, &ids).await?)
     }
 
+    /// `items` as elements built by `build`, with the caller's marks on each (one query).
+    async fn marked<T>(
+        &self,
+        kind: ItemKind,
+        items: &[T],
+        id: impl Fn(&T) -> &str,
+        build: impl Fn(&T, Option<&Annotation>) -> Element,
+    ) -> Result<Vec<Element>, SubsonicError> {
+        let marks = self
+            .marks(
+                kind,
+                items.iter().map(|item| id(item).to_string()).collect(),
+            )
+            .await?;
+        Ok(items
+            .iter()
+            .map(|item| build(item, marks.get(id(item))))
+            .collect())
+    }
+
     /// Songs as elements named `name`, with the caller's marks.
     pub async fn songs(
         &self,
         name: &'static str,
         tracks: &[Track],
     ) -> Result<Vec<Element>, SubsonicError> {
-        let marks = self
-            .marks(
-                ItemKind::Track,
-                tracks.iter().map(|track| track.id.to_string()).collect(),
-            )
-            .await?;
-        Ok(tracks
-            .iter()
-            .map(|track| song(name, track, marks.get(track.id.as_str())))
-            .collect())
+        self.marked(
+            ItemKind::Track,
+            tracks,
+            |track| track.id.as_str(),
+            |track, marks| song(name, track, marks),
+        )
+        .await
     }
 
     /// Albums as `AlbumID3`, with the caller's marks.
     pub async fn albums(&self, albums: &[Album]) -> Result<Vec<Element>, SubsonicError> {
-        let marks = self
-            .marks(
-                ItemKind::Album,
-                albums.iter().map(|album| album.id.to_string()).collect(),
-            )
-            .await?;
-        Ok(albums
-            .iter()
-            .map(|album| album_id3(album, marks.get(album.id.as_str())))
-            .collect())
+        self.marked(
+            ItemKind::Album,
+            albums,
+            |album| album.id.as_str(),
+            album_id3,
+        )
+        .await
     }
 
     /// Albums as folder `Child` elements named `name`, with the caller's marks.
@@ -245,16 +259,13 @@ impl Request {
         name: &'static str,
         albums: &[Album],
     ) -> Result<Vec<Element>, SubsonicError> {
-        let marks = self
-            .marks(
-                ItemKind::Album,
-                albums.iter().map(|album| album.id.to_string()).collect(),
-            )
-            .await?;
-        Ok(albums
-            .iter()
-            .map(|album| album_folder(name, album, marks.get(album.id.as_str())))
-            .collect())
+        self.marked(
+            ItemKind::Album,
+            albums,
+            |album| album.id.as_str(),
+            |album, marks| album_folder(name, album, marks),
+        )
+        .await
     }
 
     /// Artists as `ArtistID3` (`folder` false) or `Artist` (`folder` true).
@@ -263,23 +274,19 @@ impl Request {
         artists: &[Artist],
         folder: bool,
     ) -> Result<Vec<Element>, SubsonicError> {
-        let marks = self
-            .marks(
-                ItemKind::Artist,
-                artists.iter().map(|artist| artist.id.to_string()).collect(),
-            )
-            .await?;
-        Ok(artists
-            .iter()
-            .map(|artist| {
-                let marks = marks.get(artist.id.as_str());
+        self.marked(
+            ItemKind::Artist,
+            artists,
+            |artist| artist.id.as_str(),
+            |artist, marks| {
                 if folder {
                     artist_folder(artist, marks)
                 } else {
                     artist_id3("artist", artist, marks)
                 }
-            })
-            .collect())
+            },
+        )
+        .await
     }
 }
 

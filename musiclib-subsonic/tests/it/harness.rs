@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use axum::body::Body;
-use axum::http::{header, Request, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, Request, StatusCode};
 use http_body_util::BodyExt;
 use md5::{Digest, Md5};
 use musiclib_core::auth::Caller;
@@ -117,14 +117,17 @@ impl Fixture {
         .await
     }
 
+    /// Sends a request: status, content type, body.
     pub async fn send(&self, request: Request<Body>) -> (StatusCode, String, Vec<u8>) {
+        let (status, headers, body) = self.send_parts(request).await;
+        (status, header_text(&headers, header::CONTENT_TYPE), body)
+    }
+
+    /// Sends a request: status, headers, body.
+    pub async fn send_parts(&self, request: Request<Body>) -> (StatusCode, HeaderMap, Vec<u8>) {
         let response = self.router.clone().oneshot(request).await.unwrap();
         let status = response.status();
-        let content_type = response
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .map(|value| value.to_str().unwrap().to_string())
-            .unwrap_or_default();
+        let headers = response.headers().clone();
         let body = response
             .into_body()
             .collect()
@@ -132,7 +135,7 @@ impl Fixture {
             .unwrap()
             .to_bytes()
             .to_vec();
-        (status, content_type, body)
+        (status, headers, body)
     }
 
     /// `method` as the caller with `params`, in JSON: the `subsonic-response` object, which
@@ -173,6 +176,14 @@ impl Fixture {
         validate(&xml);
         xml
     }
+}
+
+/// A header's value as text (empty when absent).
+pub fn header_text(headers: &HeaderMap, name: HeaderName) -> String {
+    headers
+        .get(name)
+        .map(|value| value.to_str().unwrap().to_string())
+        .unwrap_or_default()
 }
 
 /// The official schema (`shared/conformance`).

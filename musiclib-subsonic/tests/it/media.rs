@@ -7,7 +7,7 @@ use musiclib_core::domain::Page;
 use musiclib_core::testing::Backend;
 
 use crate::both_backends;
-use crate::harness::Fixture;
+use crate::harness::{header_text, Fixture};
 
 fn is_png(bytes: &[u8]) -> bool {
     bytes.starts_with(b"\x89PNG\r\n\x1a\n")
@@ -42,7 +42,7 @@ both_backends!(streams_and_covers, |backend: Backend| async move {
         .header(header::RANGE, "bytes=100-1123")
         .body(Body::empty())
         .unwrap();
-    let response = app.router.clone().oneshot_response(request).await;
+    let response = range_response(&app, request).await;
     assert_eq!(response.0, StatusCode::PARTIAL_CONTENT);
     assert_eq!(response.1, format!("bytes 100-1123/{size}"));
     assert_eq!(response.2, whole[100..1124]);
@@ -51,7 +51,7 @@ both_backends!(streams_and_covers, |backend: Backend| async move {
         .body(Body::empty())
         .unwrap();
     assert_eq!(
-        app.router.clone().oneshot_response(request).await.0,
+        range_response(&app, request).await.0,
         StatusCode::RANGE_NOT_SATISFIABLE
     );
     let (_, _, downloaded) = app
@@ -155,6 +155,12 @@ both_backends!(streams_and_covers, |backend: Backend| async move {
     assert!(content_type.starts_with("text/xml"));
 });
 
+/// Status, Content-Range and body of a request.
+async fn range_response(app: &Fixture, request: Request<Body>) -> (StatusCode, String, Vec<u8>) {
+    let (status, headers, body) = app.send_parts(request).await;
+    (status, header_text(&headers, header::CONTENT_RANGE), body)
+}
+
 fn which_ffmpeg() -> bool {
     let found = std::process::Command::new("ffmpeg")
         .arg("-version")
@@ -165,31 +171,4 @@ fn which_ffmpeg() -> bool {
         "ffmpeg is needed in CI"
     );
     found
-}
-
-/// `oneshot` returning status, Content-Range and body.
-trait OneshotResponse {
-    async fn oneshot_response(self, request: Request<Body>) -> (StatusCode, String, Vec<u8>);
-}
-
-impl OneshotResponse for axum::Router {
-    async fn oneshot_response(self, request: Request<Body>) -> (StatusCode, String, Vec<u8>) {
-        use http_body_util::BodyExt;
-        use tower::ServiceExt;
-        let response = self.oneshot(request).await.unwrap();
-        let status = response.status();
-        let range = response
-            .headers()
-            .get(header::CONTENT_RANGE)
-            .map(|value| value.to_str().unwrap().to_string())
-            .unwrap_or_default();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .unwrap()
-            .to_bytes()
-            .to_vec();
-        (status, range, body)
-    }
 }
