@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # End-to-end test of the Subsonic / OpenSubsonic interface (/rest/…) with a real client library:
 #   - installs the pinned client (py-opensonic) into target/ci/e2e-venv when it is missing,
-#   - starts `<binary> serve` on a free loopback port with a fresh DATA_DIR (SQLite, local disk)
-#     and <music-folder> as LOCAL_MEDIA_IMPORT_PATH,
+#   - starts `<binary> serve` on a free loopback port with a fresh DATA_DIR and <music-folder>
+#     as LOCAL_MEDIA_IMPORT_PATH: on the embedded default (SQLite, local disk), or, when
+#     E2E_DATABASE_URL and E2E_S3_ENDPOINT are set, on PostgreSQL + S3 (E2E_S3_BUCKET,
+#     E2E_S3_PREFIX; moto's test credentials),
 #   - logs in as the admin, fetches the admin's Subsonic app password from the REST API,
 #   - runs .ci/subsonic-e2e.py against the server (it triggers the scan itself with startScan).
 # The server is stopped on exit; on failure the tail of its log is printed.
@@ -69,13 +71,21 @@ cleanup() {
 }
 trap cleanup EXIT
 
-log "starting $binary serve on $base (DATA_DIR=$tmp, music from $music)"
-# Settings that could point the server elsewhere (a CI's PostgreSQL, S3, a config file) are
-# unset so that it runs on the embedded defaults under the fresh DATA_DIR; cwd is DATA_DIR too.
+# Settings that could point the server elsewhere (a config file, an AcoustID key) are unset;
+# the backend is the one this run asks for, under the fresh DATA_DIR (also the cwd).
+backend=(-u DATABASE_URL -u STORAGE_BACKEND -u S3_BUCKET -u S3_ENDPOINT -u S3_PREFIX)
+setup="embedded default (SQLite, local disk)"
+if [ -n "${E2E_DATABASE_URL:-}" ] && [ -n "${E2E_S3_ENDPOINT:-}" ]; then
+  backend=(DATABASE_URL="$E2E_DATABASE_URL" STORAGE_BACKEND=s3 S3_ENDPOINT="$E2E_S3_ENDPOINT"
+    S3_BUCKET="${E2E_S3_BUCKET:-musiclib-test}" S3_PREFIX="${E2E_S3_PREFIX:-e2e}" S3_ALLOW_HTTP=true
+    S3_ACCESS_KEY_ID=test S3_SECRET_ACCESS_KEY=test)
+  setup="PostgreSQL + S3"
+fi
+log "starting $binary serve on $base ($setup, DATA_DIR=$tmp, music from $music)"
 (
   cd "$tmp"
-  exec env -u DATABASE_URL -u STORAGE_BACKEND -u LOCAL_STORAGE_PATH -u MUSICLIB_CONFIG \
-    -u JWT_SECRET -u LEGACY_SECRET_KEY -u ACOUSTID_API_KEY \
+  exec env -u LOCAL_STORAGE_PATH -u MUSICLIB_CONFIG -u JWT_SECRET -u LEGACY_SECRET_KEY -u ACOUSTID_API_KEY \
+    "${backend[@]}" \
     DATA_DIR="$tmp" BIND_ADDRESS="127.0.0.1:$port" LOCAL_MEDIA_IMPORT_PATH="$music" \
     ADMIN_USERNAME="$admin_user" ADMIN_PASSWORD="$admin_password" ALLOW_REGISTRATION=true \
     "$binary" serve
@@ -122,4 +132,4 @@ subsonic_password="$(json_field password <<<"$legacy")" || die "GET /api/v1/user
 log "running .ci/subsonic-e2e.py (py-opensonic $client_version)"
 PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" "$repo/.ci/subsonic-e2e.py" \
   --base-url "$base" --username "$subsonic_user" --app-password "$subsonic_password" --admin
-log "Subsonic end-to-end test passed"
+log "Subsonic end-to-end test passed ($setup)"

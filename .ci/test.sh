@@ -5,7 +5,9 @@
 #   - generates the test corpus (shared/corpus/make-corpus.sh),
 #   - builds once and runs every test on SQLite + local disk and on PostgreSQL + S3,
 #   - runs the examples and the Subsonic end-to-end test (a real client library from PyPI
-#     against the real binary), and checks that musiclib-core depends on no web framework.
+#     against the real binary, on both set-ups), and checks the crates' dependency rules.
+# It sets MUSICLIB_TEST_SERVICES=1: tests that need these services then run, and a missing
+# one fails them (outside this command they show as ignored, never as passed).
 # Everything it starts is stopped on exit.
 set -euo pipefail
 
@@ -83,6 +85,7 @@ curl -sf -X PUT "$MUSICLIB_TEST_S3_ENDPOINT/$MUSICLIB_TEST_S3_BUCKET" >/dev/null
 log "generating the test corpus"
 "$shared/corpus/make-corpus.sh" "$repo/target/corpus" >"$state/corpus.log" 2>&1 || { cat "$state/corpus.log" >&2; exit 1; }
 export MUSICLIB_TEST_CORPUS="$repo/target/corpus"
+export MUSICLIB_TEST_SERVICES=1
 
 # ---------------------------------------------------------------- checks and tests
 log "checking that musiclib-core depends on no web framework"
@@ -93,10 +96,16 @@ fi
 if cargo tree -p musiclib-core -e normal --prefix none | awk '{print $1}' | grep -qxE 'axum|axum-core|tower-http'; then
   echo "musiclib-core pulls in axum or tower-http" >&2; exit 1
 fi
-for adapter in musiclib-http musiclib-subsonic; do
-  if cargo tree -p "$adapter" -e normal --depth 1 --prefix none | awk '{print $1}' | grep -qx sqlx; then
+for adapter in musiclib-http musiclib-subsonic musiclib-media-http; do
+  direct="$(cargo tree -p "$adapter" -e normal --depth 1 --prefix none | awk '{print $1}')"
+  if echo "$direct" | grep -qx sqlx; then
     echo "$adapter depends on sqlx directly" >&2; exit 1
   fi
+  for other in musiclib-http musiclib-subsonic; do
+    if [ "$other" != "$adapter" ] && echo "$direct" | grep -qx "$other"; then
+      echo "$adapter depends on $other: adapters depend on core (and musiclib-media-http) only" >&2; exit 1
+    fi
+  done
 done
 
 log "building"
@@ -109,9 +118,17 @@ log "running the examples"
 cargo run --quiet -p musiclib-examples --example embed_core -- "$MUSICLIB_TEST_CORPUS/library"
 cargo run --quiet -p musiclib-examples --example mount_api -- --self-test
 
-log "driving the binary with a real Subsonic client (py-opensonic)"
+log "driving the binary with a real Subsonic client (py-opensonic), embedded"
 .ci/subsonic-e2e.sh target/debug/musiclib "$MUSICLIB_TEST_CORPUS/library" | tee "$state/subsonic-e2e.log" | grep -E '^(ok|FAIL)' >&2
+log "driving the binary with a real Subsonic client (py-opensonic), PostgreSQL + S3"
+run_pg "$pg_bin/createdb" -h 127.0.0.1 -p "$pg_port" -U postgres musiclib_e2e
+E2E_DATABASE_URL="postgres://postgres@127.0.0.1:$pg_port/musiclib_e2e" \
+  E2E_S3_ENDPOINT="$MUSICLIB_TEST_S3_ENDPOINT" E2E_S3_BUCKET="$MUSICLIB_TEST_S3_BUCKET" E2E_S3_PREFIX=e2e \
+  .ci/subsonic-e2e.sh target/debug/musiclib "$MUSICLIB_TEST_CORPUS/library" | tee "$state/subsonic-e2e-scale-out.log" | grep -E '^(ok|FAIL)' >&2
 
-read -r passed failed < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i == "passed;") p += $(i-1); if ($i == "failed;") f += $(i-1) } } END { print p + 0, f + 0 }' "$state/test.log")
+read -r passed failed ignored < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i == "passed;") p += $(i-1); if ($i == "failed;") f += $(i-1); if ($i == "ignored;") g += $(i-1) } } END { print p + 0, f + 0, g + 0 }' "$state/test.log")
+if [ "$ignored" -ne 0 ]; then
+  echo "$ignored tests were ignored: under this command every test runs" >&2; exit 1
+fi
 log "all tests passed"
-echo "tests: $passed passed, $failed failed"
+echo "tests: $passed passed, $failed failed, $ignored ignored"

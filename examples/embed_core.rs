@@ -20,7 +20,7 @@ async fn main() -> Result<()> {
     config.local_media_import_path = Some(folder.clone().into());
     let library = Library::open(config).await.context("open the library")?;
 
-    let report = library.scan_local_folder(|_| {}).await?;
+    let report = library.ingest().scan_local_folder(|_| {}).await?;
     println!(
         "imported {} of {} files from {folder} ({} failed)",
         report.imported, report.seen, report.failed
@@ -31,6 +31,7 @@ async fn main() -> Result<()> {
     while let Outcome::Ran(_) = worker.run_once().await? {}
 
     let albums = library
+        .catalog()
         .list_albums(&Default::default(), None, Page::new(Some(200), None)?)
         .await?;
     println!("{} albums:", albums.total);
@@ -48,6 +49,7 @@ async fn main() -> Result<()> {
     }
     if report.imported > 0
         && library
+            .catalog()
             .list_albums(&Default::default(), None, Page::default())
             .await?
             .total

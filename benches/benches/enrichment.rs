@@ -12,7 +12,7 @@
 use std::time::{Duration, Instant};
 
 use musiclib_core::domain::{MetadataStatus, Page};
-use musiclib_core::jobs::{kind, Worker};
+use musiclib_core::jobs::{Pool, Worker};
 use musiclib_core::testing::RateLimitedAcoustId;
 use musiclib_core::testing::{Backend, TestLibrary};
 use wiremock::matchers::{method, path};
@@ -63,17 +63,22 @@ async fn run(source: std::path::PathBuf, count: usize) {
         })
         .build()
         .await;
-    let report = library.scan_local_folder(|_| {}).await.unwrap();
+    let report = library.ingest().scan_local_folder(|_| {}).await.unwrap();
     println!("imported {} of {} files", report.imported, files.len());
 
     let started = Instant::now();
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let mut workers = Vec::new();
     for index in 0..2 + musiclib_core::jobs::DEFAULT_ENRICH_CONCURRENCY {
-        let mut worker = Worker::new(library.library.clone(), &format!("bench{index}"));
-        if index >= 2 {
-            worker = worker.only(&[kind::ENRICH]);
-        }
+        let worker = if index >= 2 {
+            Worker::for_pool(
+                library.library.clone(),
+                &format!("bench{index}"),
+                Pool::Network,
+            )
+        } else {
+            Worker::new(library.library.clone(), &format!("bench{index}"))
+        };
         let mut stopped = stopped.clone();
         workers.push(tokio::spawn(worker.run(async move {
             let _ = stopped.wait_for(|stop| *stop).await;
@@ -108,6 +113,7 @@ async fn tracks_with(library: &musiclib_core::Library, status: MetadataStatus) -
         ..Default::default()
     };
     library
+        .catalog()
         .list_tracks(&filter, None, Page::new(Some(1), None).unwrap())
         .await
         .unwrap()

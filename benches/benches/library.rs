@@ -29,7 +29,7 @@ fn search(c: &mut Criterion) {
     for query in ["manana 42", "artist 77", "nomatch-xyz"] {
         group.bench_function(format!("library_{count}/{query}"), |b| {
             b.to_async(&runtime)
-                .iter(|| async { library.search_library(query, 20).await.unwrap() })
+                .iter(|| async { library.catalog().search_library(query, 20).await.unwrap() })
         });
     }
     group.finish();
@@ -40,7 +40,7 @@ fn search(c: &mut Criterion) {
             let mut times = Vec::with_capacity(500);
             for _ in 0..500 {
                 let started = Instant::now();
-                library.search_library(query, 20).await.unwrap();
+                library.catalog().search_library(query, 20).await.unwrap();
                 times.push(started.elapsed().as_secs_f64() * 1000.0);
             }
             times
@@ -69,7 +69,9 @@ fn scan(c: &mut Criterion) {
             .build(),
     );
     let started = Instant::now();
-    let report = runtime.block_on(library.scan_local_folder(|_| {})).unwrap();
+    let report = runtime
+        .block_on(library.ingest().scan_local_folder(|_| {}))
+        .unwrap();
     let elapsed = started.elapsed().as_secs_f64();
     println!(
         "scan/import: {} files ({} imported) in {elapsed:.2} s = {:.0} files/s",
@@ -81,11 +83,13 @@ fn scan(c: &mut Criterion) {
     group.sample_size(10);
     group.bench_function("unchanged_rescan", |b| {
         b.to_async(&runtime)
-            .iter(|| async { library.scan_local_folder(|_| {}).await.unwrap() })
+            .iter(|| async { library.ingest().scan_local_folder(|_| {}).await.unwrap() })
     });
     group.finish();
     let started = Instant::now();
-    let report = runtime.block_on(library.scan_local_folder(|_| {})).unwrap();
+    let report = runtime
+        .block_on(library.ingest().scan_local_folder(|_| {}))
+        .unwrap();
     println!(
         "scan/unchanged_rescan: {:.0} files/s",
         report.seen as f64 / started.elapsed().as_secs_f64()

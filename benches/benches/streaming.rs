@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use musiclib_core::renditions::Quality;
+use musiclib_core::media::Quality;
 use musiclib_core::testing::{Backend, TestLibrary};
 
 const FLAC: &str = "library/Aurora Lane/Northern Lights (2019)/01 - First Light.flac";
@@ -34,6 +34,7 @@ fn corpus() -> Option<PathBuf> {
 
 async fn user(library: &TestLibrary) -> musiclib_core::auth::Caller {
     let user = library
+        .accounts()
         .create_user("bench", "bench-password", false)
         .await
         .unwrap();
@@ -45,6 +46,7 @@ async fn opus_build(corpus: &Path) {
     let caller = user(&library).await;
     let source = corpus.join(FLAC);
     let track = library
+        .ingest()
         .upload_track(
             &caller,
             Some("a.flac"),
@@ -58,11 +60,12 @@ async fn opus_build(corpus: &Path) {
     for _ in 0..ROUNDS {
         let started = Instant::now();
         library
+            .media()
             .build_renditions(&track.id, &[Quality::Medium])
             .await
             .unwrap();
         ours.push(started.elapsed());
-        library.evict_renditions(0).await.unwrap();
+        library.media().evict_renditions(0).await.unwrap();
 
         let started = Instant::now();
         let status = Command::new("ffmpeg")
@@ -116,6 +119,7 @@ async fn hls_cold_start() {
     let library = TestLibrary::new(Backend::Embedded).await;
     let caller = user(&library).await;
     let track = library
+        .ingest()
         .upload_track(
             &caller,
             Some("ten.flac"),
@@ -128,19 +132,21 @@ async fn hls_cold_start() {
     for _ in 0..ROUNDS {
         let started = Instant::now();
         let playlist = library
+            .media()
             .hls_playlist(&track.id, Some("token"))
             .await
             .unwrap();
         assert!(playlist.contains("seg-00099.ts"));
         let segment = library
+            .media()
             .hls_segment(&track.id, "seg-00000.ts")
             .await
             .unwrap();
         assert!(!segment.is_empty());
         first.push(started.elapsed());
-        library.build_hls(&track.id).await.unwrap();
+        library.media().build_hls(&track.id).await.unwrap();
         whole.push(started.elapsed());
-        library.evict_renditions(0).await.unwrap();
+        library.media().evict_renditions(0).await.unwrap();
     }
     println!(
         "hls_cold_start/10min_flac: playlist + first segment {:.0} ms (goal <= 1500), whole rendition {:.1} s (medians of {ROUNDS}; max first {:.0} ms)",

@@ -14,10 +14,9 @@
 use std::time::{Duration, Instant};
 
 use musiclib_core::auth::Caller;
-use musiclib_core::db::Backend as Engine;
-use musiclib_core::sync::NewPlay;
-use musiclib_core::testing::{scale_out_available, Backend, TestLibrary};
-use musiclib_core::Timestamp;
+use musiclib_core::social::NewPlay;
+use musiclib_core::testing::{pool, scale_out_configured, Backend, TestLibrary};
+use musiclib_core::{DatabaseKind, Timestamp};
 
 const STORED: i64 = 1_000_000;
 
@@ -27,15 +26,16 @@ fn percentile(times: &mut [Duration], p: usize) -> f64 {
 }
 
 async fn load(library: &TestLibrary, caller: &Caller, track: &str) {
-    let db = library.db();
+    let db = pool(library);
     let user = caller.user.id.as_str();
-    let (disable, enable, series) = match db.backend() {
-        Engine::Postgres => (
+    let kind = library.database_kind();
+    let (disable, enable, series) = match kind {
+        DatabaseKind::Postgres => (
             "ALTER TABLE play_events DISABLE TRIGGER play_events_stamp".to_string(),
             "ALTER TABLE play_events ENABLE TRIGGER play_events_stamp".to_string(),
             format!("SELECT g FROM generate_series(1, {STORED}) AS g"),
         ),
-        Engine::Sqlite => (
+        DatabaseKind::Sqlite => (
             "DROP TRIGGER play_events_stamp".to_string(),
             "CREATE TRIGGER play_events_stamp AFTER INSERT ON play_events BEGIN
                 UPDATE sync_clock SET last_stamp = MAX(last_stamp + 1, CAST(unixepoch('subsec') * 1000000 AS INTEGER)) WHERE id = 1;
@@ -45,10 +45,10 @@ async fn load(library: &TestLibrary, caller: &Caller, track: &str) {
         ),
     };
     let base: i64 = sqlx::query_scalar("SELECT last_stamp FROM sync_clock WHERE id = 1")
-        .fetch_one(db.pool())
+        .fetch_one(db)
         .await
         .unwrap();
-    sqlx::query(&disable).execute(db.pool()).await.unwrap();
+    sqlx::query(&disable).execute(db).await.unwrap();
     let insert = format!(
         "INSERT INTO play_events (user_id, track_id, played_at, seconds_played, client_event_id, synced_at)
          SELECT $1, $2, g, 30.0, 'bulk-' || CAST(g AS TEXT), $3 + g FROM ({series}) AS numbers"
@@ -57,18 +57,18 @@ async fn load(library: &TestLibrary, caller: &Caller, track: &str) {
         .bind(user)
         .bind(track)
         .bind(base)
-        .execute(db.pool())
+        .execute(db)
         .await
         .unwrap();
-    sqlx::query(&enable).execute(db.pool()).await.unwrap();
+    sqlx::query(&enable).execute(db).await.unwrap();
     sqlx::query("UPDATE sync_clock SET last_stamp = $1 WHERE id = 1")
         .bind(base + STORED)
-        .execute(db.pool())
+        .execute(db)
         .await
         .unwrap();
-    if db.backend() == Engine::Postgres {
+    if kind == DatabaseKind::Postgres {
         sqlx::query("ANALYZE play_events")
-            .execute(db.pool())
+            .execute(db)
             .await
             .unwrap();
     }
@@ -78,10 +78,11 @@ async fn run(backend: Backend, name: &str) {
     let library = TestLibrary::new(backend).await;
     musiclib_core::testing::insert_synthetic_tracks(&library, 1000).await;
     let track: String = sqlx::query_scalar("SELECT id FROM tracks LIMIT 1")
-        .fetch_one(library.db().pool())
+        .fetch_one(musiclib_core::testing::pool(&library))
         .await
         .unwrap();
     let user = library
+        .accounts()
         .create_user("bench", "bench-password", false)
         .await
         .unwrap();
@@ -94,7 +95,7 @@ async fn run(backend: Backend, name: &str) {
     );
 
     let clock: i64 = sqlx::query_scalar("SELECT last_stamp FROM sync_clock WHERE id = 1")
-        .fetch_one(library.db().pool())
+        .fetch_one(musiclib_core::testing::pool(&library))
         .await
         .unwrap();
     let since = clock - 1000;
@@ -102,6 +103,7 @@ async fn run(backend: Backend, name: &str) {
     for _ in 0..200 {
         let started = Instant::now();
         let changes = library
+            .social()
             .sync_changes(&caller, since, Some(1000))
             .await
             .unwrap();
@@ -121,6 +123,7 @@ async fn run(backend: Backend, name: &str) {
             .collect();
         let started = Instant::now();
         let outcome = library
+            .social()
             .push_events(&caller, Vec::new(), plays)
             .await
             .unwrap();
@@ -145,7 +148,7 @@ fn main() {
     }
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(run(Backend::Embedded, "sqlite"));
-    if scale_out_available() {
+    if scale_out_configured() {
         runtime.block_on(run(Backend::ScaleOut, "postgres"));
     } else {
         eprintln!("MUSICLIB_TEST_POSTGRES_URL / S3 settings not set: PostgreSQL skipped");

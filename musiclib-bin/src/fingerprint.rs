@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use musiclib_core::fingerprint::{fingerprint_file, Fingerprint};
+use musiclib_fingerprint::{fingerprint_file, Fingerprint};
 
 /// Fingerprints each file in turn; a file that fails is reported on stderr and the rest go
 /// on. Exit code 2 when any failed, as fpcalc.

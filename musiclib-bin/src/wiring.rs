@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Read};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use musiclib_core::jobs::{kind, Worker};
+use musiclib_core::jobs::{spawn_workers, WorkerPlan};
 use musiclib_core::Library;
 
 use crate::settings::Settings;
@@ -26,8 +26,9 @@ async fn open(settings: &Settings) -> Result<Library> {
 /// Creates `ADMIN_USERNAME` when the server has no user yet.
 async fn ensure_admin(library: &Library, settings: &Settings) -> Result<()> {
     if let Some((username, password)) = &settings.admin {
-        if library.user_count().await? == 0 {
+        if library.accounts().user_count().await? == 0 {
             library
+                .accounts()
                 .create_user(username, password, true)
                 .await
                 .context("ADMIN_USERNAME: cannot create the admin")?;
@@ -38,24 +39,18 @@ async fn ensure_admin(library: &Library, settings: &Settings) -> Result<()> {
 }
 
 /// Starts the process's workers: `WORKER_CONCURRENCY` that run any job, and
-/// `ENRICH_CONCURRENCY` more that run only enrichment, whose jobs mostly wait on AcoustID
-/// (and wait together: concurrent lookups share one batched request).
-fn spawn_workers(
+/// `ENRICH_CONCURRENCY` in the network pool, whose jobs mostly wait on outside services
+/// (core decides which kinds each pool takes).
+fn start_workers(
     library: &Library,
     settings: &Settings,
     shutdown: &Shutdown,
 ) -> Vec<tokio::task::JoinHandle<()>> {
-    let general = (0..settings.worker_concurrency)
-        .map(|index| Worker::new(library.clone(), &format!("worker{index}")));
-    let enrichment = (0..settings.enrich_concurrency)
-        .map(|index| Worker::new(library.clone(), &format!("enrich{index}")).only(&[kind::ENRICH]));
-    general
-        .chain(enrichment)
-        .map(|worker| {
-            let shutdown = shutdown.clone();
-            tokio::spawn(worker.run(shutdown.wait()))
-        })
-        .collect()
+    let plan = WorkerPlan {
+        general: settings.worker_concurrency,
+        network: settings.enrich_concurrency,
+    };
+    spawn_workers(library, plan, || shutdown.clone().wait())
 }
 
 /// `musiclib serve`.
@@ -64,7 +59,7 @@ pub async fn serve(settings: Settings, run_worker: bool) -> Result<()> {
     ensure_admin(&library, &settings).await?;
     let shutdown = Shutdown::listen();
     let workers = if run_worker {
-        spawn_workers(&library, &settings, &shutdown)
+        start_workers(&library, &settings, &shutdown)
     } else {
         Vec::new()
     };
@@ -73,8 +68,8 @@ pub async fn serve(settings: Settings, run_worker: bool) -> Result<()> {
         .with_context(|| format!("BIND_ADDRESS: cannot listen on {}", settings.bind_address))?;
     tracing::info!(
         address = %listener.local_addr()?,
-        database = ?library.db().backend(),
-        storage = library.blobs().kind().as_str(),
+        database = library.database_kind().as_str(),
+        storage = library.storage().kind().as_str(),
         workers = workers.len(),
         "musiclib is listening"
     );
@@ -97,7 +92,7 @@ pub async fn worker(settings: Settings) -> Result<()> {
         enrichment_workers = settings.enrich_concurrency,
         "musiclib worker is running jobs"
     );
-    for worker in spawn_workers(&library, &settings, &shutdown) {
+    for worker in start_workers(&library, &settings, &shutdown) {
         let _ = worker.await;
     }
     Ok(())
@@ -128,6 +123,7 @@ pub async fn create_user(settings: Settings, username: &str, admin: bool) -> Res
     };
     let library = open(&settings).await?;
     let user = library
+        .accounts()
         .create_user(username, &password, admin)
         .await
         .map_err(|error| anyhow::anyhow!("{error}"))?;
@@ -155,6 +151,7 @@ pub async fn scan(settings: Settings) -> Result<()> {
     );
     let started = std::time::Instant::now();
     let report = library
+        .ingest()
         .scan_local_folder(|report| {
             bar.set_length(report.seen);
             bar.set_position(report.imported + report.skipped + report.failed);

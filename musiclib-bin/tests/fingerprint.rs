@@ -15,21 +15,6 @@ struct Tally {
     length_mismatches: Vec<String>,
 }
 
-fn corpus() -> Option<PathBuf> {
-    let dir = std::env::var_os("MUSICLIB_TEST_CORPUS").map(PathBuf::from);
-    match dir {
-        Some(dir) if dir.join("manifest.json").is_file() => Some(dir),
-        _ => {
-            assert!(
-                std::env::var("CI").map(|ci| ci != "true").unwrap_or(true),
-                "MUSICLIB_TEST_CORPUS is not set in CI: run the README test command"
-            );
-            eprintln!("note: MUSICLIB_TEST_CORPUS not set; fingerprint corpus test skipped");
-            None
-        }
-    }
-}
-
 /// Runs `musiclib fingerprint -raw -json` on `files` in one process.
 fn ours(files: &[PathBuf]) -> Vec<serde_json::Value> {
     let output = Command::new(env!("CARGO_BIN_EXE_musiclib"))
@@ -52,8 +37,12 @@ fn ours(files: &[PathBuf]) -> Vec<serde_json::Value> {
 }
 
 #[test]
+#[cfg_attr(
+    not(musiclib_services),
+    ignore = "needs the corpus: run the README test command"
+)]
 fn fingerprints_match_fpcalc_on_the_corpus() {
-    let Some(corpus) = corpus() else { return };
+    let corpus = musiclib_core::testing::corpus();
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(corpus.join("manifest.json")).unwrap()).unwrap();
     let golden: Vec<(&str, &str, &serde_json::Value)> = manifest["files"]

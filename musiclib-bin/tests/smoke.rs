@@ -49,7 +49,9 @@ async fn wait_healthy(client: &reqwest::Client, base: &str) {
     panic!("{base} did not become healthy");
 }
 
-async fn upload_and_wait_enriched(client: &reqwest::Client, upload_to: &str, read_from: &str) {
+/// Registers a user and uploads a corpus track through `upload_to`; returns the token and the
+/// track's id.
+async fn register_and_upload(client: &reqwest::Client, upload_to: &str) -> (String, String) {
     let token: Value = client
         .post(format!("{upload_to}/api/v1/auth/register"))
         .json(&json!({"username": "listener", "password": "long enough"}))
@@ -60,14 +62,7 @@ async fn upload_and_wait_enriched(client: &reqwest::Client, upload_to: &str, rea
         .await
         .unwrap();
     let token = token["access_token"].as_str().expect("token").to_string();
-    let corpus = musiclib_core::testing::corpus_dir();
-    let Some(corpus) = corpus else {
-        assert!(
-            std::env::var("CI").map(|ci| ci != "true").unwrap_or(true),
-            "corpus missing in CI"
-        );
-        return;
-    };
+    let corpus = musiclib_core::testing::corpus();
     let bytes = std::fs::read(
         corpus.join("library/Aurora Lane/Northern Lights (2019)/02 - Polar Drift.flac"),
     )
@@ -85,28 +80,44 @@ async fn upload_and_wait_enriched(client: &reqwest::Client, upload_to: &str, rea
         .unwrap();
     assert_eq!(response.status(), 201);
     let track: Value = response.json().await.unwrap();
-    let id = track["id"].as_str().unwrap();
-    // The job runs in a worker; the other replica sees the outcome.
+    (token, track["id"].as_str().unwrap().to_string())
+}
+
+/// The track's metadata status as `read_from` answers it.
+async fn status(client: &reqwest::Client, read_from: &str, token: &str, id: &str) -> Value {
+    let track: Value = client
+        .get(format!("{read_from}/api/v1/tracks/{id}"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    track["metadata_status"].clone()
+}
+
+/// Waits until the track's enrichment job has run.
+async fn wait_enriched(client: &reqwest::Client, read_from: &str, token: &str, id: &str) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let track: Value = client
-            .get(format!("{read_from}/api/v1/tracks/{id}"))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if track["metadata_status"] == "enriched" {
-            break;
+        let status = status(client, read_from, token, id).await;
+        if status == "enriched" {
+            return;
         }
-        assert!(Instant::now() < deadline, "enrichment did not run: {track}");
+        assert!(
+            Instant::now() < deadline,
+            "enrichment did not run: {status}"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(musiclib_services),
+    ignore = "needs the corpus: run the README test command"
+)]
 async fn embedded_server_serves_and_runs_jobs() {
     let data = tempfile::tempdir().unwrap();
     let port = free_port();
@@ -120,14 +131,16 @@ async fn embedded_server_serves_and_runs_jobs() {
     );
     let client = reqwest::Client::new();
     wait_healthy(&client, &base).await;
-    upload_and_wait_enriched(&client, &base, &base).await;
+    let (token, id) = register_and_upload(&client, &base).await;
+    wait_enriched(&client, &base, &token, &id).await;
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(musiclib_services),
+    ignore = "needs PostgreSQL, S3 and the corpus: run the README test command"
+)]
 async fn scale_out_replicas_and_a_separate_worker() {
-    if !musiclib_core::testing::scale_out_available() {
-        return;
-    }
     let database_url = musiclib_core::testing::create_postgres_database().await;
     let s3 = musiclib_core::testing::test_s3_config();
     let shared_env = |data: &std::path::Path, port: u16| {
@@ -158,11 +171,20 @@ async fn scale_out_replicas_and_a_separate_worker() {
         tempfile::tempdir().unwrap(),
     );
     let (port_a, port_b) = (free_port(), free_port());
-    let _migrated = Command::new(env!("CARGO_BIN_EXE_musiclib"))
+    let migrated = Command::new(env!("CARGO_BIN_EXE_musiclib"))
         .arg("migrate")
         .envs(shared_env(data_a.path(), port_a))
-        .status()
+        .output()
         .unwrap();
+    assert!(
+        migrated.status.success(),
+        "musiclib migrate failed: {}",
+        String::from_utf8_lossy(&migrated.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&migrated.stdout).trim(),
+        "database is up to date"
+    );
     let _replica_a = spawn(
         &["serve", "--no-worker"],
         &shared_env(data_a.path(), port_a),
@@ -171,7 +193,6 @@ async fn scale_out_replicas_and_a_separate_worker() {
         &["serve", "--no-worker"],
         &shared_env(data_b.path(), port_b),
     );
-    let _worker = spawn(&["worker"], &shared_env(data_w.path(), free_port()));
     let client = reqwest::Client::new();
     let (base_a, base_b) = (
         format!("http://127.0.0.1:{port_a}"),
@@ -194,5 +215,15 @@ async fn scale_out_replicas_and_a_separate_worker() {
         ),
         (Some("postgres"), Some("s3"))
     );
-    upload_and_wait_enriched(&client, &base_a, &base_b).await;
+    // Replicas started with --no-worker run no job: the upload's enrichment waits.
+    let (token, id) = register_and_upload(&client, &base_a).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        status(&client, &base_b, &token, &id).await,
+        "pending",
+        "a replica ran a job"
+    );
+    // The separate worker process runs it, and the other replica sees the outcome.
+    let _worker = spawn(&["worker"], &shared_env(data_w.path(), free_port()));
+    wait_enriched(&client, &base_b, &token, &id).await;
 }

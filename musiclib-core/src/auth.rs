@@ -1,6 +1,17 @@
-//! Accounts and credentials: argon2id login passwords, HS256 access tokens, registration.
-//! The legacy-interface app passwords live in [`legacy`].
+//! Accounts: users, argon2id login passwords, HS256 access tokens, registration, and who may
+//! do what.
+//!
+//! - [`Accounts`]: the service (registration, login, token checks, users).
+//! - [`policy`]: every permission decision, as methods of [`Caller`]; services call them, so
+//!   adapters never decide.
+//! - [`legacy`]: the app passwords of the legacy (Subsonic) interface.
+//! - `secrets`: encryption at rest of secrets the server must read back (app passwords).
 
+pub mod legacy;
+pub mod policy;
+mod secrets;
+
+use std::sync::Arc;
 use std::time::Duration;
 
 use argon2::password_hash::{
@@ -11,9 +22,9 @@ use jsonwebtoken::{DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 use unicode_normalization::UnicodeNormalization;
 
-use crate::{Error, Library, Result, Timestamp, UserId};
-
-pub mod legacy;
+use crate::cache::TtlCache;
+use crate::db::Db;
+use crate::{Error, Result, Timestamp, UserId};
 
 /// Shortest accepted login password.
 pub const MIN_PASSWORD_LEN: usize = 8;
@@ -43,24 +54,11 @@ pub struct User {
     pub created_at: Timestamp,
 }
 
-/// The authenticated caller of an operation.
+/// The authenticated caller of an operation. What it may do is decided by [`policy`].
 #[derive(Debug, Clone)]
 pub struct Caller {
     /// The caller's account.
     pub user: User,
-}
-
-impl Caller {
-    /// Fails with `Forbidden` unless the caller is a superuser.
-    pub fn require_admin(&self) -> Result<()> {
-        if self.user.is_admin {
-            Ok(())
-        } else {
-            Err(Error::Forbidden(
-                "this operation needs an admin account".into(),
-            ))
-        }
-    }
 }
 
 /// What a successful login or registration answers.
@@ -125,7 +123,7 @@ pub fn hash_password(password: &str) -> Result<String> {
     Argon2::default()
         .hash_password(password.as_bytes(), &salt)
         .map(|hash| hash.to_string())
-        .map_err(|error| Error::Internal(format!("password hashing failed: {error}")))
+        .map_err(|error| Error::internal_with("password hashing failed", error))
 }
 
 /// Checks a password against a stored PHC hash.
@@ -141,7 +139,7 @@ pub fn verify_password(password: &str, hash: &str) -> bool {
 async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T> {
     tokio::task::spawn_blocking(work)
         .await
-        .map_err(|error| Error::Internal(format!("blocking task failed: {error}")))
+        .map_err(Error::task("password hashing"))
 }
 
 /// A hash of a random password, verified against when the user does not exist, so a login's
@@ -173,64 +171,107 @@ impl From<UserRow> for User {
 
 const USER_COLUMNS: &str = "id, username, is_admin, created_at, password_hash";
 
-/// Registration and account creation.
-impl Library {
+/// How long a request may reuse an account read by an earlier one. Changes made in this
+/// process apply at once; other replicas see them within this time.
+const LOOKUP_TTL: Duration = Duration::from_secs(5);
+
+/// What the accounts service is configured with.
+#[derive(Clone)]
+pub(crate) struct AccountSettings {
+    pub(crate) allow_registration: bool,
+    pub(crate) jwt_secret: Vec<u8>,
+    pub(crate) token_ttl: Duration,
+    pub(crate) legacy_secret_key: Vec<u8>,
+}
+
+/// The accounts service.
+#[derive(Clone)]
+pub struct Accounts {
+    db: Db,
+    settings: Arc<AccountSettings>,
+    /// Accounts of recent tokens (see [`Accounts::authenticate`]).
+    users: Arc<TtlCache<UserId, User>>,
+    /// Legacy-interface accounts with their app passwords, by name or key digest.
+    legacy: Arc<TtlCache<String, legacy::LegacyAccount>>,
+}
+
+impl std::fmt::Debug for Accounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Accounts").finish_non_exhaustive()
+    }
+}
+
+impl Accounts {
+    pub(crate) fn new(db: Db, settings: AccountSettings) -> Accounts {
+        Accounts {
+            db,
+            settings: Arc::new(settings),
+            users: Arc::new(TtlCache::new(LOOKUP_TTL, 10_000)),
+            legacy: Arc::new(TtlCache::new(LOOKUP_TTL, 10_000)),
+        }
+    }
+
     /// Public self-registration: gated by `allow_registration`, never creates a superuser,
     /// and logs the new user in at once.
     pub async fn register(&self, username: &str, password: &str) -> Result<AccessToken> {
-        if !self.config().allow_registration {
+        if !self.settings.allow_registration {
             return Err(Error::Forbidden(
                 "registration is disabled on this server".into(),
             ));
         }
-        let user = self.create_user(username, password, false).await?;
+        let user = self.insert_user(username, password, false).await?;
         self.issue_token(user)
     }
 
-    /// Creates an account (the CLI's `user create`, `ADMIN_USERNAME`, registration).
+    /// Creates an account on the server's own authority: the CLI's `user create` and the
+    /// start-up `ADMIN_USERNAME`, which run with access to the server's settings.
     pub async fn create_user(
         &self,
         username: &str,
         password: &str,
         is_admin: bool,
     ) -> Result<User> {
+        self.insert_user(username, password, is_admin).await
+    }
+
+    async fn insert_user(&self, username: &str, password: &str, is_admin: bool) -> Result<User> {
         let username = validate_username(username)?;
         validate_password(password)?;
         let username_key = crate::text::name_key(&username);
         let password = password.to_string();
         let password_hash = blocking(move || hash_password(&password)).await??;
-        let db = self.db();
         let id = UserId::new();
-        let query = db.sql(
-            "INSERT INTO users (id, username, username_key, password_hash, is_admin, created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, {now}, {now})",
-        );
-        let inserted = sqlx::query(&query)
-            .bind(id.as_str())
-            .bind(&username)
-            .bind(&username_key)
-            .bind(&password_hash)
-            .bind(is_admin as i64)
-            .execute(db.pool())
+        let inserted = self
+            .db
+            .sql(
+                "INSERT INTO users (id, username, username_key, password_hash, is_admin, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, {now}, {now})",
+            )
+            .bind(&id)
+            .bind(username.as_str())
+            .bind(username_key)
+            .bind(password_hash)
+            .bind(is_admin)
+            .execute(self.db.pool())
             .await;
         match inserted {
             Ok(_) => {}
-            Err(error) if crate::db::is_unique_violation(&error) => {
+            Err(error) if error.is_unique_violation() => {
                 return Err(Error::Conflict(format!(
                     "the user name {username:?} is taken"
                 )));
             }
-            Err(error) => return Err(error.into()),
+            Err(error) => return Err(error),
         }
         self.get_user(&id).await
     }
 
     /// Reads one user.
     pub async fn get_user(&self, id: &UserId) -> Result<User> {
-        let query = format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1");
-        sqlx::query_as::<_, UserRow>(&query)
-            .bind(id.as_str())
-            .fetch_optional(self.db().pool())
+        self.db
+            .sql(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1"))
+            .bind(id)
+            .fetch_optional::<UserRow, _>(self.db.pool())
             .await?
             .map(User::from)
             .ok_or_else(|| Error::not_found("user", id))
@@ -243,18 +284,21 @@ impl Library {
 
     async fn find_user_row(&self, username: &str) -> Result<Option<UserRow>> {
         let key = crate::text::name_key(username.trim());
-        let query = format!("SELECT {USER_COLUMNS} FROM users WHERE username_key = $1");
-        Ok(sqlx::query_as::<_, UserRow>(&query)
+        self.db
+            .sql(&format!(
+                "SELECT {USER_COLUMNS} FROM users WHERE username_key = $1"
+            ))
             .bind(key)
-            .fetch_optional(self.db().pool())
-            .await?)
+            .fetch_optional(self.db.pool())
+            .await
     }
 
     /// Number of accounts (to decide whether to create the start-up admin).
     pub async fn user_count(&self) -> Result<i64> {
-        Ok(sqlx::query_scalar("SELECT COUNT(*) FROM users")
-            .fetch_one(self.db().pool())
-            .await?)
+        self.db
+            .sql("SELECT COUNT(*) FROM users")
+            .fetch_scalar(self.db.pool())
+            .await
     }
 
     /// Checks a name and password and issues an access token.
@@ -273,7 +317,7 @@ impl Library {
     }
 
     fn issue_token(&self, user: User) -> Result<AccessToken> {
-        let ttl = self.config().token_ttl;
+        let ttl = self.settings.token_ttl;
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or(Duration::ZERO)
@@ -286,9 +330,9 @@ impl Library {
         let token = jsonwebtoken::encode(
             &Header::default(),
             &claims,
-            &EncodingKey::from_secret(&self.config().jwt_secret),
+            &EncodingKey::from_secret(&self.settings.jwt_secret),
         )
-        .map_err(|error| Error::Internal(format!("token signing failed: {error}")))?;
+        .map_err(|error| Error::internal_with("cannot sign an access token", error))?;
         Ok(AccessToken {
             token,
             expires_in: ttl.as_secs(),
@@ -296,17 +340,16 @@ impl Library {
         })
     }
 
-    /// Resolves a bearer token to its caller. Expired, forged or orphaned tokens fail with
-    /// `Unauthenticated`.
-    /// Verifies an access token and returns its caller. The account is read from the
-    /// database at most every few seconds per process (a short cache), so a removed account's
-    /// token stops working within that time on other replicas.
+    /// Verifies an access token and returns its caller. Expired, forged or orphaned tokens
+    /// fail with `Unauthenticated`. The account is read from the database at most every few
+    /// seconds per process (a short cache), so a removed account's token stops working
+    /// within that time on other replicas.
     pub async fn authenticate(&self, token: &str) -> Result<Caller> {
         let mut validation = Validation::default();
         validation.leeway = 5;
         let claims = jsonwebtoken::decode::<Claims>(
             token,
-            &DecodingKey::from_secret(&self.config().jwt_secret),
+            &DecodingKey::from_secret(&self.settings.jwt_secret),
             &validation,
         )
         .map_err(|error| match error.kind() {
@@ -319,12 +362,12 @@ impl Library {
         let user_id = UserId::parse(&claims.sub)
             .map_err(|_| Error::Unauthenticated("the access token is invalid".into()))?;
         // Every stream and segment request authenticates: reuse a recent lookup.
-        if let Some(user) = self.user_cache().get(&user_id) {
+        if let Some(user) = self.users.get(&user_id) {
             return Ok(Caller { user });
         }
         match self.get_user(&user_id).await {
             Ok(user) => {
-                self.user_cache().insert(user_id, user.clone());
+                self.users.insert(user_id, user.clone());
                 Ok(Caller { user })
             }
             Err(Error::NotFound { .. }) => Err(Error::Unauthenticated(

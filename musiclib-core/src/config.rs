@@ -134,7 +134,7 @@ pub struct JobsConfig {
 }
 
 /// Metadata enrichment settings.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct EnrichmentConfig {
     /// AcoustID application key; the lookup is skipped when unset.
     pub acoustid_api_key: Option<String>,
@@ -153,6 +153,27 @@ pub struct EnrichmentConfig {
     pub coverart_base_url: String,
     /// LRCLIB base URL.
     pub lrclib_base_url: String,
+}
+
+impl std::fmt::Debug for EnrichmentConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnrichmentConfig")
+            .field(
+                "acoustid_api_key",
+                &self.acoustid_api_key.as_ref().map(|_| "<redacted>"),
+            )
+            .field("acoustid_base_url", &self.acoustid_base_url)
+            .field("acoustid_trust_score", &self.acoustid_trust_score)
+            .field(
+                "acoustid_requests_per_second",
+                &self.acoustid_requests_per_second,
+            )
+            .field("acoustid_retry_base", &self.acoustid_retry_base)
+            .field("coverart_enabled", &self.coverart_enabled)
+            .field("coverart_base_url", &self.coverart_base_url)
+            .field("lrclib_base_url", &self.lrclib_base_url)
+            .finish()
+    }
 }
 
 /// Renditions (ffmpeg) settings.
@@ -210,6 +231,27 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_output_never_shows_secrets() {
+        let mut config = Config::embedded("/tmp/musiclib-config-test");
+        config.enrichment.acoustid_api_key = Some("acoustid-key-123".into());
+        config.database_url = "postgres://alice:s3cret@db/music".into();
+        config.storage = StorageConfig::S3(S3Config {
+            bucket: "music".into(),
+            endpoint: None,
+            region: "us-east-1".into(),
+            access_key_id: Some("AKIA-ID".into()),
+            secret_access_key: Some("s3-secret-key".into()),
+            allow_http: false,
+            prefix: None,
+        });
+        let printed = format!("{config:?}");
+        for secret in ["acoustid-key-123", "s3cret", "s3-secret-key", "AKIA-ID"] {
+            assert!(!printed.contains(secret), "{secret} printed: {printed}");
+        }
+        assert!(printed.contains("acoustid_api_key: Some(\"<redacted>\")"));
+    }
 
     #[test]
     fn redact_url_hides_password_only() {

@@ -1,9 +1,20 @@
 //! The database: one body of portable SQL run through `sqlx::Any` on SQLite (the embedded
-//! default) or PostgreSQL (scale-out). Dialect differences are confined to this module: the
-//! database clock, write-transaction start, and job claiming (in `jobs::queue`).
+//! default) or PostgreSQL (scale-out). Private to the crate: services reach it through
+//! [`Db`], and nothing of sqlx appears in the crate's API.
 //!
-//! Portable column types only: TEXT, 64-bit integers (flags as 0/1) and doubles. Queries use
-//! `$1`-style placeholders, which both drivers accept.
+//! - [`dialect`]: everything the two engines do differently (the clock, row locks, write
+//!   transactions, text search, job claiming, upserts). No other module names an engine.
+//! - [`sql`]: [`Sql`], the one builder of statements: `{now}`, placeholders, bound values,
+//!   `IN` lists, multi-row `VALUES`, chunked reads.
+//! - `schema` (tests): both migration sets produce the same tables, columns and indexes.
+//!
+//! Portable column types only: TEXT, 64-bit integers (flags as 0/1) and doubles. Statements
+//! use `$1`-style placeholders, which both drivers accept.
+
+mod dialect;
+#[cfg(test)]
+mod schema;
+mod sql;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -11,25 +22,21 @@ use std::time::Duration;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, ConnectOptions, Executor};
 
+pub(crate) use dialect::like_pattern;
+pub use dialect::DatabaseKind;
+pub(crate) use sql::{Sql, CHUNK};
+
 use crate::{Error, Result};
 
-/// A transaction on the library database.
-pub type Tx = sqlx::Transaction<'static, sqlx::Any>;
-
-/// Which SQL engine a [`Db`] talks to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    /// SQLite in WAL mode: the embedded default.
-    Sqlite,
-    /// PostgreSQL: the scale-out engine.
-    Postgres,
-}
+/// A transaction on the library database. Services take row locks with [`Db::lock`] first and
+/// stamp sync changes last (ARCHITECTURE.md, "Sync").
+pub(crate) type Tx = sqlx::Transaction<'static, sqlx::Any>;
 
 /// A pool of connections to the library database.
 #[derive(Clone, Debug)]
-pub struct Db {
+pub(crate) struct Db {
     pool: AnyPool,
-    backend: Backend,
+    kind: DatabaseKind,
 }
 
 static SQLITE_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -38,107 +45,94 @@ static POSTGRES_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations
 impl Db {
     /// Connects to `url` (`sqlite://path` or `postgres://…`). A SQLite file and its parent
     /// directory are created when missing.
-    pub async fn connect(url: &str) -> Result<Db> {
+    pub(crate) async fn connect(url: &str) -> Result<Db> {
         sqlx::any::install_default_drivers();
-        let backend = if url.starts_with("sqlite:") {
-            Backend::Sqlite
-        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-            Backend::Postgres
-        } else {
-            return Err(Error::invalid(
-                "DATABASE_URL",
-                "must start with sqlite:// or postgres://",
-            ));
-        };
-        let url = match backend {
-            Backend::Sqlite => prepare_sqlite_url(url)?,
-            Backend::Postgres => url.to_string(),
+        let kind = DatabaseKind::of_url(url)?;
+        let url = match kind {
+            DatabaseKind::Sqlite => prepare_sqlite_url(url)?,
+            DatabaseKind::Postgres => url.to_string(),
         };
         let options = AnyConnectOptions::from_str(&url)
             .map_err(|error| Error::invalid("DATABASE_URL", error.to_string()))?
             .log_slow_statements(tracing::log::LevelFilter::Warn, Duration::from_secs(1))
             .log_statements(tracing::log::LevelFilter::Trace);
-        let pool_options = match backend {
+        let pool_options = match kind {
             // SQLite serialises writers; a handful of connections covers concurrent readers.
-            Backend::Sqlite => AnyPoolOptions::new()
-                .max_connections(8)
-                .after_connect(|conn, _| {
-                    Box::pin(async move {
-                        conn.execute(
-                            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+            DatabaseKind::Sqlite => {
+                AnyPoolOptions::new()
+                    .max_connections(8)
+                    .after_connect(|conn, _| {
+                        Box::pin(async move {
+                            conn.execute(
+                                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
                          PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 15000;",
-                        )
-                        .await?;
-                        Ok(())
+                            )
+                            .await?;
+                            Ok(())
+                        })
                     })
-                }),
-            Backend::Postgres => AnyPoolOptions::new().max_connections(16),
+            }
+            DatabaseKind::Postgres => AnyPoolOptions::new().max_connections(16),
         };
         let pool = pool_options
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options)
             .await?;
-        Ok(Db { pool, backend })
+        Ok(Db { pool, kind })
     }
 
-    /// Applies the embedded migrations of this backend's dialect.
-    pub async fn migrate(&self) -> Result<()> {
-        match self.backend {
-            Backend::Sqlite => SQLITE_MIGRATOR.run(&self.pool).await?,
-            Backend::Postgres => POSTGRES_MIGRATOR.run(&self.pool).await?,
+    /// Applies the embedded migrations of this engine's dialect. Safe with several replicas:
+    /// sqlx takes a lock around them.
+    pub(crate) async fn migrate(&self) -> Result<()> {
+        match self.kind {
+            DatabaseKind::Sqlite => SQLITE_MIGRATOR.run(&self.pool).await?,
+            DatabaseKind::Postgres => POSTGRES_MIGRATOR.run(&self.pool).await?,
         }
         Ok(())
     }
 
-    /// The connection pool.
-    pub fn pool(&self) -> &AnyPool {
+    /// The connection pool, as an executor of [`Sql`] statements.
+    pub(crate) fn pool(&self) -> &AnyPool {
         &self.pool
     }
 
     /// The SQL engine.
-    pub fn backend(&self) -> Backend {
-        self.backend
+    pub(crate) fn kind(&self) -> DatabaseKind {
+        self.kind
     }
 
-    /// Begins a transaction that will write. On SQLite it takes the write lock up front
-    /// (`BEGIN IMMEDIATE`), so two writers queue on the busy timeout instead of one failing
-    /// with "database is locked" when it upgrades from reading to writing.
-    pub async fn begin(&self) -> Result<Tx> {
-        Ok(match self.backend {
-            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
-            Backend::Postgres => self.pool.begin().await?,
+    /// A statement: `text` with `{now}` replaced by the database clock. Bind its `$n`
+    /// placeholders in order with [`Sql::bind`], or build it further with [`Sql::push`] and
+    /// [`Sql::push_bind`].
+    pub(crate) fn sql(&self, text: &str) -> Sql {
+        Sql::new(self.kind, text)
+    }
+
+    /// Begins a transaction that will write (see [`DatabaseKind::begin_write`]).
+    pub(crate) async fn begin(&self) -> Result<Tx> {
+        Ok(match self.kind.begin_write() {
+            Some(statement) => self.pool.begin_with(statement).await?,
+            None => self.pool.begin().await?,
         })
     }
 
-    /// SQL expression for "now" on the database clock, in microseconds since the epoch.
-    pub fn now(&self) -> &'static str {
-        match self.backend {
-            Backend::Sqlite => "CAST(unixepoch('subsec') * 1000000 AS INTEGER)",
-            Backend::Postgres => "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)",
-        }
-    }
-
-    /// Substitutes `{now}` in a query with [`Db::now`].
-    pub fn sql(&self, query: &str) -> String {
-        query.replace("{now}", self.now())
-    }
-
-    /// The database clock's current time.
-    pub async fn clock(&self) -> Result<crate::Timestamp> {
-        let micros: i64 = sqlx::query_scalar(&format!("SELECT {}", self.now()))
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(crate::Timestamp::from_micros(micros))
+    /// ` FOR UPDATE OF {alias}` where the engine locks rows (PostgreSQL), to append to a
+    /// `SELECT` inside [`Db::begin`]'s transaction: the row stays locked until it ends, so
+    /// what the transaction read cannot change under it. Nothing on SQLite, whose write
+    /// transaction already holds the database's write lock.
+    pub(crate) fn lock(&self, alias: &str) -> String {
+        self.kind.lock_rows(alias)
     }
 
     /// Checks the database answers.
-    pub async fn ping(&self) -> Result<()> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
+    pub(crate) async fn ping(&self) -> Result<()> {
+        self.sql("SELECT 1").execute(&self.pool).await?;
         Ok(())
     }
 
     /// Closes every connection; later calls fail as unavailable.
-    pub async fn close(&self) {
+    #[cfg(feature = "test-support")]
+    pub(crate) async fn close(&self) {
         self.pool.close().await;
     }
 }
@@ -183,20 +177,34 @@ pub(crate) fn flag(value: i64) -> bool {
     value != 0
 }
 
-/// `$first, $first+1, …` for `count` bound values (an `IN (…)` list or a row of `VALUES`).
-pub(crate) fn placeholders(first: usize, count: usize) -> String {
-    (first..first + count)
-        .map(|n| format!("${n}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+/// Tables whose rows can be named by id in a request ([`known_ids`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Table {
+    Tracks,
+    Albums,
+    Artists,
+    Playlists,
 }
 
-/// Which of `ids` are tracks of this server (one query per 500 ids), on any connection or
-/// transaction.
-pub(crate) async fn known_tracks(
+impl Table {
+    fn name(self) -> &'static str {
+        match self {
+            Table::Tracks => "tracks",
+            Table::Albums => "albums",
+            Table::Artists => "artists",
+            Table::Playlists => "playlists",
+        }
+    }
+}
+
+/// Which of `ids` exist in `table`, read in chunks, on a connection of the pool or of a
+/// transaction (`&mut **tx`).
+pub(crate) async fn known_ids(
     conn: &mut sqlx::AnyConnection,
+    kind: DatabaseKind,
+    table: Table,
     ids: &[&str],
-) -> crate::Result<std::collections::HashSet<String>> {
+) -> Result<std::collections::HashSet<String>> {
     let unique: Vec<&str> = ids
         .iter()
         .copied()
@@ -204,16 +212,13 @@ pub(crate) async fn known_tracks(
         .into_iter()
         .collect();
     let mut known = std::collections::HashSet::new();
-    for chunk in unique.chunks(500) {
-        let query = format!(
-            "SELECT id FROM tracks WHERE id IN ({})",
-            placeholders(1, chunk.len())
+    for chunk in unique.chunks(sql::CHUNK) {
+        let mut select = Sql::new(
+            kind,
+            &format!("SELECT id FROM {} WHERE id IN (", table.name()),
         );
-        let mut select = sqlx::query_scalar::<_, String>(&query);
-        for id in chunk {
-            select = select.bind(*id);
-        }
-        known.extend(select.fetch_all(&mut *conn).await?);
+        select.push_list(chunk.iter().copied()).push(")");
+        known.extend(select.fetch_scalars::<String, _>(&mut *conn).await?);
     }
     Ok(known)
 }

@@ -1,7 +1,7 @@
 //! Metadata enrichment (spec: Enrichment rules, States): the `enrich_task` job.
 //!
 //! The pipeline, in order: embedded tags (read at ingest and kept on the track), the audio
-//! fingerprint ([`crate::fingerprint`], identical to `fpcalc`'s), the AcoustID lookup
+//! fingerprint (`musiclib-fingerprint`, identical to `fpcalc`'s), the AcoustID lookup
 //! ([`acoustid`], batched across concurrent jobs and throttled process-wide), the decision
 //! ([`merge`]), artist and album resolution, then cover art ([`coverart`]) for an album that
 //! has none. Each external step degrades: a failed fingerprint or lookup leaves the tags'
@@ -14,16 +14,22 @@ pub mod merge;
 pub mod throttle;
 
 use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
-use serde::Serialize;
+use musiclib_fingerprint::{Fingerprint, DEFAULT_MAX_SECONDS};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::catalog::{lock_track, Resolver};
+use crate::catalog::{Catalog, Resolver};
+use crate::config::EnrichmentConfig;
+use crate::cpu::CpuSlots;
+use crate::db::Db;
 use crate::domain::MetadataStatus;
-use crate::fingerprint::{Fingerprint, DEFAULT_MAX_SECONDS};
 use crate::ingest::EmbeddedTags;
-use crate::jobs::{kind, JobError, NewJob};
-use crate::{Error, JobId, Library, Result, TrackId};
+use crate::jobs::{JobContext, JobError, JobKind, Jobs, Pool};
+use crate::media::Media;
+use crate::storage::Storage;
+use crate::{AlbumId, Error, JobId, Result, TrackId};
 
 use self::acoustid::{LookupError, LookupQuery};
 use self::merge::Current;
@@ -79,23 +85,128 @@ enum Lookup {
     Found(Vec<acoustid::Match>),
 }
 
-impl Library {
+/// The `enrich_task` job: runs the pipeline for one track.
+#[derive(Debug)]
+pub struct EnrichTrack;
+
+/// What an `enrich_task` job enriches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnrichPayload {
+    /// The track.
+    pub track_id: TrackId,
+}
+
+impl JobKind for EnrichTrack {
+    const NAME: &'static str = "enrich_task";
+    const POOL: Pool = Pool::Network;
+    type Payload = EnrichPayload;
+
+    /// One enrichment per track at a time.
+    fn dedup_key(payload: &EnrichPayload) -> Option<String> {
+        Some(format!("enrich:{}", payload.track_id))
+    }
+
+    async fn run(context: &JobContext, payload: EnrichPayload) -> Result<Value, JobError> {
+        let enrichment = context.library().enrichment();
+        let track_id = payload.track_id;
+        match enrichment.enrich_track_report(&track_id).await {
+            Ok(report) => Ok(serde_json::to_value(report).unwrap_or(Value::Null)),
+            // The track was deleted since: nothing to do.
+            Err(Error::NotFound { .. }) => {
+                Ok(serde_json::json!({ "outcome": "skipped", "reason": "the track was deleted" }))
+            }
+            Err(error) => {
+                let reason = crate::error_chain(&error);
+                if let Err(record_error) = enrichment.record_crash(&track_id, &reason).await {
+                    tracing::error!(%track_id, error = %crate::error_chain(&record_error), "could not record an enrichment failure");
+                }
+                Err(JobError::from(error))
+            }
+        }
+    }
+}
+
+/// The enrichment service, with its outside clients.
+#[derive(Clone, Debug)]
+pub struct Enrichment {
+    db: Db,
+    storage: Storage,
+    jobs: Jobs,
+    catalog: Catalog,
+    media: Media,
+    cpu: CpuSlots,
+    config: EnrichmentConfig,
+    http: reqwest::Client,
+    /// The batching AcoustID lookup queue (started on first use, inside the runtime; `None`
+    /// without an API key).
+    lookups: Arc<OnceLock<Option<acoustid::Lookups>>>,
+    cover_archive: coverart::Client,
+}
+
+impl Enrichment {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        db: Db,
+        storage: Storage,
+        jobs: Jobs,
+        catalog: Catalog,
+        media: Media,
+        cpu: CpuSlots,
+        config: EnrichmentConfig,
+        http: reqwest::Client,
+    ) -> Enrichment {
+        let cover_archive = coverart::Client::new(http.clone(), &config.coverart_base_url);
+        Enrichment {
+            db,
+            storage,
+            jobs,
+            catalog,
+            media,
+            cpu,
+            config,
+            http,
+            lookups: Arc::new(OnceLock::new()),
+            cover_archive,
+        }
+    }
+
+    /// The AcoustID lookup queue, or `None` when no API key is configured. Must be called
+    /// inside a tokio runtime (it starts the batching task).
+    fn lookups(&self) -> Option<&acoustid::Lookups> {
+        self.lookups
+            .get_or_init(|| {
+                let api_key = self.config.acoustid_api_key.clone()?;
+                let client = acoustid::Client::new(
+                    self.http.clone(),
+                    acoustid::ClientConfig {
+                        base_url: self.config.acoustid_base_url.clone(),
+                        api_key,
+                        requests_per_second: self.config.acoustid_requests_per_second,
+                        attempts: 4,
+                        retry_base: self.config.acoustid_retry_base,
+                        timeout: std::time::Duration::from_secs(20),
+                    },
+                );
+                Some(acoustid::Lookups::start(client))
+            })
+            .as_ref()
+    }
+
     /// `POST /tracks/{id}/metadata/enrich`: queues the pipeline for one track.
     pub async fn request_enrichment(
         &self,
         id: &TrackId,
         requested_by: &crate::UserId,
     ) -> Result<JobId> {
-        self.get_track(id).await?;
-        self.enqueue(
-            NewJob::new(
-                kind::ENRICH,
-                serde_json::json!({ "track_id": id.to_string() }),
+        self.catalog.get_track(id).await?;
+        self.jobs
+            .enqueue::<EnrichTrack>(
+                &EnrichPayload {
+                    track_id: id.clone(),
+                },
+                Some(requested_by),
             )
-            .dedup(format!("enrich:{id}"))
-            .by(requested_by),
-        )
-        .await
+            .await
     }
 
     /// Runs enrichment for one track now.
@@ -110,15 +221,15 @@ impl Library {
 
     /// Runs enrichment for one track now and tells what each step did.
     pub async fn enrich_track_report(&self, id: &TrackId) -> Result<EnrichReport> {
-        let track = self.get_track(id).await?;
+        let track = self.catalog.get_track(id).await?;
         if track.metadata_status == MetadataStatus::Manual {
             return Ok(skipped_manual());
         }
-        let tags = self.track_tags(id).await?;
+        let tags = self.catalog.track_tags(id).await?;
         let mut report = EnrichReport::default();
 
         // Audio: fingerprint it, then look it up.
-        let audio = match self.audio_as_local_file(&track.storage_uri).await {
+        let audio = match self.storage.local_file(&track.storage_uri).await {
             Ok(audio) => Some(audio),
             Err(error) => {
                 report.fingerprint = format!("no audio: {}", crate::error_chain(&error));
@@ -163,14 +274,16 @@ impl Library {
             (Lookup::Found(_), Some(chosen)) => format!("matched (score {:.2})", chosen.score),
             (Lookup::Found(_), None) => "no match".into(),
         };
-        let trust = self.config().enrichment.acoustid_trust_score;
+        let trust = self.config.acoustid_trust_score;
         let decision = merge::decide(&current, &tags, chosen.as_ref(), trust);
         let failure = (!decision.identified).then(|| no_identity_reason(&tags, &current, &lookup));
 
-        // Record the outcome.
-        let db = self.db();
+        // Record the outcome, on the track's row locked for the transaction: a manual edit
+        // made meanwhile is seen here (and wins), and none can land between this read and
+        // the write below.
+        let db = &self.db;
         let mut tx = db.begin().await?;
-        let locked = lock_track(&mut tx, id).await?;
+        let locked = crate::catalog::lock_track(db, &mut tx, id).await?;
         if locked.metadata_status == MetadataStatus::Manual.as_str() {
             return Ok(skipped_manual());
         }
@@ -195,15 +308,14 @@ impl Library {
             None => None,
         };
         if let (Some(album_id), Some(group)) = (&album_id, &decision.releasegroup_id) {
-            let query = db.sql(
+            db.sql(
                 "UPDATE albums SET musicbrainz_releasegroup_id = $2, updated_at = {now}
                  WHERE id = $1 AND musicbrainz_releasegroup_id IS NULL",
-            );
-            sqlx::query(&query)
-                .bind(album_id)
-                .bind(group)
-                .execute(&mut *tx)
-                .await?;
+            )
+            .bind(album_id)
+            .bind(group)
+            .execute(&mut *tx)
+            .await?;
         }
         let status = match failure {
             None => MetadataStatus::Enriched,
@@ -214,7 +326,7 @@ impl Library {
             decision.artist.as_deref().unwrap_or(""),
             decision.album.as_deref().unwrap_or(""),
         ]);
-        let query = db.sql(
+        db.sql(
             "UPDATE tracks SET title = $2, artist_id = $3, artist_name = $4, album_id = $5, album_title = $6,
                  album_artist_name = $7, year = $8, genre = $9, track_number = $10, disc_number = $11,
                  musicbrainz_recording_id = $12, acoustid_id = COALESCE($13, acoustid_id),
@@ -223,10 +335,9 @@ impl Library {
                  metadata_status = $17, metadata_error = $18, enriched_at = {now}, search_text = $19,
                  updated_at = {now}
              WHERE id = $1",
-        );
-        sqlx::query(&query)
-            .bind(id.as_str())
-            .bind(&decision.title)
+        )
+            .bind(id)
+            .bind(decision.title.as_str())
             .bind(&artist_id)
             .bind(decision.artist.as_deref())
             .bind(&album_id)
@@ -246,26 +357,28 @@ impl Library {
             .bind(search_text)
             .execute(&mut *tx)
             .await?;
-        let dropped_cover = crate::catalog::drop_orphans(
-            &mut tx,
-            locked
-                .album_id
-                .as_deref()
-                .filter(|old| Some(*old) != album_id.as_deref()),
-            locked
-                .artist_id
-                .as_deref()
-                .filter(|old| Some(*old) != artist_id.as_deref()),
-        )
-        .await?;
+        let dropped = self
+            .catalog
+            .drop_orphans(
+                &mut tx,
+                locked
+                    .album_id
+                    .as_deref()
+                    .filter(|old| Some(*old) != album_id.as_deref()),
+                locked
+                    .artist_id
+                    .as_deref()
+                    .filter(|old| Some(*old) != artist_id.as_deref()),
+            )
+            .await?;
         tx.commit().await?;
-        self.remove_cover_blobs(dropped_cover).await;
+        self.catalog.remove_dropped_cover(dropped).await;
 
         // Cover art: never changes the outcome.
-        report.cover = match &album_id {
+        report.cover = match album_id.map(AlbumId::from_db) {
             Some(album_id) => self
                 .resolve_cover(
-                    album_id,
+                    &album_id,
                     audio.as_ref().map(|audio| audio.path.as_path()),
                     decision.releasegroup_id.as_deref(),
                 )
@@ -288,24 +401,25 @@ impl Library {
     /// Ranked fingerprint matches for a track, applied to nothing: a user picks one and
     /// applies it with `PUT /tracks/{id}/metadata`.
     pub async fn metadata_candidates(&self, id: &TrackId) -> Result<Vec<Candidate>> {
-        let track = self.get_track(id).await?;
+        let track = self.catalog.get_track(id).await?;
         let Some(lookups) = self.lookups() else {
             return Err(Error::NotSupported(
                 "fingerprint lookups are off: the server has no ACOUSTID_API_KEY".into(),
             ));
         };
-        let stored: Option<(Option<String>, Option<i64>)> =
-            sqlx::query_as("SELECT fingerprint, fingerprint_duration FROM tracks WHERE id = $1")
-                .bind(id.as_str())
-                .fetch_optional(self.db().pool())
-                .await?;
+        let stored: Option<(Option<String>, Option<i64>)> = self
+            .db
+            .sql("SELECT fingerprint, fingerprint_duration FROM tracks WHERE id = $1")
+            .bind(id)
+            .fetch_optional(self.db.pool())
+            .await?;
         let query = match stored {
             Some((Some(fingerprint), Some(duration))) => LookupQuery {
                 fingerprint,
                 duration: duration.clamp(0, u32::MAX as i64) as u32,
             },
             _ => {
-                let audio = self.audio_as_local_file(&track.storage_uri).await?;
+                let audio = self.storage.local_file(&track.storage_uri).await?;
                 let fingerprint = self
                     .fingerprint_path(&audio.path)
                     .await
@@ -317,7 +431,7 @@ impl Library {
             LookupError::Transient(_) => Error::Unavailable(error.to_string()),
             LookupError::Permanent(_) => Error::Unavailable(error.to_string()),
         })?;
-        let tags = self.track_tags(id).await?;
+        let tags = self.catalog.track_tags(id).await?;
         let current = Current {
             title: track.title.clone(),
             duration_secs: track.duration_ms.map(|ms| ms as f64 / 1000.0),
@@ -326,24 +440,12 @@ impl Library {
         Ok(merge::candidates(&matches, &current, &tags))
     }
 
-    async fn track_tags(&self, id: &TrackId) -> Result<EmbeddedTags> {
-        let tags: Option<(Option<String>,)> =
-            sqlx::query_as("SELECT tags FROM tracks WHERE id = $1")
-                .bind(id.as_str())
-                .fetch_optional(self.db().pool())
-                .await?;
-        Ok(tags
-            .and_then(|(text,)| text)
-            .and_then(|text| serde_json::from_str(&text).ok())
-            .unwrap_or_default())
-    }
-
     /// Fingerprints a file on a blocking thread, at most one per core at a time.
     async fn fingerprint_path(&self, path: &Path) -> std::result::Result<Fingerprint, String> {
-        let _slot = self.cpu_slot().await;
+        let _slot = self.cpu.acquire().await;
         let path = path.to_path_buf();
         tokio::task::spawn_blocking(move || {
-            crate::fingerprint::fingerprint_file(&path, DEFAULT_MAX_SECONDS)
+            musiclib_fingerprint::fingerprint_file(&path, DEFAULT_MAX_SECONDS)
         })
         .await
         .map_err(|error| format!("the fingerprint task failed: {error}"))?
@@ -370,11 +472,11 @@ impl Library {
     /// Cover Art Archive by release group. Returns what happened.
     async fn resolve_cover(
         &self,
-        album_id: &str,
+        album_id: &AlbumId,
         audio: Option<&Path>,
         releasegroup_id: Option<&str>,
     ) -> Result<String> {
-        if self.album_has_cover(album_id).await? {
+        if self.media.album_has_cover(album_id).await? {
             return Ok("kept: the album has a cover".into());
         }
         if let Some(path) = audio {
@@ -382,7 +484,7 @@ impl Library {
             let picture =
                 tokio::task::spawn_blocking(move || crate::ingest::probe::cover_picture(&path))
                     .await
-                    .map_err(|error| Error::Internal(format!("the cover task failed: {error}")))?;
+                    .map_err(Error::task("embedded picture"))?;
             if let Some(bytes) = picture {
                 match coverart::ImageKind::sniff(&bytes) {
                     Some(kind) => {
@@ -390,7 +492,7 @@ impl Library {
                             bytes: bytes.into(),
                             kind,
                         };
-                        self.store_album_cover(album_id, &image).await?;
+                        self.media.store_album_cover(album_id, &image).await?;
                         return Ok("embedded".into());
                     }
                     None => {
@@ -401,23 +503,23 @@ impl Library {
         }
         let group = match releasegroup_id {
             Some(group) => Some(group.to_string()),
-            None => sqlx::query_scalar::<_, Option<String>>(
-                "SELECT musicbrainz_releasegroup_id FROM albums WHERE id = $1",
-            )
-            .bind(album_id)
-            .fetch_optional(self.db().pool())
-            .await?
-            .flatten(),
+            None => self
+                .db
+                .sql("SELECT musicbrainz_releasegroup_id FROM albums WHERE id = $1")
+                .bind(album_id)
+                .fetch_scalar_optional::<Option<String>, _>(self.db.pool())
+                .await?
+                .flatten(),
         };
         let Some(group) = group else {
             return Ok("none: no embedded picture and no release group".into());
         };
-        if !self.config().enrichment.coverart_enabled {
+        if !self.config.coverart_enabled {
             return Ok("none: the Cover Art Archive is off".into());
         }
-        match self.cover_archive().front(&group).await {
+        match self.cover_archive.front(&group).await {
             Ok(image) => {
-                self.store_album_cover(album_id, &image).await?;
+                self.media.store_album_cover(album_id, &image).await?;
                 Ok("archive".into())
             }
             Err(coverart::CoverError::NotFound) => {
@@ -429,15 +531,14 @@ impl Library {
 
     /// Records an unexpected enrichment failure in a fresh transaction (the one that failed
     /// is gone), unless the track is `manual`.
-    async fn record_enrichment_crash(&self, id: &TrackId, reason: &str) -> Result<()> {
-        let query = self.db().sql(
+    async fn record_crash(&self, id: &TrackId, reason: &str) -> Result<()> {
+        self.db.sql(
             "UPDATE tracks SET metadata_status = 'failed', metadata_error = $2, enriched_at = {now}, updated_at = {now}
              WHERE id = $1 AND metadata_status <> 'manual'",
-        );
-        sqlx::query(&query)
-            .bind(id.as_str())
+        )
+            .bind(id)
             .bind(format!("enrichment crashed: {reason}"))
-            .execute(self.db().pool())
+            .execute(self.db.pool())
             .await?;
         Ok(())
     }
@@ -473,26 +574,4 @@ fn no_identity_reason(tags: &EmbeddedTags, current: &Current, lookup: &Lookup) -
         Lookup::Found(_) => "no fingerprint match was found".to_string(),
     };
     format!("{missing}, and {lookup}")
-}
-
-/// The `enrich_task` job.
-pub(crate) async fn run_job(
-    library: &Library,
-    payload: &Value,
-) -> std::result::Result<Value, JobError> {
-    let track_id = crate::jobs::payload_track_id(payload)?;
-    match library.enrich_track_report(&track_id).await {
-        Ok(report) => Ok(serde_json::to_value(report).unwrap_or(Value::Null)),
-        // The track was deleted since: nothing to do.
-        Err(Error::NotFound { .. }) => {
-            Ok(serde_json::json!({ "outcome": "skipped", "reason": "the track was deleted" }))
-        }
-        Err(error) => {
-            let reason = crate::error_chain(&error);
-            if let Err(record_error) = library.record_enrichment_crash(&track_id, &reason).await {
-                tracing::error!(%track_id, error = %crate::error_chain(&record_error), "could not record an enrichment failure");
-            }
-            Err(JobError::from(error))
-        }
-    }
 }

@@ -1,5 +1,6 @@
 //! The crate-wide error type. Adapters match on [`ErrorKind`], never on variants, so a new
-//! variant touches this file only.
+//! variant touches this file only. Every variant that wraps a failure keeps it as its
+//! `source`, so logs and job records show the whole chain ([`crate::error_chain`]).
 
 use std::path::PathBuf;
 
@@ -66,7 +67,7 @@ pub enum Error {
     #[error("{0}")]
     Forbidden(String),
     /// The job queue refused an enqueue.
-    #[error("job queue unavailable: {0}")]
+    #[error("job queue unavailable")]
     QueueUnavailable(#[source] Box<Error>),
     /// A dependency is unavailable.
     #[error("{0}")]
@@ -79,18 +80,15 @@ pub enum Error {
     NotSupported(String),
     /// A database error that has no domain meaning.
     #[error("database error")]
-    Database(#[from] sqlx::Error),
-    /// A migration failed.
-    #[error("database migration failed")]
-    Migrate(#[from] sqlx::migrate::MigrateError),
+    Database(#[source] DatabaseError),
     /// A blob storage error.
     #[error("blob storage error at {key}")]
-    Blob {
+    Storage {
         /// The blob key involved.
         key: String,
         /// The underlying error.
         #[source]
-        source: object_store::Error,
+        source: StorageError,
     },
     /// A filesystem error at `path`.
     #[error("i/o error at {path}")]
@@ -101,9 +99,104 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// Anything else unexpected, with context.
-    #[error("{0}")]
-    Internal(String),
+    /// Work moved off the async runtime (a blocking task, a spawned task) panicked or was
+    /// cancelled.
+    #[error("the {what} task failed")]
+    Task {
+        /// What the task was doing.
+        what: &'static str,
+        /// How it ended.
+        #[source]
+        source: tokio::task::JoinError,
+    },
+    /// Anything else unexpected: what was being done, and the failure when there is one.
+    #[error("{context}")]
+    Internal {
+        /// What failed, readable.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+}
+
+/// A database failure, opaque: the database driver is not part of this crate's API.
+#[derive(Debug)]
+pub struct DatabaseError(DatabaseFailure);
+
+#[derive(Debug)]
+enum DatabaseFailure {
+    Query(sqlx::Error),
+    Migration(sqlx::migrate::MigrateError),
+}
+
+impl std::fmt::Display for DatabaseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            DatabaseFailure::Query(error) => error.fmt(f),
+            DatabaseFailure::Migration(error) => write!(f, "migration failed: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for DatabaseError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.0 {
+            DatabaseFailure::Query(error) => error.source(),
+            DatabaseFailure::Migration(error) => error.source(),
+        }
+    }
+}
+
+impl DatabaseError {
+    /// Whether the database could not be reached (as opposed to refusing a statement).
+    fn is_connection(&self) -> bool {
+        matches!(
+            &self.0,
+            DatabaseFailure::Query(
+                sqlx::Error::PoolTimedOut
+                    | sqlx::Error::PoolClosed
+                    | sqlx::Error::Io(_)
+                    | sqlx::Error::Tls(_)
+            )
+        )
+    }
+
+    /// The driver's error, for the database module's own checks (unique violations).
+    pub(crate) fn as_sqlx(&self) -> Option<&sqlx::Error> {
+        match &self.0 {
+            DatabaseFailure::Query(error) => Some(error),
+            DatabaseFailure::Migration(_) => None,
+        }
+    }
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(error: sqlx::Error) -> Error {
+        Error::Database(DatabaseError(DatabaseFailure::Query(error)))
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for Error {
+    fn from(error: sqlx::migrate::MigrateError) -> Error {
+        Error::Database(DatabaseError(DatabaseFailure::Migration(error)))
+    }
+}
+
+/// A blob storage failure, opaque: the object store client is not part of this crate's API.
+#[derive(Debug)]
+pub struct StorageError(pub(crate) object_store::Error);
+
+impl std::fmt::Display for StorageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for StorageError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
 }
 
 impl Error {
@@ -120,11 +213,12 @@ impl Error {
                 ErrorKind::Unavailable
             }
             Error::NotSupported(_) => ErrorKind::NotSupported,
-            Error::Database(e) if is_connection_error(e) => ErrorKind::Unavailable,
-            Error::Database(_) | Error::Migrate(_) | Error::Blob { .. } | Error::Io { .. } => {
-                ErrorKind::Internal
-            }
-            Error::Internal(_) => ErrorKind::Internal,
+            Error::Database(error) if error.is_connection() => ErrorKind::Unavailable,
+            Error::Database(_)
+            | Error::Storage { .. }
+            | Error::Io { .. }
+            | Error::Task { .. }
+            | Error::Internal { .. } => ErrorKind::Internal,
         }
     }
 
@@ -141,7 +235,7 @@ impl Error {
             Error::Unavailable(_) => "unavailable",
             Error::TranscoderUnavailable => "transcoder_unavailable",
             Error::NotSupported(_) => "not_supported",
-            Error::Database(e) if is_connection_error(e) => "database_unavailable",
+            Error::Database(error) if error.is_connection() => "database_unavailable",
             _ => "internal_error",
         }
     }
@@ -177,14 +271,54 @@ impl Error {
             source,
         }
     }
+
+    /// An unexpected failure with no underlying error (a broken invariant).
+    pub fn internal(context: impl Into<String>) -> Self {
+        Error::Internal {
+            context: context.into(),
+            source: None,
+        }
+    }
+
+    /// An unexpected failure of `source` while doing `context`; the source stays in the chain.
+    pub fn internal_with(
+        context: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Error::Internal {
+            context: context.into(),
+            source: Some(source.into()),
+        }
+    }
+
+    /// A task of `what` that panicked or was cancelled.
+    pub(crate) fn task(what: &'static str) -> impl FnOnce(tokio::task::JoinError) -> Error {
+        move |source| Error::Task { what, source }
+    }
+
+    /// Whether this is a unique-constraint violation (either dialect).
+    pub(crate) fn is_unique_violation(&self) -> bool {
+        match self {
+            Error::Database(error) => error.as_sqlx().is_some_and(crate::db::is_unique_violation),
+            _ => false,
+        }
+    }
 }
 
-fn is_connection_error(error: &sqlx::Error) -> bool {
-    matches!(
-        error,
-        sqlx::Error::PoolTimedOut
-            | sqlx::Error::PoolClosed
-            | sqlx::Error::Io(_)
-            | sqlx::Error::Tls(_)
-    )
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chains_keep_their_sources() {
+        let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied");
+        let error = Error::internal_with("cannot hash the password", io);
+        assert_eq!(
+            crate::error_chain(&error),
+            "cannot hash the password: denied"
+        );
+        let queued = Error::QueueUnavailable(Box::new(Error::Unavailable("down".into())));
+        assert_eq!(crate::error_chain(&queued), "job queue unavailable: down");
+        assert_eq!(queued.kind(), ErrorKind::Unavailable);
+    }
 }

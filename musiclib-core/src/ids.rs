@@ -1,4 +1,9 @@
 //! Newtype ids. Every id is a UUIDv7 string: sortable by creation time, opaque to clients.
+//!
+//! A malformed id names nothing, so where an id addresses a resource (a path), parsing it
+//! fails as "not found" exactly like a well-formed id of nothing ([`TrackId::parse`]); where
+//! it is a value inside a request (a filter, a body field), it is a validation error naming
+//! the field ([`TrackId::parse_field`]).
 
 use std::fmt;
 
@@ -14,11 +19,23 @@ macro_rules! id_type {
                 Self(uuid::Uuid::now_v7().to_string())
             }
 
-            /// Parses an id from client input; anything but a UUID is rejected.
+            /// Parses an id that addresses a resource: anything but a UUID is not found.
             pub fn parse(value: &str) -> crate::Result<Self> {
+                Self::parse_uuid(value).ok_or_else(|| crate::Error::not_found($what, value))
+            }
+
+            /// Parses an id given as the value of `field`: anything but a UUID is invalid
+            /// input naming the field.
+            pub fn parse_field(value: &str, field: &str) -> crate::Result<Self> {
+                Self::parse_uuid(value).ok_or_else(|| {
+                    crate::Error::invalid(field, concat!("must be a ", $what, " id"))
+                })
+            }
+
+            fn parse_uuid(value: &str) -> Option<Self> {
                 uuid::Uuid::parse_str(value)
+                    .ok()
                     .map(|uuid| Self(uuid.hyphenated().to_string()))
-                    .map_err(|_| crate::Error::not_found($what, value))
             }
 
             /// Wraps an id read back from the database.
@@ -36,6 +53,22 @@ macro_rules! id_type {
         impl Default for $name {
             fn default() -> Self {
                 Self::new()
+            }
+        }
+
+        /// Stored in job payloads as its text.
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(&self.0)
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let text = String::deserialize(deserializer)?;
+                Self::parse_uuid(&text).ok_or_else(|| {
+                    serde::de::Error::custom(concat!("not a ", $what, " id"))
+                })
             }
         }
 

@@ -1,176 +1,48 @@
 //! Getting tracks into the library: uploads and local-folder imports.
 //!
 //! Both paths share one shape: probe the file (tags and audio check, off the async runtime),
-//! write the blob atomically, insert the row and resolve artist and album in a transaction,
-//! and enqueue enrichment after the commit. A row is inserted only after its blob exists, and
-//! a blob whose insert fails is deleted, so no row ever points at a missing blob.
+//! write the blob atomically, insert the row and resolve artist and album in a transaction
+//! ([`crate::catalog`]'s `insert_track`), and enqueue enrichment after the commit. A row is
+//! inserted only after its blob exists, and a blob whose insert fails is deleted, so no row
+//! ever points at a missing blob.
+//!
+//! - [`probe`]: what a file is (lofty for tags, symphonia to check the audio is whole).
+//! - `upload`: `POST /tracks/upload`.
+//! - `local_folder`: the `scan_local_folder` job ([`ScanLocalFolder`]).
 
 mod local_folder;
 pub mod probe;
 mod upload;
 
-use crate::catalog::Resolver;
-use crate::db::{Db, Tx};
-use crate::domain::Source;
-use crate::jobs::{kind, NewJob};
-use crate::{Result, TrackId};
+use std::path::PathBuf;
 
-pub(crate) use local_folder::run_scan_job;
-pub use local_folder::{ScanFileError, ScanReport};
+pub use local_folder::{ScanFileError, ScanLocalFolder, ScanReport};
 pub use probe::{AudioFacts, EmbeddedTags};
 pub use upload::UploadOutcome;
+
+use crate::catalog::Catalog;
+use crate::db::Db;
+use crate::domain::Source;
+use crate::enrichment::{EnrichPayload, EnrichTrack};
+use crate::jobs::{JobState, Jobs};
+use crate::storage::Storage;
+use crate::{Result, TrackId, UserId};
 
 /// Files of a folder import up to this size are read into memory once (hash, probe and
 /// store from one buffer); larger ones are streamed from disk. Uploads are always probed in
 /// staging, never read whole.
 pub(crate) const IN_MEMORY_LIMIT: u64 = 64 * 1024 * 1024;
 
-/// A track ready to be inserted: its blob is already stored.
-#[derive(Debug)]
-#[doc(hidden)]
-pub struct NewTrack {
-    #[allow(missing_docs)]
-    pub id: TrackId,
-    pub facts: AudioFacts,
-    pub storage_uri: String,
-    pub source: Source,
-    pub source_id: String,
-    pub size_bytes: i64,
-    pub sha256: String,
-    pub mtime: Option<i64>,
-    pub added_by: Option<crate::UserId>,
-    /// Title to use when the tags have none (the file name without extension).
-    pub fallback_title: String,
-}
-
-/// Blob key of a track's audio.
-pub(crate) fn audio_key(id: &TrackId, format: &str) -> String {
-    format!("audio/{id}.{format}")
-}
-
-/// Inserts a `pending` track with what its tags say, resolving artist and album. Returns
-/// false when a track with the same (source, source_id) already exists.
-#[doc(hidden)]
-pub async fn insert_track(
-    tx: &mut Tx,
-    db: &Db,
-    resolver: &mut Resolver,
-    track: &NewTrack,
-) -> Result<bool> {
-    let tags = &track.facts.tags;
-    let title = tags
-        .title
-        .clone()
-        .unwrap_or_else(|| track.fallback_title.clone());
-    let artist = tags.artist.clone();
-    let album_artist = tags
-        .album_artist
-        .clone()
-        .or_else(|| tags.compilation.then(|| "Various Artists".to_string()))
-        .or_else(|| artist.clone());
-    let artist_id = match &artist {
-        Some(name) => Some(resolver.artist(tx, name).await?),
-        None => None,
-    };
-    let album_id = match &tags.album {
-        Some(album) => Some(
-            resolver
-                .album(
-                    tx,
-                    album,
-                    album_artist.as_deref(),
-                    tags.year,
-                    tags.genre.as_deref(),
-                )
-                .await?,
-        ),
-        None => None,
-    };
-    if let Some(album_id) = &album_id {
-        if tags.musicbrainz_album_id.is_some() || tags.musicbrainz_releasegroup_id.is_some() {
-            sqlx::query(
-                "UPDATE albums SET musicbrainz_album_id = COALESCE(musicbrainz_album_id, $2),
-                     musicbrainz_releasegroup_id = COALESCE(musicbrainz_releasegroup_id, $3)
-                 WHERE id = $1",
-            )
-            .bind(album_id.as_str())
-            .bind(tags.musicbrainz_album_id.as_deref())
-            .bind(tags.musicbrainz_releasegroup_id.as_deref())
-            .execute(&mut **tx)
-            .await?;
-        }
-    }
-    let search_text = crate::text::search_key(&[
-        &title,
-        artist.as_deref().unwrap_or(""),
-        tags.album.as_deref().unwrap_or(""),
-    ]);
-    let tags_json = serde_json::to_string(tags).unwrap_or_default();
-    let query = db.sql(
-        "INSERT INTO tracks (id, title, artist_id, album_id, artist_name, album_title, album_artist_name, genre,
-             year, track_number, disc_number, duration_ms, format, mime_type, bitrate_kbps, sample_rate, channels,
-             size_bytes, content_sha256, storage_uri, source, source_id, source_mtime, added_by, availability,
-             metadata_status, musicbrainz_recording_id, has_embedded_cover, tags, search_text, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-                 $22, $23, $28, 'available', 'pending', $24, $25, $26, $27, {now}, {now})
-         ON CONFLICT (source, source_id) DO NOTHING",
-    );
-    let facts = &track.facts;
-    let inserted = sqlx::query(&query)
-        .bind(track.id.as_str())
-        .bind(&title)
-        .bind(artist_id.as_ref().map(|id| id.to_string()))
-        .bind(album_id.as_ref().map(|id| id.to_string()))
-        .bind(artist.as_deref())
-        .bind(tags.album.as_deref())
-        .bind(album_artist.as_deref().filter(|_| tags.album.is_some()))
-        .bind(tags.genre.as_deref())
-        .bind(tags.year)
-        .bind(tags.track_number)
-        .bind(tags.disc_number)
-        .bind(facts.duration_ms)
-        .bind(facts.format)
-        .bind(facts.mime_type)
-        .bind(facts.bitrate_kbps)
-        .bind(facts.sample_rate)
-        .bind(facts.channels)
-        .bind(track.size_bytes)
-        .bind(&track.sha256)
-        .bind(&track.storage_uri)
-        .bind(track.source.as_str())
-        .bind(&track.source_id)
-        .bind(track.mtime)
-        .bind(tags.musicbrainz_recording_id.as_deref())
-        .bind(facts.has_embedded_cover as i64)
-        .bind(tags_json)
-        .bind(search_text)
-        .bind(track.added_by.as_ref().map(|user| user.to_string()))
-        .execute(&mut **tx)
-        .await?;
-    Ok(inserted.rows_affected() == 1)
-}
-
-/// The enrichment job of a new track.
-pub(crate) fn enrich_job(track_id: &TrackId) -> NewJob {
-    NewJob::new(
-        kind::ENRICH,
-        serde_json::json!({ "track_id": track_id.to_string() }),
-    )
-    .dedup(format!("enrich:{track_id}"))
-}
-
-/// The file name without its extension, for tracks whose tags have no title.
-pub(crate) fn title_from_file_name(name: &str) -> String {
-    let stem = std::path::Path::new(name)
-        .file_stem()
-        .map(|stem| stem.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let stem = unicode_normalization::UnicodeNormalization::nfc(stem.trim()).collect::<String>();
-    if stem.is_empty() {
-        "Untitled".to_string()
-    } else {
-        stem
-    }
+/// The ingest service.
+#[derive(Clone, Debug)]
+pub struct Ingest {
+    db: Db,
+    storage: Storage,
+    jobs: Jobs,
+    catalog: Catalog,
+    max_upload_bytes: u64,
+    /// The folder `scan_local_folder` imports (`LOCAL_MEDIA_IMPORT_PATH`).
+    import_path: Option<PathBuf>,
 }
 
 /// A configured ingest source (`GET /sources`).
@@ -183,18 +55,47 @@ pub struct SourceInfo {
     /// Whether it can be scanned.
     pub scannable: bool,
     /// The folder of `local_folder`.
-    pub path: Option<std::path::PathBuf>,
+    pub path: Option<PathBuf>,
     /// Tracks from it.
     pub track_count: i64,
 }
 
-impl crate::Library {
+/// State of the local-folder import.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanStatus {
+    /// Whether an import is queued or running.
+    pub scanning: bool,
+    /// Files seen by the running import, or tracks in the library when idle.
+    pub count: i64,
+}
+
+impl Ingest {
+    pub(crate) fn new(
+        db: Db,
+        storage: Storage,
+        jobs: Jobs,
+        catalog: Catalog,
+        max_upload_bytes: u64,
+        import_path: Option<PathBuf>,
+    ) -> Ingest {
+        Ingest {
+            db,
+            storage,
+            jobs,
+            catalog,
+            max_upload_bytes,
+            import_path,
+        }
+    }
+
+    /// The largest upload accepted, in bytes (`MAX_UPLOAD_BYTES`).
+    pub fn max_upload_bytes(&self) -> u64 {
+        self.max_upload_bytes
+    }
+
     /// The ingest sources and their track counts.
     pub async fn sources(&self) -> Result<Vec<SourceInfo>> {
-        let counts: Vec<(String, i64)> =
-            sqlx::query_as("SELECT source, COUNT(*) FROM tracks GROUP BY source")
-                .fetch_all(self.db().pool())
-                .await?;
+        let counts = self.catalog.count_by_source().await?;
         let count = |source: Source| {
             counts
                 .iter()
@@ -202,7 +103,7 @@ impl crate::Library {
                 .map(|(_, count)| *count)
                 .unwrap_or(0)
         };
-        let folder = self.config().local_media_import_path.clone();
+        let folder = self.import_path.clone();
         Ok(vec![
             SourceInfo {
                 source: Source::Upload,
@@ -226,5 +127,52 @@ impl crate::Library {
                 track_count: count(Source::Remote),
             },
         ])
+    }
+
+    /// Whether the local-folder import is queued or running, and how far it is.
+    pub async fn scan_status(&self) -> Result<ScanStatus> {
+        if let Some(job) = self.jobs.latest::<ScanLocalFolder>().await? {
+            if matches!(job.state, JobState::Queued | JobState::Running) {
+                let seen = job
+                    .progress
+                    .as_ref()
+                    .and_then(|progress| progress.get("seen")?.as_i64())
+                    .unwrap_or(0);
+                return Ok(ScanStatus {
+                    scanning: true,
+                    count: seen,
+                });
+            }
+        }
+        Ok(ScanStatus {
+            scanning: false,
+            count: self.catalog.track_count().await?,
+        })
+    }
+
+    /// Enqueues enrichment of new tracks (best effort: the spec's rule).
+    async fn enqueue_enrichment(&self, tracks: Vec<TrackId>, by: Option<&UserId>) {
+        self.jobs
+            .enqueue_best_effort::<EnrichTrack>(
+                tracks
+                    .into_iter()
+                    .map(|track_id| EnrichPayload { track_id }),
+                by,
+            )
+            .await;
+    }
+}
+
+/// The file name without its extension, for tracks whose tags have no title.
+pub(crate) fn title_from_file_name(name: &str) -> String {
+    let stem = std::path::Path::new(name)
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = unicode_normalization::UnicodeNormalization::nfc(stem.trim()).collect::<String>();
+    if stem.is_empty() {
+        "Untitled".to_string()
+    } else {
+        stem
     }
 }

@@ -1,51 +1,38 @@
-//! Background jobs: a durable queue in the database and the workers that drain it.
+//! Background jobs: a durable queue in the database, typed job kinds, and the workers that
+//! drain it.
 //!
-//! A job is claimed with a lease; the worker renews the lease while it runs, so a job whose
+//! - [`registry`]: every job kind, each a type implementing [`JobKind`] next to the service
+//!   it belongs to (its stored name, payload, dedup key, pool and handler).
+//! - `queue`: the jobs table: enqueue, claim with a lease, heartbeat, complete, fail.
+//! - `worker`: [`Worker`] claims, runs and records one job at a time; [`spawn_workers`]
+//!   starts a process's pools.
+//!
+//! A job is claimed with a lease; the worker renews it while the handler runs, so a job whose
 //! worker died is claimed again once its lease runs out. Failures retry with exponential
-//! backoff until `max_attempts`, then the job stays `failed` with its error. On PostgreSQL,
-//! claiming uses `FOR UPDATE SKIP LOCKED`, so several workers never run one job at once.
+//! backoff until `max_attempts`, then the job stays `failed` with its error.
+
+pub mod registry;
 
 mod queue;
 mod worker;
 
+use std::sync::Arc;
+
 use serde_json::Value;
+use tokio::sync::Notify;
 
-use crate::{JobId, Result, Timestamp, UserId};
+pub use registry::{JobKind, Pool};
+pub use worker::{spawn_workers, JobContext, Outcome, Worker, WorkerPlan};
 
-pub use queue::{JobQueue, SqlQueue};
-pub use worker::{JobContext, Outcome, Worker};
+pub(crate) use queue::{JobQueue, NewJob, SqlQueue};
+
+use crate::auth::Caller;
+use crate::config::JobsConfig;
+use crate::{Error, JobId, Result, Timestamp, UserId};
 
 /// Enrichment-only workers a server runs by default besides its general ones: enough that two
 /// full AcoustID batches (20 fingerprints each) can be waiting while another is in flight.
 pub const DEFAULT_ENRICH_CONCURRENCY: usize = 40;
-
-/// The `track_id` of a job's payload (enrichment, transcoding): a job without a valid one
-/// fails for good.
-pub(crate) fn payload_track_id(
-    payload: &serde_json::Value,
-) -> std::result::Result<crate::TrackId, JobError> {
-    payload
-        .get("track_id")
-        .and_then(serde_json::Value::as_str)
-        .and_then(|id| crate::TrackId::parse(id).ok())
-        .ok_or_else(|| JobError::permanent("the job has no valid track_id"))
-}
-
-/// Job kinds, as stored and as shown by `GET /jobs/{id}`.
-pub mod kind {
-    /// Enrich one track's metadata.
-    pub const ENRICH: &str = "enrich_task";
-    /// Import the local folder.
-    pub const SCAN_LOCAL_FOLDER: &str = "scan_local_folder";
-    /// Download a remote track.
-    pub const DOWNLOAD: &str = "download_task";
-    /// Fetch the audio of a placeholder track.
-    pub const MATERIALIZE: &str = "materialize_track";
-    /// Build a track's renditions.
-    pub const TRANSCODE: &str = "transcode_track";
-    /// Reconcile storage with the catalogue.
-    pub const CLEANUP: &str = "cleanup_storage";
-}
 
 /// Lifecycle of a job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,49 +68,12 @@ impl JobState {
     }
 }
 
-/// A job to enqueue.
-#[derive(Debug, Clone)]
-pub struct NewJob {
-    /// One of [`kind`].
-    pub kind: &'static str,
-    /// Kind-specific input.
-    pub payload: Value,
-    /// At most one queued or running job per key; enqueueing a duplicate returns the live one.
-    pub dedup_key: Option<String>,
-    /// Who asked for it.
-    pub created_by: Option<UserId>,
-}
-
-impl NewJob {
-    /// A job of `kind` with `payload`.
-    pub fn new(kind: &'static str, payload: Value) -> NewJob {
-        NewJob {
-            kind,
-            payload,
-            dedup_key: None,
-            created_by: None,
-        }
-    }
-
-    /// Sets the dedup key.
-    pub fn dedup(mut self, key: impl Into<String>) -> NewJob {
-        self.dedup_key = Some(key.into());
-        self
-    }
-
-    /// Records who asked for it.
-    pub fn by(mut self, user: &UserId) -> NewJob {
-        self.created_by = Some(user.clone());
-        self
-    }
-}
-
 /// A job as stored.
 #[derive(Debug, Clone)]
 pub struct Job {
     /// Id.
     pub id: JobId,
-    /// One of [`kind`].
+    /// Its kind's stored name ([`JobKind::NAME`]).
     pub kind: String,
     /// Kind-specific input.
     pub payload: Value,
@@ -178,8 +128,8 @@ impl JobError {
     }
 }
 
-impl From<crate::Error> for JobError {
-    fn from(error: crate::Error) -> JobError {
+impl From<Error> for JobError {
+    fn from(error: Error) -> JobError {
         use crate::ErrorKind;
         let retryable = matches!(error.kind(), ErrorKind::Unavailable | ErrorKind::Internal);
         JobError {
@@ -189,36 +139,98 @@ impl From<crate::Error> for JobError {
     }
 }
 
-/// Job reads and enqueues.
-impl crate::Library {
-    /// `GET /jobs/{id}`.
-    pub async fn get_job(&self, id: &JobId) -> Result<Job> {
-        self.queue().get(id).await
+/// The jobs service: enqueueing typed jobs, reading them back, waking this process's workers.
+#[derive(Clone, Debug)]
+pub struct Jobs {
+    queue: Arc<dyn JobQueue>,
+    /// Wakes this process's idle workers after an in-process enqueue.
+    wake: Arc<Notify>,
+    config: JobsConfig,
+}
+
+impl Jobs {
+    pub(crate) fn new(queue: Arc<dyn JobQueue>, config: JobsConfig) -> Jobs {
+        Jobs {
+            queue,
+            wake: Arc::new(Notify::new()),
+            config,
+        }
     }
 
-    /// Enqueues a job and wakes the in-process worker. Fails with
-    /// [`crate::Error::QueueUnavailable`] when the queue cannot take it.
-    pub async fn enqueue(&self, job: NewJob) -> Result<JobId> {
+    /// `GET /jobs/{id}`: a job its caller may see (their own; an admin, any). Another user's
+    /// job is not found, so job ids reveal nothing.
+    pub async fn get(&self, caller: &Caller, id: &JobId) -> Result<Job> {
+        let job = self.queue.get(id).await?;
+        if caller.may_see_job(job.created_by.as_ref()) {
+            Ok(job)
+        } else {
+            Err(Error::not_found("job", id))
+        }
+    }
+
+    /// Enqueues a job of kind `K` and wakes the in-process workers. A live job with the same
+    /// dedup key is returned instead of a second one. Fails with
+    /// [`Error::QueueUnavailable`] when the queue cannot take it.
+    pub(crate) async fn enqueue<K: JobKind>(
+        &self,
+        payload: &K::Payload,
+        created_by: Option<&UserId>,
+    ) -> Result<JobId> {
         let id = self
-            .queue()
-            .enqueue(job)
+            .queue
+            .enqueue(NewJob::of::<K>(payload, created_by)?)
             .await
-            .map_err(|error| crate::Error::QueueUnavailable(Box::new(error)))?;
+            .map_err(|error| Error::QueueUnavailable(Box::new(error)))?;
         self.wake_workers();
         Ok(id)
     }
 
-    /// Enqueues several jobs in one statement batch (best effort: a failure is logged).
-    pub(crate) async fn enqueue_best_effort(&self, jobs: Vec<NewJob>) {
-        if jobs.is_empty() {
-            return;
-        }
+    /// Enqueues jobs of kind `K` in one transaction, best effort (the spec's rule for
+    /// enrichment after an import): a failure is logged, never returned.
+    pub(crate) async fn enqueue_best_effort<K: JobKind>(
+        &self,
+        payloads: impl IntoIterator<Item = K::Payload>,
+        created_by: Option<&UserId>,
+    ) {
+        let jobs: Result<Vec<NewJob>> = payloads
+            .into_iter()
+            .map(|payload| NewJob::of::<K>(&payload, created_by))
+            .collect();
+        let jobs = match jobs {
+            Ok(jobs) if jobs.is_empty() => return,
+            Ok(jobs) => jobs,
+            Err(error) => {
+                tracing::warn!(kind = K::NAME, error = %crate::error_chain(&error), "could not build jobs");
+                return;
+            }
+        };
         let count = jobs.len();
-        match self.queue().enqueue_many(jobs).await {
+        match self.queue.enqueue_many(jobs).await {
             Ok(()) => self.wake_workers(),
             Err(error) => {
-                tracing::warn!(count, error = %crate::error_chain(&error), "could not enqueue jobs")
+                tracing::warn!(kind = K::NAME, count, error = %crate::error_chain(&error), "could not enqueue jobs")
             }
         }
+    }
+
+    /// The most recent job of kind `K`, if any.
+    pub(crate) async fn latest<K: JobKind>(&self) -> Result<Option<Job>> {
+        self.queue.latest(K::NAME).await
+    }
+
+    pub(crate) fn queue(&self) -> &Arc<dyn JobQueue> {
+        &self.queue
+    }
+
+    pub(crate) fn config(&self) -> &JobsConfig {
+        &self.config
+    }
+
+    pub(crate) fn wake_workers(&self) {
+        self.wake.notify_waiters();
+    }
+
+    pub(crate) async fn workers_woken(&self) {
+        self.wake.notified().await
     }
 }

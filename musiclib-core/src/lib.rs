@@ -1,56 +1,74 @@
 //! musiclib-core: a self-hosted music library as a library.
 //!
-//! Open a [`Library`] from a [`Config`] and call its methods: every service of the music
+//! Open a [`Library`] from a [`Config`] and call its services: every capability of the music
 //! server lives here, with no web framework. The `/api/v1` JSON API (`musiclib-http`) and the
 //! Subsonic interface (`musiclib-subsonic`) are thin adapters over this crate.
 //!
+//! ```no_run
+//! # async fn run() -> musiclib_core::Result<()> {
+//! use musiclib_core::{domain::Page, Config, Library};
+//! let library = Library::open(Config::embedded("./data")).await?;
+//! let albums = library.catalog().list_albums(&Default::default(), None, Page::default()).await?;
+//! # Ok(()) }
+//! ```
+//!
 //! # Layout
-//! - [`library`]: the [`Library`] handle adapters hold.
+//! The handle and its foundations:
+//! - [`library`]: [`Library`], which builds every service and hands them out.
+//! - [`workflows`]: operations that cross services (deleting a track).
 //! - [`config`]: typed configuration (built by the caller; nothing read from the environment).
 //! - [`domain`] and [`ids`]: tracks, albums, artists, paging, and newtype ids.
-//! - [`auth`]: accounts, password hashes, access tokens.
-//! - [`browse`]: album lists, genres, stars and ratings, now playing, play queues.
-//! - [`catalog`]: browsing, filters, library search, manual edits, artist/album resolution.
-//! - [`ingest`]: upload and local-folder import; [`ingest::probe`] reads tags and checks audio.
-//! - [`enrichment`]: the metadata pipeline run by `enrich_task` jobs: tags, fingerprint,
-//!   AcoustID lookup, cover art.
-//! - [`fingerprint`]: Chromaprint fingerprints identical to `fpcalc`'s.
-//! - [`covers`]: album covers and their thumbnails.
-//! - [`jobs`]: the durable job queue and its workers.
-//! - [`renditions`]: cached Opus renditions built by ffmpeg (`transcode_track`).
-//! - [`streaming`]: the audio of a track as byte ranges, from disk or S3.
-//! - [`blobs`]: local-disk or S3 storage with atomic writes and ranged reads.
-//! - [`db`]: SQLite / PostgreSQL access through one body of portable SQL.
+//! - [`error`]: [`Error`] and the [`ErrorKind`] adapters map to their wire codes.
+//!
+//! The services, each owning its state and naming what it depends on:
+//! - [`auth`]: [`auth::Accounts`] (users, passwords, tokens, app passwords) and
+//!   [`auth::policy`], every permission decision.
+//! - [`catalog`]: tracks, albums, artists, genres, search, manual edits, name resolution.
+//! - [`ingest`]: uploads and the local-folder import ([`ingest::probe`] reads files).
+//! - [`enrichment`]: tags, fingerprint, AcoustID lookup, cover art (`enrich_task`).
+//! - [`media`]: original audio, Opus renditions, HLS, covers.
+//! - [`playlists`]: versioned playlists.
+//! - [`social`]: likes, plays, stars and ratings, the play queue, and offline sync.
+//! - [`recommend`]: tracks to play next (random, top, similar; the radio).
+//! - [`admin`]: admin-only server operations.
+//! - [`jobs`]: the durable queue, the typed job registry, workers.
+//! - [`storage`]: the blob layout ([`storage::layout`]) on local disk or S3.
+//!
+//! Inside, never public: `db` (SQLite/PostgreSQL, the dialect seam, the statement builder),
+//! `outside` (the HTTP client of outside web services), `cache`, `cpu`, `text`, `time`.
+//!
+//! Fingerprinting itself is the `musiclib-fingerprint` crate.
 #![warn(missing_docs)]
 
+pub mod admin;
 pub mod auth;
-pub mod blobs;
-pub mod browse;
 mod cache;
 pub mod catalog;
 pub mod config;
-pub mod covers;
-pub mod db;
+mod cpu;
+mod db;
 pub mod domain;
 pub mod enrichment;
-mod error;
-pub mod fingerprint;
-pub mod hls;
+pub mod error;
 pub mod ids;
 pub mod ingest;
 pub mod jobs;
 pub mod library;
+pub mod media;
+mod outside;
 pub mod playlists;
-pub mod renditions;
-pub mod streaming;
-pub mod sync;
+pub mod recommend;
+pub mod social;
+pub mod storage;
 pub mod text;
 mod time;
+pub mod workflows;
 
 #[cfg(feature = "test-support")]
 pub mod testing;
 
 pub use config::Config;
+pub use db::DatabaseKind;
 pub use error::{Error, ErrorKind, Result};
 pub use ids::{AlbumId, ArtistId, JobId, PlaylistId, TrackId, UserId};
 pub use library::Library;

@@ -1,15 +1,27 @@
 //! [`Library`]: the one cheap, cloneable handle that adapters and embedding programs hold.
+//!
+//! It opens the database and the blob store, builds every service once with what it depends
+//! on, and hands them out: `library.catalog()`, `library.media()`, … Services hold clones of
+//! each other (each is a few `Arc`s), never the `Library`, so the dependency between them is
+//! written in their constructors, here, in one place. Operations that cross services live in
+//! [`crate::workflows`] as methods of `Library` itself.
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use tokio::sync::{Notify, Semaphore};
-
-use crate::blobs::{BlobStore, StorageKind};
-use crate::db::{Backend, Db};
-use crate::enrichment::{acoustid, coverart};
-use crate::jobs::{JobQueue, SqlQueue};
-use crate::{Config, Error, Result};
+use crate::admin::Admin;
+use crate::auth::{AccountSettings, Accounts};
+use crate::catalog::Catalog;
+use crate::cpu::CpuSlots;
+use crate::db::{DatabaseKind, Db};
+use crate::enrichment::Enrichment;
+use crate::ingest::Ingest;
+use crate::jobs::{JobQueue, Jobs, SqlQueue};
+use crate::media::{Media, Transcoder};
+use crate::playlists::Playlists;
+use crate::recommend::Recommend;
+use crate::social::Social;
+use crate::storage::{Storage, StorageKind};
+use crate::{Config, Result};
 
 /// The music library: every service of musiclib behind one handle. Cloning is cheap.
 #[derive(Clone, Debug)]
@@ -17,41 +29,21 @@ pub struct Library {
     inner: Arc<Inner>,
 }
 
-/// How long a stream request may reuse an account or audio row read by an earlier one.
-/// Changes made in this process apply at once; other replicas see them within this time.
-const LOOKUP_TTL: std::time::Duration = std::time::Duration::from_secs(5);
-
 #[derive(Debug)]
 struct Inner {
     config: Config,
     db: Db,
-    blobs: BlobStore,
-    queue: Arc<dyn JobQueue>,
-    /// Wakes this process's idle workers after an in-process enqueue.
-    wake: Notify,
-    staging_dir: PathBuf,
-    /// Bounds CPU-heavy work (decoding, fingerprinting) to the machine's cores, however many
-    /// jobs run at once.
-    cpu_slots: Semaphore,
-    /// HTTP client for the public web services (built on first use).
-    http: OnceLock<reqwest::Client>,
-    /// The batching AcoustID lookup queue (started on first use; `None` without an API key).
-    lookups: OnceLock<Option<acoustid::Lookups>>,
-    /// The Cover Art Archive client (built on first use).
-    cover_archive: OnceLock<coverart::Client>,
-    /// Whether ffmpeg runs (checked on first use).
-    transcoder: OnceLock<bool>,
-    /// When this process last stamped each rendition's access (see
-    /// [`Library::should_stamp_access`]).
-    access_stamps: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
-    /// HLS encodes running in this process, by track.
-    live_encodes: crate::hls::LiveEncodes,
-    /// Accounts of recent tokens (see [`Library::authenticate`]).
-    users: crate::cache::TtlCache<crate::UserId, crate::auth::User>,
-    /// Legacy-interface accounts with their app passwords, by name or key digest.
-    legacy: crate::cache::TtlCache<String, crate::auth::legacy::LegacyAccount>,
-    /// Audio rows of recently streamed tracks (see [`Library::track_audio`]).
-    audio: crate::cache::TtlCache<crate::TrackId, crate::streaming::TrackAudio>,
+    storage: Storage,
+    jobs: Jobs,
+    accounts: Accounts,
+    catalog: Catalog,
+    ingest: Ingest,
+    enrichment: Enrichment,
+    media: Media,
+    playlists: Playlists,
+    social: Social,
+    recommend: Recommend,
+    admin: Admin,
 }
 
 /// Health of the library's dependencies (`GET /health`).
@@ -60,7 +52,7 @@ pub struct Health {
     /// Whether the database answered.
     pub database_ok: bool,
     /// Database engine.
-    pub database_backend: Backend,
+    pub database_backend: DatabaseKind,
     /// Storage backend.
     pub storage_backend: StorageKind,
     /// Whether ffmpeg runs (renditions; originals stream without it).
@@ -74,66 +66,71 @@ impl Library {
     pub async fn open(config: Config) -> Result<Library> {
         let db = Db::connect(&config.database_url).await?;
         db.migrate().await?;
-        let blobs = BlobStore::open(&config.storage)?;
         let queue = Arc::new(SqlQueue::new(db.clone(), config.jobs.max_attempts));
-        Library::from_parts(config, db, blobs, queue)
+        Library::assemble(config, db, queue)
     }
 
-    /// Assembles a library from parts (tests substitute the queue).
-    pub fn from_parts(
-        config: Config,
-        db: Db,
-        blobs: BlobStore,
-        queue: Arc<dyn JobQueue>,
-    ) -> Result<Library> {
-        let staging_dir = config.data_dir.join("tmp");
-        std::fs::create_dir_all(&staging_dir).map_err(|error| Error::io(&staging_dir, error))?;
+    /// Builds every service on an open database (tests substitute the queue).
+    pub(crate) fn assemble(config: Config, db: Db, queue: Arc<dyn JobQueue>) -> Result<Library> {
+        let storage = Storage::open(&config.storage, config.data_dir.join("tmp"))?;
+        let cpu = CpuSlots::per_core();
+        let jobs = Jobs::new(queue, config.jobs.clone());
+        let accounts = Accounts::new(
+            db.clone(),
+            AccountSettings {
+                allow_registration: config.allow_registration,
+                jwt_secret: config.jwt_secret.clone(),
+                token_ttl: config.token_ttl,
+                legacy_secret_key: config.legacy_secret_key.clone(),
+            },
+        );
+        let catalog = Catalog::new(db.clone(), storage.clone());
+        let playlists = Playlists::new(db.clone(), storage.clone());
+        let media = Media::new(
+            db.clone(),
+            storage.clone(),
+            jobs.clone(),
+            catalog.clone(),
+            Transcoder::new(config.transcoding.ffmpeg.clone(), cpu.clone()),
+            config.transcoding.rendition_cache_max_bytes,
+        );
+        let ingest = Ingest::new(
+            db.clone(),
+            storage.clone(),
+            jobs.clone(),
+            catalog.clone(),
+            config.max_upload_bytes,
+            config.local_media_import_path.clone(),
+        );
+        let enrichment = Enrichment::new(
+            db.clone(),
+            storage.clone(),
+            jobs.clone(),
+            catalog.clone(),
+            media.clone(),
+            cpu,
+            config.enrichment.clone(),
+            crate::outside::http_client(),
+        );
+        let social = Social::new(db.clone(), catalog.clone(), playlists.clone());
+        let recommend = Recommend::new(db.clone(), catalog.clone());
         Ok(Library {
             inner: Arc::new(Inner {
                 config,
                 db,
-                blobs,
-                queue,
-                wake: Notify::new(),
-                staging_dir,
-                cpu_slots: Semaphore::new(
-                    std::thread::available_parallelism().map_or(2, |cores| cores.get()),
-                ),
-                http: OnceLock::new(),
-                lookups: OnceLock::new(),
-                cover_archive: OnceLock::new(),
-                transcoder: OnceLock::new(),
-                access_stamps: Default::default(),
-                live_encodes: Default::default(),
-                users: crate::cache::TtlCache::new(LOOKUP_TTL, 10_000),
-                audio: crate::cache::TtlCache::new(LOOKUP_TTL, 10_000),
-                legacy: crate::cache::TtlCache::new(LOOKUP_TTL, 10_000),
+                storage,
+                jobs,
+                accounts,
+                catalog,
+                ingest,
+                enrichment,
+                media,
+                playlists,
+                social,
+                recommend,
+                admin: Admin,
             }),
         })
-    }
-
-    /// Accounts of recently verified tokens.
-    pub(crate) fn user_cache(&self) -> &crate::cache::TtlCache<crate::UserId, crate::auth::User> {
-        &self.inner.users
-    }
-
-    /// Legacy-interface accounts of recent requests.
-    pub(crate) fn legacy_cache(
-        &self,
-    ) -> &crate::cache::TtlCache<String, crate::auth::legacy::LegacyAccount> {
-        &self.inner.legacy
-    }
-
-    /// Audio rows of recently streamed tracks.
-    pub(crate) fn audio_cache(
-        &self,
-    ) -> &crate::cache::TtlCache<crate::TrackId, crate::streaming::TrackAudio> {
-        &self.inner.audio
-    }
-
-    /// The HLS encodes running in this process.
-    pub(crate) fn inner_live_encodes(&self) -> &crate::hls::LiveEncodes {
-        &self.inner.live_encodes
     }
 
     /// The configuration it was opened with.
@@ -141,122 +138,77 @@ impl Library {
         &self.inner.config
     }
 
-    /// The database.
-    pub fn db(&self) -> &Db {
+    /// Accounts, credentials and tokens.
+    pub fn accounts(&self) -> &Accounts {
+        &self.inner.accounts
+    }
+
+    /// Tracks, albums, artists: lists, reads, search, manual edits.
+    pub fn catalog(&self) -> &Catalog {
+        &self.inner.catalog
+    }
+
+    /// Uploads, the local folder import, sources.
+    pub fn ingest(&self) -> &Ingest {
+        &self.inner.ingest
+    }
+
+    /// The metadata pipeline (tags, fingerprint, AcoustID, covers).
+    pub fn enrichment(&self) -> &Enrichment {
+        &self.inner.enrichment
+    }
+
+    /// Audio, renditions, HLS and covers.
+    pub fn media(&self) -> &Media {
+        &self.inner.media
+    }
+
+    /// Versioned playlists.
+    pub fn playlists(&self) -> &Playlists {
+        &self.inner.playlists
+    }
+
+    /// Likes, plays, stars, ratings, the play queue, and offline sync.
+    pub fn social(&self) -> &Social {
+        &self.inner.social
+    }
+
+    /// Tracks to play next (random, top, similar).
+    pub fn recommend(&self) -> &Recommend {
+        &self.inner.recommend
+    }
+
+    /// Background jobs.
+    pub fn jobs(&self) -> &Jobs {
+        &self.inner.jobs
+    }
+
+    /// Where the bytes live.
+    pub fn storage(&self) -> &Storage {
+        &self.inner.storage
+    }
+
+    /// Server administration.
+    pub fn admin(&self) -> &Admin {
+        &self.inner.admin
+    }
+
+    /// The database engine it runs on.
+    pub fn database_kind(&self) -> DatabaseKind {
+        self.inner.db.kind()
+    }
+
+    pub(crate) fn db(&self) -> &Db {
         &self.inner.db
-    }
-
-    /// The blob store.
-    pub fn blobs(&self) -> &BlobStore {
-        &self.inner.blobs
-    }
-
-    /// The job queue.
-    pub fn queue(&self) -> &Arc<dyn JobQueue> {
-        &self.inner.queue
-    }
-
-    /// Directory for temporary files of uploads (same machine, not necessarily same disk as blobs).
-    pub fn staging_dir(&self) -> &Path {
-        &self.inner.staging_dir
-    }
-
-    /// Waits for a slot for CPU-heavy work.
-    pub(crate) async fn cpu_slot(&self) -> tokio::sync::SemaphorePermit<'_> {
-        self.inner
-            .cpu_slots
-            .acquire()
-            .await
-            .expect("the semaphore is never closed")
-    }
-
-    fn http(&self) -> &reqwest::Client {
-        self.inner.http.get_or_init(|| {
-            reqwest::Client::builder()
-                .user_agent(concat!(
-                    "musiclib/",
-                    env!("CARGO_PKG_VERSION"),
-                    " (self-hosted music library server)"
-                ))
-                .connect_timeout(std::time::Duration::from_secs(10))
-                .build()
-                .expect("a TLS backend is compiled in")
-        })
-    }
-
-    /// The AcoustID lookup queue, or `None` when no API key is configured. Must be called
-    /// inside a tokio runtime (it starts the batching task).
-    pub(crate) fn lookups(&self) -> Option<&acoustid::Lookups> {
-        self.inner
-            .lookups
-            .get_or_init(|| {
-                let enrichment = &self.config().enrichment;
-                let api_key = enrichment.acoustid_api_key.clone()?;
-                let client = acoustid::Client::new(
-                    self.http().clone(),
-                    acoustid::ClientConfig {
-                        base_url: enrichment.acoustid_base_url.clone(),
-                        api_key,
-                        requests_per_second: enrichment.acoustid_requests_per_second,
-                        attempts: 4,
-                        retry_base: enrichment.acoustid_retry_base,
-                        timeout: std::time::Duration::from_secs(20),
-                    },
-                );
-                Some(acoustid::Lookups::start(client))
-            })
-            .as_ref()
-    }
-
-    /// The Cover Art Archive client.
-    pub(crate) fn cover_archive(&self) -> &coverart::Client {
-        self.inner.cover_archive.get_or_init(|| {
-            coverart::Client::new(
-                self.http().clone(),
-                &self.config().enrichment.coverart_base_url,
-            )
-        })
-    }
-
-    pub(crate) fn transcoder_check(&self) -> &OnceLock<bool> {
-        &self.inner.transcoder
-    }
-
-    /// Whether a rendition's `last_access_at` should be written now: at most once a minute
-    /// per rendition and process, so a player's stream of range requests costs one write,
-    /// not one per request. LRU eviction needs no finer clock than that.
-    pub(crate) fn should_stamp_access(&self, rendition_id: &str) -> bool {
-        const EVERY: std::time::Duration = std::time::Duration::from_secs(60);
-        let now = std::time::Instant::now();
-        let mut stamps = self.inner.access_stamps.lock().expect("not poisoned");
-        if stamps
-            .get(rendition_id)
-            .is_some_and(|at| now.duration_since(*at) < EVERY)
-        {
-            return false;
-        }
-        if stamps.len() >= 4096 {
-            stamps.retain(|_, at| now.duration_since(*at) < EVERY);
-        }
-        stamps.insert(rendition_id.to_string(), now);
-        true
-    }
-
-    pub(crate) fn wake_workers(&self) {
-        self.inner.wake.notify_waiters();
-    }
-
-    pub(crate) async fn workers_woken(&self) {
-        self.inner.wake.notified().await
     }
 
     /// Checks the dependencies.
     pub async fn health(&self) -> Health {
         Health {
-            database_ok: self.db().ping().await.is_ok(),
-            database_backend: self.db().backend(),
-            storage_backend: self.blobs().kind(),
-            transcoder_available: self.transcoder_ready().await,
+            database_ok: self.inner.db.ping().await.is_ok(),
+            database_backend: self.inner.db.kind(),
+            storage_backend: self.inner.storage.kind(),
+            transcoder_available: self.inner.media.transcoder_ready().await,
         }
     }
 }

@@ -12,10 +12,13 @@
 use bytes::Bytes;
 use serde_json::json;
 
+use crate::auth::policy::PlaylistAccess;
 use crate::auth::Caller;
-use crate::db::{Backend, Tx};
+use crate::db::{known_ids, Db, Table, Tx};
 use crate::domain::{Page, Paged};
-use crate::{Error, Library, PlaylistId, Result, Timestamp, TrackId, UserId};
+use crate::media::Cover;
+use crate::storage::{layout, Storage};
+use crate::{Error, PlaylistId, Result, Timestamp, TrackId, UserId};
 
 /// Longest playlist name.
 pub const MAX_NAME_CHARS: usize = 200;
@@ -124,39 +127,51 @@ fn check_version(expected: Option<i64>, current: i64) -> Result<()> {
     }
 }
 
-impl Library {
+/// The playlists service.
+#[derive(Clone, Debug)]
+pub struct Playlists {
+    db: Db,
+    storage: Storage,
+}
+
+impl Playlists {
+    pub(crate) fn new(db: Db, storage: Storage) -> Playlists {
+        Playlists { db, storage }
+    }
+
     /// `GET /playlists`: the caller's playlists and the public ones of others, by name.
-    pub async fn list_playlists(&self, caller: &Caller, page: Page) -> Result<Paged<Playlist>> {
-        let total: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM playlists WHERE owner_id = $1 OR is_public = 1",
-        )
-        .bind(caller.user.id.as_str())
-        .fetch_one(self.db().pool())
-        .await?;
+    pub async fn list(&self, caller: &Caller, page: Page) -> Result<Paged<Playlist>> {
+        let total: i64 = self
+            .db
+            .sql("SELECT COUNT(*) FROM playlists WHERE owner_id = $1 OR is_public = 1")
+            .bind(caller.user.id.as_str())
+            .fetch_scalar(self.db.pool())
+            .await?;
         let query = format!(
             "{PLAYLIST_SELECT} WHERE p.owner_id = $1 OR p.is_public = 1
              ORDER BY LOWER(p.name), p.id LIMIT $2 OFFSET $3"
         );
-        let rows: Vec<PlaylistRow> = sqlx::query_as(&query)
+        let rows: Vec<PlaylistRow> = self
+            .db
+            .sql(&query)
             .bind(caller.user.id.as_str())
             .bind(page.limit())
             .bind(page.offset())
-            .fetch_all(self.db().pool())
+            .fetch_all(self.db.pool())
             .await?;
         let items = self.playlists_from_rows(rows).await?;
         Ok(Paged { items, total, page })
     }
 
     /// `POST /playlists`.
-    pub async fn create_playlist(&self, caller: &Caller, new: NewPlaylist) -> Result<Playlist> {
+    pub async fn create(&self, caller: &Caller, new: NewPlaylist) -> Result<Playlist> {
         let name = validate_name(&new.name)?;
         let id = PlaylistId::new();
-        let mut tx = self.db().begin().await?;
-        let insert = self.db().sql(
+        let mut tx = self.db.begin().await?;
+        self.db.sql(
             "INSERT INTO playlists (id, owner_id, name, description, is_public, version, created_at, updated_at)
              VALUES ($1, $2, $3, $4, $5, 0, {now}, {now})",
-        );
-        sqlx::query(&insert)
+        )
             .bind(id.as_str())
             .bind(caller.user.id.as_str())
             .bind(&name)
@@ -178,11 +193,11 @@ impl Library {
             .await?;
         }
         tx.commit().await?;
-        self.get_playlist(caller, &id).await
+        self.get(caller, &id).await
     }
 
     /// `GET /playlists/{id}`: the caller's own or a public one; anything else is not found.
-    pub async fn get_playlist(&self, caller: &Caller, id: &PlaylistId) -> Result<Playlist> {
+    pub async fn get(&self, caller: &Caller, id: &PlaylistId) -> Result<Playlist> {
         let row = self.visible_row(caller, id).await?;
         let mut playlists = self.playlists_from_rows(vec![row]).await?;
         Ok(playlists.remove(0))
@@ -190,20 +205,19 @@ impl Library {
 
     /// `PATCH /playlists/{id}`: name, description, public flag. Not an add or remove, so the
     /// version stays.
-    pub async fn update_playlist(
+    pub async fn update(
         &self,
         caller: &Caller,
         id: &PlaylistId,
         changes: PlaylistChanges,
     ) -> Result<Playlist> {
         let name = changes.name.as_deref().map(validate_name).transpose()?;
-        let mut tx = self.db().begin().await?;
-        let row = lock_owned(&mut tx, self.db().backend(), caller, id).await?;
+        let mut tx = self.db.begin().await?;
+        let row = self.lock_owned(&mut tx, caller, id).await?;
         check_version(changes.expected_version, row.version)?;
-        let update = self.db().sql(
+        self.db.sql(
             "UPDATE playlists SET name = $2, description = $3, is_public = $4, updated_at = {now} WHERE id = $1",
-        );
-        sqlx::query(&update)
+        )
             .bind(id.as_str())
             .bind(name.unwrap_or(row.name))
             .bind(match changes.description {
@@ -214,38 +228,34 @@ impl Library {
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
-        self.get_playlist(caller, id).await
+        self.get(caller, id).await
     }
 
     /// `DELETE /playlists/{id}`: the row, then its cover; a tombstone tells the owner's other
     /// devices.
-    pub async fn delete_playlist(&self, caller: &Caller, id: &PlaylistId) -> Result<()> {
-        let mut tx = self.db().begin().await?;
-        let row = lock_owned(&mut tx, self.db().backend(), caller, id).await?;
-        sqlx::query("DELETE FROM playlists WHERE id = $1")
+    pub async fn delete(&self, caller: &Caller, id: &PlaylistId) -> Result<()> {
+        let mut tx = self.db.begin().await?;
+        let row = self.lock_owned(&mut tx, caller, id).await?;
+        self.db
+            .sql("DELETE FROM playlists WHERE id = $1")
             .bind(id.as_str())
             .execute(&mut *tx)
             .await?;
-        let tombstone = self.db().sql(
+        self.db.sql(
             "INSERT INTO tombstones (entity_kind, entity_id, user_id, deleted_at) VALUES ('playlist', $1, $2, {now})",
-        );
-        sqlx::query(&tombstone)
+        )
             .bind(id.as_str())
             .bind(&row.owner_id)
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
-        if let Some(key) = row.cover_uri {
-            if let Err(error) = self.blobs().delete(&key).await {
-                tracing::warn!(%key, error = %error, "could not delete a deleted playlist's cover");
-            }
-        }
+        self.storage.delete_unreferenced(row.cover_uri).await;
         Ok(())
     }
 
     /// `POST /playlists/{id}/tracks`: inserts `track_ids` at `position` (default: the end).
     /// One add: the version goes up by one.
-    pub async fn add_playlist_tracks(
+    pub async fn add_tracks(
         &self,
         caller: &Caller,
         id: &PlaylistId,
@@ -270,7 +280,7 @@ impl Library {
 
     /// `DELETE /playlists/{id}/tracks`: removes the tracks at `positions` (0-based, as in
     /// `track_ids`). One remove: the version goes up by one.
-    pub async fn remove_playlist_tracks(
+    pub async fn remove_tracks(
         &self,
         caller: &Caller,
         id: &PlaylistId,
@@ -289,12 +299,7 @@ impl Library {
 
     /// `PUT /playlists/{id}/cover`: stores an image (JPEG, PNG, WebP or GIF, sniffed from the
     /// bytes) and replaces the previous one.
-    pub async fn set_playlist_cover(
-        &self,
-        caller: &Caller,
-        id: &PlaylistId,
-        bytes: Bytes,
-    ) -> Result<()> {
+    pub async fn set_cover(&self, caller: &Caller, id: &PlaylistId, bytes: Bytes) -> Result<()> {
         if bytes.len() > MAX_COVER_BYTES {
             return Err(Error::TooLarge {
                 limit: MAX_COVER_BYTES as u64,
@@ -313,16 +318,14 @@ impl Library {
             }
         };
         // Visible first (404 before any write), then the blob, then the row.
-        self.get_playlist(caller, id).await?;
-        let key = format!("playlist-covers/{id}/{}.{extension}", uuid::Uuid::now_v7());
-        self.blobs().put_bytes(&key, bytes).await?;
+        self.get(caller, id).await?;
+        let key = layout::playlist_cover(id, extension);
+        self.storage.blobs().put_bytes(&key, bytes).await?;
         let stored = async {
-            let mut tx = self.db().begin().await?;
-            let row = lock_owned(&mut tx, self.db().backend(), caller, id).await?;
-            let update = self
-                .db()
-                .sql("UPDATE playlists SET cover_uri = $2, updated_at = {now} WHERE id = $1");
-            sqlx::query(&update)
+            let mut tx = self.db.begin().await?;
+            let row = self.lock_owned(&mut tx, caller, id).await?;
+            self.db
+                .sql("UPDATE playlists SET cover_uri = $2, updated_at = {now} WHERE id = $1")
                 .bind(id.as_str())
                 .bind(&key)
                 .execute(&mut *tx)
@@ -333,39 +336,40 @@ impl Library {
         .await;
         match stored {
             Ok(previous) => {
-                if let Some(previous) = previous {
-                    let _ = self.blobs().delete(&previous).await;
-                }
+                self.storage.delete_unreferenced(previous).await;
                 Ok(())
             }
             Err(error) => {
-                let _ = self.blobs().delete(&key).await;
+                self.storage.delete_unreferenced([key]).await;
                 Err(error)
             }
         }
     }
 
-    /// `GET /playlists/{id}/cover`: the image and its MIME type; not found when none is stored.
-    pub async fn playlist_cover(
-        &self,
-        caller: &Caller,
-        id: &PlaylistId,
-    ) -> Result<(Bytes, &'static str)> {
+    /// `GET /playlists/{id}/cover`: the image; not found when none is stored. Each stored
+    /// image has its own key, which is its validator.
+    pub async fn cover(&self, caller: &Caller, id: &PlaylistId) -> Result<Cover> {
         let row = self.visible_row(caller, id).await?;
         let key = row
             .cover_uri
             .ok_or_else(|| Error::not_found("cover of playlist", id))?;
-        let mime = match key.rsplit('.').next() {
+        let mime_type = match key.rsplit('.').next() {
             Some("jpg") => "image/jpeg",
             Some("png") => "image/png",
             Some("webp") => "image/webp",
             _ => "image/gif",
         };
-        Ok((self.blobs().get_bytes(&key).await?, mime))
+        let name = key.rsplit('/').next().unwrap_or(&key);
+        Ok(Cover {
+            bytes: self.storage.blobs().get_bytes(&key).await?,
+            mime_type,
+            etag: format!("\"{}\"", name.split('.').next().unwrap_or(name)),
+            last_modified: Timestamp::from_micros(row.updated_at),
+        })
     }
 
     /// The playlists a sync client must refresh: the caller's own, changed in `(since, until]`.
-    pub(crate) async fn playlists_changed(
+    pub(crate) async fn changed(
         &self,
         owner: &UserId,
         since: i64,
@@ -376,24 +380,26 @@ impl Library {
             "{PLAYLIST_SELECT} WHERE p.owner_id = $1 AND p.synced_at > $2 AND p.synced_at <= $3
              ORDER BY p.synced_at LIMIT $4"
         );
-        let rows: Vec<PlaylistRow> = sqlx::query_as(&query)
+        let rows: Vec<PlaylistRow> = self
+            .db
+            .sql(&query)
             .bind(owner.as_str())
             .bind(since)
             .bind(until)
             .bind(limit)
-            .fetch_all(self.db().pool())
+            .fetch_all(self.db.pool())
             .await?;
         self.playlists_from_rows(rows).await
     }
 
     /// The playlist row when the caller may read it (their own, or public); else not found.
     async fn visible_row(&self, caller: &Caller, id: &PlaylistId) -> Result<PlaylistRow> {
-        let query = format!("{PLAYLIST_SELECT} WHERE p.id = $1");
-        sqlx::query_as::<_, PlaylistRow>(&query)
-            .bind(id.as_str())
-            .fetch_optional(self.db().pool())
+        self.db
+            .sql(&format!("{PLAYLIST_SELECT} WHERE p.id = $1"))
+            .bind(id)
+            .fetch_optional::<PlaylistRow, _>(self.db.pool())
             .await?
-            .filter(|row| row.owner_id == caller.user.id.as_str() || row.is_public != 0)
+            .filter(|row| row.access(caller) != PlaylistAccess::None)
             .ok_or_else(|| Error::not_found("playlist", id))
     }
 
@@ -402,19 +408,17 @@ impl Library {
         if rows.is_empty() {
             return Ok(Vec::new());
         }
-        let query = format!(
+        let mut select = self.db.sql(
             "SELECT pt.playlist_id, pt.track_id, t.duration_ms FROM playlist_tracks pt
-             JOIN tracks t ON t.id = pt.track_id
-             WHERE pt.playlist_id IN ({}) ORDER BY pt.playlist_id, pt.position",
-            crate::db::placeholders(1, rows.len())
+             JOIN tracks t ON t.id = pt.track_id WHERE pt.playlist_id IN (",
         );
-        let mut select = sqlx::query_as::<_, (String, String, Option<i64>)>(&query);
-        for row in &rows {
-            select = select.bind(row.id.as_str());
-        }
+        select
+            .push_list(rows.iter().map(|row| row.id.as_str()))
+            .push(") ORDER BY pt.playlist_id, pt.position");
         let mut tracks: std::collections::HashMap<String, Vec<(String, Option<i64>)>> =
             std::collections::HashMap::new();
-        for (playlist, track, duration) in select.fetch_all(self.db().pool()).await? {
+        let listed: Vec<(String, String, Option<i64>)> = select.fetch_all(self.db.pool()).await?;
+        for (playlist, track, duration) in listed {
             tracks.entry(playlist).or_default().push((track, duration));
         }
         Ok(rows
@@ -451,14 +455,14 @@ impl Library {
         expected_version: Option<i64>,
         change: Change,
     ) -> Result<Playlist> {
-        let mut tx = self.db().begin().await?;
-        let row = lock_owned(&mut tx, self.db().backend(), caller, id).await?;
+        let mut tx = self.db.begin().await?;
+        let row = self.lock_owned(&mut tx, caller, id).await?;
         check_version(expected_version, row.version)?;
-        let current = playlist_track_ids(&mut tx, id).await?;
+        let current = self.track_ids(&mut tx, id).await?;
         self.apply_change(&mut tx, id, row.version, current, change)
             .await?;
         tx.commit().await?;
-        self.get_playlist(caller, id).await
+        self.get(caller, id).await
     }
 
     /// Writes one add or remove: the new track list, a change record numbered by the new
@@ -490,7 +494,7 @@ impl Library {
                     ));
                 }
                 let wanted: Vec<&str> = track_ids.iter().map(TrackId::as_str).collect();
-                let known = crate::db::known_tracks(&mut **tx, &wanted).await?;
+                let known = known_ids(&mut **tx, self.db.kind(), Table::Tracks, &wanted).await?;
                 let mut missing: Vec<&str> = Vec::new();
                 for id in &wanted {
                     if !known.contains(*id) && !missing.contains(id) {
@@ -532,21 +536,18 @@ impl Library {
                 )
             }
         };
-        write_tracks(tx, id, &tracks).await?;
-        let record = self.db().sql(
+        self.write_tracks(tx, id, &tracks).await?;
+        self.db.sql(
             "INSERT INTO playlist_changes (playlist_id, version, op, payload, created_at) VALUES ($1, $2, $3, $4, {now})",
-        );
-        sqlx::query(&record)
+        )
             .bind(id.as_str())
             .bind(version + 1)
             .bind(op)
             .bind(payload.to_string())
             .execute(&mut **tx)
             .await?;
-        let bump = self
-            .db()
-            .sql("UPDATE playlists SET version = version + 1, updated_at = {now} WHERE id = $1");
-        sqlx::query(&bump)
+        self.db
+            .sql("UPDATE playlists SET version = version + 1, updated_at = {now} WHERE id = $1")
             .bind(id.as_str())
             .execute(&mut **tx)
             .await?;
@@ -555,21 +556,15 @@ impl Library {
 
     /// Removes a deleted track from every playlist, each removal recorded as a remove (the
     /// version keeps counting adds and removes). Runs inside the track's deletion.
-    pub(crate) async fn remove_track_from_playlists(
-        &self,
-        tx: &mut Tx,
-        track: &TrackId,
-    ) -> Result<()> {
-        let playlists: Vec<(String, i64)> = sqlx::query_as(
-            "SELECT DISTINCT p.id, p.version FROM playlists p JOIN playlist_tracks pt ON pt.playlist_id = p.id
-             WHERE pt.track_id = $1 ORDER BY p.id",
-        )
+    pub(crate) async fn remove_track_everywhere(&self, tx: &mut Tx, track: &TrackId) -> Result<()> {
+        let playlists: Vec<(String, i64)> = self.db.sql("SELECT DISTINCT p.id, p.version FROM playlists p JOIN playlist_tracks pt ON pt.playlist_id = p.id
+             WHERE pt.track_id = $1 ORDER BY p.id")
         .bind(track.as_str())
         .fetch_all(&mut **tx)
         .await?;
         for (playlist, version) in playlists {
             let playlist = PlaylistId::from_db(playlist);
-            let tracks = playlist_track_ids(tx, &playlist).await?;
+            let tracks = self.track_ids(tx, &playlist).await?;
             let positions = tracks
                 .iter()
                 .enumerate()
@@ -593,69 +588,66 @@ enum Change {
     },
 }
 
-/// The playlist's row, locked for the rest of the transaction, when the caller owns it. A
-/// playlist the caller cannot see is not found; a public one of someone else is forbidden.
-async fn lock_owned(
-    tx: &mut Tx,
-    backend: Backend,
-    caller: &Caller,
-    id: &PlaylistId,
-) -> Result<PlaylistRow> {
-    let lock = match backend {
-        Backend::Postgres => " FOR UPDATE OF p",
-        Backend::Sqlite => "",
-    };
-    let query = format!("{PLAYLIST_SELECT} WHERE p.id = $1{lock}");
-    let row: PlaylistRow = sqlx::query_as(&query)
-        .bind(id.as_str())
-        .fetch_optional(&mut **tx)
-        .await?
-        .ok_or_else(|| Error::not_found("playlist", id))?;
-    if row.owner_id != caller.user.id.as_str() {
-        if row.is_public == 0 {
-            return Err(Error::not_found("playlist", id));
-        }
-        return Err(Error::Forbidden(
-            "only its owner may change a playlist".into(),
-        ));
+impl PlaylistRow {
+    fn access(&self, caller: &Caller) -> PlaylistAccess {
+        caller.playlist_access(&self.owner_id, self.is_public != 0)
     }
-    Ok(row)
 }
 
-async fn playlist_track_ids(tx: &mut Tx, id: &PlaylistId) -> Result<Vec<TrackId>> {
-    let ids: Vec<String> = sqlx::query_scalar(
-        "SELECT track_id FROM playlist_tracks WHERE playlist_id = $1 ORDER BY position",
-    )
-    .bind(id.as_str())
-    .fetch_all(&mut **tx)
-    .await?;
-    Ok(ids.into_iter().map(TrackId::from_db).collect())
-}
-
-/// Rewrites the playlist's rows in order (positions 0..n, contiguous).
-async fn write_tracks(tx: &mut Tx, id: &PlaylistId, tracks: &[TrackId]) -> Result<()> {
-    sqlx::query("DELETE FROM playlist_tracks WHERE playlist_id = $1")
-        .bind(id.as_str())
-        .execute(&mut **tx)
-        .await?;
-    for chunk in tracks.chunks(300).enumerate() {
-        let (index, chunk) = chunk;
-        let mut query =
-            String::from("INSERT INTO playlist_tracks (playlist_id, position, track_id) VALUES ");
-        for (offset, _) in chunk.iter().enumerate() {
-            if offset > 0 {
-                query.push_str(", ");
-            }
-            query.push_str(&format!("({})", crate::db::placeholders(offset * 3 + 1, 3)));
+impl Playlists {
+    /// The playlist's row, locked for the rest of the transaction, when the caller owns it. A
+    /// playlist the caller cannot see is not found; a public one of someone else is forbidden.
+    async fn lock_owned(
+        &self,
+        tx: &mut Tx,
+        caller: &Caller,
+        id: &PlaylistId,
+    ) -> Result<PlaylistRow> {
+        let row: PlaylistRow = self
+            .db
+            .sql(&format!(
+                "{PLAYLIST_SELECT} WHERE p.id = $1{}",
+                self.db.lock("p")
+            ))
+            .bind(id)
+            .fetch_optional(&mut **tx)
+            .await?
+            .ok_or_else(|| Error::not_found("playlist", id))?;
+        match row.access(caller) {
+            PlaylistAccess::Owner => Ok(row),
+            PlaylistAccess::Reader => Err(Error::Forbidden(
+                "only its owner may change a playlist".into(),
+            )),
+            PlaylistAccess::None => Err(Error::not_found("playlist", id)),
         }
-        let mut insert = sqlx::query(&query);
-        for (offset, track) in chunk.iter().enumerate() {
-            insert = insert
-                .bind(id.as_str())
-                .bind((index * 300 + offset) as i64)
-                .bind(track.as_str());
-        }
-        insert.execute(&mut **tx).await?;
     }
-    Ok(())
+
+    async fn track_ids(&self, tx: &mut Tx, id: &PlaylistId) -> Result<Vec<TrackId>> {
+        let ids: Vec<String> = self
+            .db
+            .sql("SELECT track_id FROM playlist_tracks WHERE playlist_id = $1 ORDER BY position")
+            .bind(id)
+            .fetch_scalars(&mut **tx)
+            .await?;
+        Ok(ids.into_iter().map(TrackId::from_db).collect())
+    }
+
+    /// Rewrites the playlist's rows in order (positions 0..n, contiguous).
+    async fn write_tracks(&self, tx: &mut Tx, id: &PlaylistId, tracks: &[TrackId]) -> Result<()> {
+        self.db
+            .sql("DELETE FROM playlist_tracks WHERE playlist_id = $1")
+            .bind(id)
+            .execute(&mut **tx)
+            .await?;
+        for (index, chunk) in tracks.chunks(300).enumerate() {
+            let mut insert = self
+                .db
+                .sql("INSERT INTO playlist_tracks (playlist_id, position, track_id) VALUES ");
+            insert.push_values(chunk.iter().enumerate(), |row, (offset, track)| {
+                row.bind(id).bind((index * 300 + offset) as i64).bind(track);
+            });
+            insert.execute(&mut **tx).await?;
+        }
+        Ok(())
+    }
 }

@@ -10,12 +10,14 @@ mod acoustid_mock;
 pub use acoustid_mock::RateLimitedAcoustId;
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use crate::blobs::BlobStore;
+use serde_json::Value;
+
 use crate::config::{S3Config, StorageConfig};
 use crate::db::Db;
-use crate::jobs::{JobQueue, SqlQueue};
-use crate::{Config, Library};
+use crate::jobs::{Job, JobQueue, NewJob, SqlQueue};
+use crate::{Config, JobId, Library};
 
 /// Which engines a test runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,26 +45,27 @@ impl std::ops::Deref for TestLibrary {
     }
 }
 
-/// The scale-out services, when configured. Under `CI=true` they must be.
-pub fn scale_out_available() -> bool {
-    let available = std::env::var("MUSICLIB_TEST_POSTGRES_URL").is_ok()
-        && std::env::var("MUSICLIB_TEST_S3_ENDPOINT").is_ok();
-    if !available && std::env::var("CI").is_ok_and(|ci| ci == "true") {
-        panic!("CI=true but MUSICLIB_TEST_POSTGRES_URL / MUSICLIB_TEST_S3_ENDPOINT are not set: run the README test command");
-    }
-    if !available {
-        eprintln!(
-            "note: PostgreSQL/S3 not configured; the scale-out variant of this test did not run"
-        );
-    }
-    available
+/// The value of a variable the README test command sets; a test that needs it fails with a
+/// message saying so. (Tests that need these services are `#[ignore]`d outside the test
+/// command: see `build-support/test_services.rs`.)
+pub fn service_env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: this test needs the services the README test command (.ci/test.sh) starts")
+    })
+}
+
+/// Whether PostgreSQL and S3 are configured. Benchmarks use it to run on what there is;
+/// tests need them under the README test command and are ignored outside it instead.
+pub fn scale_out_configured() -> bool {
+    std::env::var("MUSICLIB_TEST_POSTGRES_URL").is_ok()
+        && std::env::var("MUSICLIB_TEST_S3_ENDPOINT").is_ok()
 }
 
 /// Builds a [`TestLibrary`].
 pub struct TestLibraryBuilder {
     backend: Backend,
     configure: Vec<Box<dyn FnOnce(&mut Config) + Send>>,
-    queue: Option<Box<dyn FnOnce(Db) -> Arc<dyn JobQueue> + Send>>,
+    unavailable_queue: bool,
 }
 
 impl TestLibrary {
@@ -71,7 +74,7 @@ impl TestLibrary {
         TestLibraryBuilder {
             backend,
             configure: Vec::new(),
-            queue: None,
+            unavailable_queue: false,
         }
     }
 
@@ -88,9 +91,9 @@ impl TestLibraryBuilder {
         self
     }
 
-    /// Replaces the job queue.
-    pub fn queue(mut self, make: impl FnOnce(Db) -> Arc<dyn JobQueue> + Send + 'static) -> Self {
-        self.queue = Some(Box::new(make));
+    /// Replaces the job queue with one that is always down (every enqueue fails).
+    pub fn unavailable_queue(mut self) -> Self {
+        self.unavailable_queue = true;
         self
     }
 
@@ -115,12 +118,12 @@ impl TestLibraryBuilder {
             .await
             .expect("connect test database");
         db.migrate().await.expect("migrate test database");
-        let blobs = BlobStore::open(&config.storage).expect("open test blob store");
-        let queue = match self.queue {
-            Some(make) => make(db.clone()),
-            None => Arc::new(SqlQueue::new(db.clone(), config.jobs.max_attempts)),
+        let queue: Arc<dyn JobQueue> = if self.unavailable_queue {
+            Arc::new(UnavailableQueue)
+        } else {
+            Arc::new(SqlQueue::new(db.clone(), config.jobs.max_attempts))
         };
-        let library = Library::from_parts(config, db, blobs, queue).expect("open test library");
+        let library = Library::assemble(config, db, queue).expect("open test library");
         TestLibrary {
             library,
             dir,
@@ -133,9 +136,7 @@ impl TestLibraryBuilder {
 pub fn test_s3_config() -> S3Config {
     S3Config {
         bucket: std::env::var("MUSICLIB_TEST_S3_BUCKET").unwrap_or_else(|_| "musiclib-test".into()),
-        endpoint: Some(
-            std::env::var("MUSICLIB_TEST_S3_ENDPOINT").expect("MUSICLIB_TEST_S3_ENDPOINT"),
-        ),
+        endpoint: Some(service_env("MUSICLIB_TEST_S3_ENDPOINT")),
         region: "us-east-1".into(),
         access_key_id: Some("test".into()),
         secret_access_key: Some("test".into()),
@@ -146,13 +147,13 @@ pub fn test_s3_config() -> S3Config {
 
 /// Creates a fresh database on the test PostgreSQL server and returns its URL.
 pub async fn create_postgres_database() -> String {
-    let admin_url =
-        std::env::var("MUSICLIB_TEST_POSTGRES_URL").expect("MUSICLIB_TEST_POSTGRES_URL");
+    let admin_url = service_env("MUSICLIB_TEST_POSTGRES_URL");
     let name = format!("musiclib_test_{}", uuid::Uuid::new_v4().simple());
     let admin = Db::connect(&admin_url)
         .await
         .expect("connect to the test PostgreSQL server");
-    sqlx::query(&format!("CREATE DATABASE {name}"))
+    admin
+        .sql(&format!("CREATE DATABASE {name}"))
         .execute(admin.pool())
         .await
         .expect("create test database");
@@ -166,21 +167,21 @@ pub async fn create_postgres_database() -> String {
 
 /// A queue that is always down, to test how callers answer when enqueueing fails.
 #[derive(Debug)]
-pub struct UnavailableQueue;
+struct UnavailableQueue;
 
 #[async_trait::async_trait]
 impl JobQueue for UnavailableQueue {
-    async fn enqueue(&self, _job: crate::jobs::NewJob) -> crate::Result<crate::JobId> {
+    async fn enqueue(&self, _job: NewJob) -> crate::Result<crate::JobId> {
         Err(crate::Error::Unavailable(
             "the job queue is down (test)".into(),
         ))
     }
-    async fn enqueue_many(&self, _jobs: Vec<crate::jobs::NewJob>) -> crate::Result<()> {
+    async fn enqueue_many(&self, _jobs: Vec<NewJob>) -> crate::Result<()> {
         Err(crate::Error::Unavailable(
             "the job queue is down (test)".into(),
         ))
     }
-    async fn claim_of(
+    async fn claim(
         &self,
         _worker_id: &str,
         _lease: std::time::Duration,
@@ -218,6 +219,11 @@ impl JobQueue for UnavailableQueue {
     }
     async fn get(&self, id: &crate::JobId) -> crate::Result<crate::jobs::Job> {
         Err(crate::Error::not_found("job", id))
+    }
+    async fn latest(&self, _kind: &str) -> crate::Result<Option<crate::jobs::Job>> {
+        Err(crate::Error::Unavailable(
+            "the job queue is down (test)".into(),
+        ))
     }
 }
 
@@ -267,15 +273,34 @@ pub async fn drain_jobs_concurrently(library: &Library, concurrency: usize) -> u
 
 /// Turns a track into a placeholder without audio, as saving a remote search hit creates.
 pub async fn make_placeholder(library: &Library, id: &crate::TrackId) {
-    sqlx::query("UPDATE tracks SET availability = 'placeholder', storage_uri = '' WHERE id = $1")
-        .bind(id.as_str())
-        .execute(library.db().pool())
+    let db = library.db();
+    db.sql("UPDATE tracks SET availability = 'placeholder', storage_uri = '' WHERE id = $1")
+        .bind(id)
+        .execute(db.pool())
         .await
         .expect("make the track a placeholder");
-    library.audio_cache().remove(id);
+    library.media().forget_track(id);
 }
 
-/// The generated test corpus (`shared/corpus/make-corpus.sh`), from `MUSICLIB_TEST_CORPUS`.
+/// Makes `user` the uploader of every track (synthetic tracks are imports, which have none).
+pub async fn set_uploader(library: &Library, user: &crate::UserId) {
+    let db = library.db();
+    db.sql("UPDATE tracks SET added_by = $1")
+        .bind(user)
+        .execute(db.pool())
+        .await
+        .expect("set the uploader");
+}
+
+/// The generated test corpus (`shared/corpus/make-corpus.sh`), which the README test command
+/// generates and names in `MUSICLIB_TEST_CORPUS`.
+pub fn corpus() -> std::path::PathBuf {
+    corpus_dir().unwrap_or_else(|| {
+        panic!("MUSICLIB_TEST_CORPUS does not name a generated corpus: this test needs the README test command (.ci/test.sh)")
+    })
+}
+
+/// The generated test corpus, if there is one (benchmarks run without it).
 pub fn corpus_dir() -> Option<std::path::PathBuf> {
     let dir = std::env::var_os("MUSICLIB_TEST_CORPUS").map(std::path::PathBuf::from)?;
     if dir.join("manifest.json").is_file() {
@@ -288,9 +313,9 @@ pub fn corpus_dir() -> Option<std::path::PathBuf> {
 /// Inserts `count` synthetic tracks (no audio) in batches: `albums` albums per artist, ten
 /// tracks per album. For benchmarks of catalogue queries on large libraries.
 pub async fn insert_synthetic_tracks(library: &Library, count: usize) {
-    use crate::catalog::Resolver;
+    use crate::catalog::{NewTrack, Resolver};
     use crate::domain::Source;
-    use crate::ingest::{AudioFacts, EmbeddedTags, NewTrack};
+    use crate::ingest::{AudioFacts, EmbeddedTags};
     let db = library.db();
     for start in (0..count).step_by(1000) {
         let mut tx = db.begin().await.expect("begin");
@@ -327,7 +352,7 @@ pub async fn insert_synthetic_tracks(library: &Library, count: usize) {
                 added_by: None,
                 fallback_title: String::new(),
             };
-            crate::ingest::insert_track(&mut tx, db, &mut resolver, &track)
+            crate::catalog::insert_track(&mut tx, db, &mut resolver, &track)
                 .await
                 .expect("insert");
         }
@@ -338,8 +363,134 @@ pub async fn insert_synthetic_tracks(library: &Library, count: usize) {
 /// Every user's stored app password columns (`legacy_password_enc`, `legacy_key_digest`),
 /// for tests that check nothing is kept in clear.
 pub async fn legacy_password_columns(library: &Library) -> Vec<(Option<String>, Option<String>)> {
-    sqlx::query_as("SELECT legacy_password_enc, legacy_key_digest FROM users ORDER BY id")
-        .fetch_all(library.db().pool())
+    let db = library.db();
+    db.sql("SELECT legacy_password_enc, legacy_key_digest FROM users ORDER BY id")
+        .fetch_all(db.pool())
         .await
         .expect("read users")
+}
+
+/// The library's connection pool, for tests and benchmarks that read or arrange rows
+/// directly. (Not part of the library's API: only this test-support module exposes it.)
+pub fn pool(library: &Library) -> &sqlx::AnyPool {
+    library.db().pool()
+}
+
+/// Closes the library's database connections: later calls fail as unavailable.
+pub async fn close_database(library: &Library) {
+    library.db().close().await;
+}
+
+/// The directory where uploads and encodes are staged (empty once they are done).
+pub fn staging_dir(library: &Library) -> std::path::PathBuf {
+    library.storage().staging_dir().to_path_buf()
+}
+
+/// Keys of every blob under `prefix`.
+pub async fn blob_keys(library: &Library, prefix: &str) -> Vec<String> {
+    library
+        .storage()
+        .blobs()
+        .list(prefix)
+        .await
+        .expect("list blobs")
+}
+
+/// Whether a blob exists at `key`.
+pub async fn blob_exists(library: &Library, key: &str) -> bool {
+    library
+        .storage()
+        .blobs()
+        .head(key)
+        .await
+        .expect("head a blob")
+        .is_some()
+}
+
+/// The bytes of the blob at `key`.
+pub async fn blob_bytes(library: &Library, key: &str) -> bytes::Bytes {
+    library
+        .storage()
+        .blobs()
+        .get_bytes(key)
+        .await
+        .unwrap_or_else(|error| panic!("read blob {key}: {error}"))
+}
+
+/// Stores `bytes` at `key` (arranging blobs a test needs, such as an orphan).
+pub async fn put_blob(library: &Library, key: &str, bytes: bytes::Bytes) {
+    library
+        .storage()
+        .blobs()
+        .put_bytes(key, bytes)
+        .await
+        .expect("store a blob");
+}
+
+/// Enqueues a job of any stored kind and payload, as an older release or another process
+/// may have left in the database.
+pub async fn enqueue_raw(
+    library: &Library,
+    kind: &'static str,
+    payload: Value,
+    dedup_key: Option<&str>,
+) -> JobId {
+    library
+        .jobs()
+        .queue()
+        .enqueue(NewJob {
+            kind,
+            payload,
+            dedup_key: dedup_key.map(str::to_string),
+            created_by: None,
+        })
+        .await
+        .expect("enqueue a job")
+}
+
+/// The queue's own operations, to play a worker in tests (claim without running, die,
+/// fail with a chosen retry).
+pub struct QueueProbe(Arc<dyn JobQueue>);
+
+/// The queue of `library`.
+pub fn queue(library: &Library) -> QueueProbe {
+    QueueProbe(library.jobs().queue().clone())
+}
+
+impl QueueProbe {
+    /// Leases the next ready job of any kind.
+    pub async fn claim(&self, worker_id: &str, lease: Duration) -> crate::Result<Option<Job>> {
+        self.0.claim(worker_id, lease, &[]).await
+    }
+
+    /// Renews a lease.
+    pub async fn heartbeat(
+        &self,
+        id: &JobId,
+        worker_id: &str,
+        lease: Duration,
+    ) -> crate::Result<bool> {
+        self.0.heartbeat(id, worker_id, lease, None).await
+    }
+
+    /// Records a failed attempt.
+    pub async fn fail(
+        &self,
+        id: &JobId,
+        worker_id: &str,
+        error: &str,
+        retry_in: Option<Duration>,
+    ) -> crate::Result<()> {
+        self.0.fail(id, worker_id, error, retry_in).await
+    }
+
+    /// Marks a job succeeded.
+    pub async fn complete(&self, id: &JobId, worker_id: &str) -> crate::Result<()> {
+        self.0.complete(id, worker_id, &Value::Null).await
+    }
+
+    /// Reads a job.
+    pub async fn get(&self, id: &JobId) -> crate::Result<Job> {
+        self.0.get(id).await
+    }
 }

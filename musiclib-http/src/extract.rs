@@ -31,7 +31,7 @@ fn bearer(parts: &Parts) -> Option<&str> {
 
 async fn authenticate(library: &Library, token: Option<&str>) -> Result<Caller, ApiError> {
     let token = token.ok_or_else(|| ApiError::unauthenticated("an access token is required"))?;
-    Ok(library.authenticate(token).await?)
+    Ok(library.accounts().authenticate(token).await?)
 }
 
 impl FromRequestParts<Library> for Auth {

@@ -49,10 +49,7 @@ pub(crate) async fn health(State(library): State<Library>) -> (StatusCode, axum:
         } else {
             "unreachable"
         },
-        database_backend: match health.database_backend {
-            musiclib_core::db::Backend::Sqlite => "sqlite",
-            musiclib_core::db::Backend::Postgres => "postgres",
-        },
+        database_backend: health.database_backend.as_str(),
         storage_backend: health.storage_backend.as_str(),
         transcoder: if health.transcoder_available {
             "available"

@@ -80,7 +80,7 @@ pub fn router_with(library: Library, more: Router) -> Router {
         .merge(more)
         .fallback(not_found)
         .layer(CatchPanicLayer::custom(|_panic| {
-            ApiError::from(musiclib_core::Error::Internal("a handler panicked".into())).into_response()
+            ApiError::from(musiclib_core::Error::internal("a handler panicked")).into_response()
         }))
         .layer(axum::middleware::from_fn(finish_errors))
         .layer(TraceLayer::new_for_http().make_span_with(|request: &Request<Body>| {

@@ -3,7 +3,6 @@
 
 pub mod albums;
 pub mod auth;
-mod conditional;
 pub mod covers;
 pub mod dto;
 pub mod playlists;

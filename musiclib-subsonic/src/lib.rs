@@ -27,8 +27,6 @@ mod api;
 pub mod params;
 pub mod response;
 
-pub use api::model::EXTRA_ATTRIBUTES;
-
 use params::Params;
 use response::{Element, Format, SubsonicError};
 
@@ -52,6 +50,8 @@ pub(crate) struct Request {
     pub library: Library,
     pub caller: Caller,
     pub params: Params,
+    /// GET, POST, or HEAD (media: the headers without the bytes).
+    pub method: Method,
     pub headers: HeaderMap,
     pub client: String,
 }
@@ -82,14 +82,20 @@ async fn handle(
     let params = Params::parse(uri.query(), form);
     let format = Format::parse(params.get("f"), params.get("callback"));
     let method = method.strip_suffix(".view").unwrap_or(&method).to_string();
-    match run(library, &method, params, headers).await {
+    match run(library, &method, params, http_method, headers).await {
         Ok(Reply::Envelope(payload)) => response::ok(payload, &format),
         Ok(Reply::Media(response)) => response,
         Err(error) => response::failed(&error, &format),
     }
 }
 
-async fn run(library: Library, method: &str, params: Params, headers: HeaderMap) -> Outcome {
+async fn run(
+    library: Library,
+    method: &str,
+    params: Params,
+    http_method: Method,
+    headers: HeaderMap,
+) -> Outcome {
     if method == "getOpenSubsonicExtensions" {
         return Ok(Reply::Envelope(Some(api::system::extensions())));
     }
@@ -99,6 +105,7 @@ async fn run(library: Library, method: &str, params: Params, headers: HeaderMap)
         library,
         caller,
         params,
+        method: http_method,
         headers,
         client,
     };
@@ -115,6 +122,7 @@ async fn authenticate(library: &Library, params: &Params) -> Result<Caller, Subs
             });
         }
         return library
+            .accounts()
             .authenticate_api_key(api_key)
             .await
             .map_err(|error| match error.kind() {
@@ -135,6 +143,7 @@ async fn authenticate(library: &Library, params: &Params) -> Result<Caller, Subs
         (None, None) => return Err(SubsonicError::missing("t and s, or p")),
     };
     library
+        .accounts()
         .authenticate_legacy(username, &credentials)
         .await
         .map_err(|error| match error.kind() {

@@ -9,15 +9,13 @@
 //! ciphertext and a SHA-256 digest of the password (the OpenSubsonic `apiKey` lookup), never
 //! the password.
 
-use aes_gcm::aead::{Aead, KeyInit, Payload};
-use aes_gcm::{Aes256Gcm, Nonce};
-use hkdf::Hkdf;
 use md5::{Digest as _, Md5};
 use rand::Rng;
 use sha2::Sha256;
 
-use super::{Caller, User, UserRow, USER_COLUMNS};
-use crate::{Error, Library, Result, UserId};
+use super::secrets::SecretBox;
+use super::{Accounts, Caller, User, UserRow, USER_COLUMNS};
+use crate::{Error, Result, UserId};
 
 /// Length of a generated app password: 24 characters of a 56-letter alphabet, about 139 bits.
 pub const APP_PASSWORD_LEN: usize = 24;
@@ -26,8 +24,9 @@ pub const APP_PASSWORD_LEN: usize = 24;
 /// into phone apps.
 const ALPHABET: &[u8] = b"ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789";
 
-/// Format tag of stored ciphertexts, so the scheme can change later.
-const SCHEME: &str = "v1";
+/// The key-derivation label of app passwords (unchanged since the first release: stored
+/// ciphertexts depend on it).
+const PURPOSE: &[u8] = b"musiclib legacy app passwords";
 
 /// What a legacy client sent to prove who it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,60 +77,21 @@ fn generate() -> String {
         .collect()
 }
 
-/// The AES-256-GCM cipher keyed from `LEGACY_SECRET_KEY`.
-fn cipher(secret: &[u8]) -> Aes256Gcm {
-    let hkdf = Hkdf::<Sha256>::new(Some(b"musiclib legacy app passwords"), secret);
-    let mut key = [0u8; 32];
-    hkdf.expand(b"aes-256-gcm key v1", &mut key)
-        .expect("32 bytes is a valid HKDF-SHA256 output length");
-    Aes256Gcm::new(&key.into())
+/// The cipher of app passwords, keyed from `LEGACY_SECRET_KEY`.
+fn secrets(secret: &[u8]) -> SecretBox {
+    SecretBox::new(secret, PURPOSE)
 }
 
-/// `v1:{nonce hex}:{ciphertext hex}`, bound to the user id.
 fn encrypt(secret: &[u8], user: &UserId, password: &str) -> Result<String> {
-    let nonce: [u8; 12] = rand::random();
-    let sealed = cipher(secret)
-        .encrypt(
-            Nonce::from_slice(&nonce),
-            Payload {
-                msg: password.as_bytes(),
-                aad: user.as_str().as_bytes(),
-            },
-        )
-        .map_err(|_| Error::Internal("app password encryption failed".into()))?;
-    Ok(format!(
-        "{SCHEME}:{}:{}",
-        hex::encode(nonce),
-        hex::encode(sealed)
-    ))
+    secrets(secret).seal(user.as_str(), password)
 }
 
 fn decrypt(secret: &[u8], user: &UserId, stored: &str) -> Result<String> {
-    let broken = || {
-        Error::Internal(format!(
+    secrets(secret).open(user.as_str(), stored).ok_or_else(|| {
+        Error::internal(format!(
             "the app password of user {user} cannot be decrypted: LEGACY_SECRET_KEY differs from the key it was stored with (rotate it to make a new one)"
         ))
-    };
-    let mut parts = stored.splitn(3, ':');
-    let (Some(SCHEME), Some(nonce), Some(sealed)) = (parts.next(), parts.next(), parts.next())
-    else {
-        return Err(broken());
-    };
-    let nonce = hex::decode(nonce).map_err(|_| broken())?;
-    let sealed = hex::decode(sealed).map_err(|_| broken())?;
-    if nonce.len() != 12 {
-        return Err(broken());
-    }
-    let clear = cipher(secret)
-        .decrypt(
-            Nonce::from_slice(&nonce),
-            Payload {
-                msg: &sealed,
-                aad: user.as_str().as_bytes(),
-            },
-        )
-        .map_err(|_| broken())?;
-    String::from_utf8(clear).map_err(|_| broken())
+    })
 }
 
 /// SHA-256 hex of an app password: the indexed `apiKey` lookup.
@@ -161,25 +121,26 @@ impl LegacyAccount {
     }
 }
 
-impl Library {
+impl Accounts {
     /// `GET /users/me/legacy-password`: the caller's app password, made on first use.
     pub async fn legacy_password(&self, caller: &Caller) -> Result<String> {
         let id = &caller.user.id;
-        let secret = &self.config().legacy_secret_key;
+        let secret = &self.settings.legacy_secret_key;
         if let Some(stored) = self.stored_legacy_password(id).await? {
             return decrypt(secret, id, &stored);
         }
         let password = generate();
         // Only fills an empty slot: of two first reveals racing, both answer the winner's.
-        sqlx::query(
-            "UPDATE users SET legacy_password_enc = $2, legacy_key_digest = $3
-             WHERE id = $1 AND legacy_password_enc IS NULL",
-        )
-        .bind(id.as_str())
-        .bind(encrypt(secret, id, &password)?)
-        .bind(key_digest(&password))
-        .execute(self.db().pool())
-        .await?;
+        self.db
+            .sql(
+                "UPDATE users SET legacy_password_enc = $2, legacy_key_digest = $3
+                 WHERE id = $1 AND legacy_password_enc IS NULL",
+            )
+            .bind(id)
+            .bind(encrypt(secret, id, &password)?)
+            .bind(key_digest(&password))
+            .execute(self.db.pool())
+            .await?;
         let stored = self
             .stored_legacy_password(id)
             .await?
@@ -192,35 +153,34 @@ impl Library {
     /// password with a new random one, which is returned. Clients using the old one fail
     /// authentication from now on (within the lookup cache's few seconds on other replicas).
     pub async fn rotate_legacy_password(&self, caller: &Caller, user: &UserId) -> Result<String> {
-        if &caller.user.id != user {
-            caller.require_admin()?;
-        }
+        caller.may_manage_user(user)?;
         let password = generate();
-        let encrypted = encrypt(&self.config().legacy_secret_key, user, &password)?;
-        let update = self.db().sql(
-            "UPDATE users SET legacy_password_enc = $2, legacy_key_digest = $3, updated_at = {now}
-             WHERE id = $1",
-        );
-        let changed = sqlx::query(&update)
-            .bind(user.as_str())
+        let encrypted = encrypt(&self.settings.legacy_secret_key, user, &password)?;
+        let changed = self
+            .db
+            .sql(
+                "UPDATE users SET legacy_password_enc = $2, legacy_key_digest = $3, updated_at = {now}
+                 WHERE id = $1",
+            )
+            .bind(user)
             .bind(encrypted)
             .bind(key_digest(&password))
-            .execute(self.db().pool())
-            .await?
-            .rows_affected();
+            .execute(self.db.pool())
+            .await?;
         if changed == 0 {
             return Err(Error::not_found("user", user));
         }
-        self.legacy_cache().clear();
+        self.legacy.clear();
         Ok(password)
     }
 
     async fn stored_legacy_password(&self, id: &UserId) -> Result<Option<String>> {
-        let row: Option<(Option<String>,)> =
-            sqlx::query_as("SELECT legacy_password_enc FROM users WHERE id = $1")
-                .bind(id.as_str())
-                .fetch_optional(self.db().pool())
-                .await?;
+        let row: Option<(Option<String>,)> = self
+            .db
+            .sql("SELECT legacy_password_enc FROM users WHERE id = $1")
+            .bind(id)
+            .fetch_optional(self.db.pool())
+            .await?;
         match row {
             Some((stored,)) => Ok(stored),
             None => Err(Error::not_found("user", id)),
@@ -265,14 +225,16 @@ impl Library {
         column: &'static str,
         value: &str,
     ) -> Result<Option<LegacyAccount>> {
-        if let Some(account) = self.legacy_cache().get(&cache_key) {
+        if let Some(account) = self.legacy.get(&cache_key) {
             return Ok(Some(account));
         }
-        let query =
-            format!("SELECT {USER_COLUMNS}, legacy_password_enc FROM users WHERE {column} = $1");
-        let Some(row) = sqlx::query_as::<_, LegacyRow>(&query)
+        let Some(row) = self
+            .db
+            .sql(&format!(
+                "SELECT {USER_COLUMNS}, legacy_password_enc FROM users WHERE {column} = $1"
+            ))
             .bind(value)
-            .fetch_optional(self.db().pool())
+            .fetch_optional::<LegacyRow, _>(self.db.pool())
             .await?
         else {
             return Ok(None);
@@ -280,10 +242,10 @@ impl Library {
         let user = User::from(row.user);
         let password = row
             .legacy_password_enc
-            .map(|stored| decrypt(&self.config().legacy_secret_key, &user.id, &stored))
+            .map(|stored| decrypt(&self.settings.legacy_secret_key, &user.id, &stored))
             .transpose()?;
         let account = LegacyAccount { user, password };
-        self.legacy_cache().insert(cache_key, account.clone());
+        self.legacy.insert(cache_key, account.clone());
         Ok(Some(account))
     }
 }
@@ -293,21 +255,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ciphertexts_round_trip_and_are_bound_to_key_and_user() {
+    fn app_passwords_decrypt_only_for_their_user_and_key() {
         let user = UserId::new();
         let stored = encrypt(b"secret-one-0123456789", &user, "hunter2hunter2").unwrap();
-        assert!(!stored.contains("hunter2"));
         assert_eq!(
             decrypt(b"secret-one-0123456789", &user, &stored).unwrap(),
             "hunter2hunter2"
         );
         assert!(decrypt(b"secret-two-0123456789", &user, &stored).is_err());
         assert!(decrypt(b"secret-one-0123456789", &UserId::new(), &stored).is_err());
-        // Fresh nonces: the same password encrypts differently every time.
-        assert_ne!(
-            stored,
-            encrypt(b"secret-one-0123456789", &user, "hunter2hunter2").unwrap()
-        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::{AlbumId, ArtistId, Result};
 
 /// Resolves names to ids inside one transaction, caching what it has seen (an import
 /// resolves the same artist for every track of an album).
-pub struct Resolver {
+pub(crate) struct Resolver {
     db: Db,
     artists: HashMap<String, ArtistId>,
     albums: HashMap<String, AlbumId>,
@@ -18,7 +18,7 @@ pub struct Resolver {
 impl Resolver {
     /// A resolver with empty caches. Use one per transaction: a rolled-back transaction's
     /// ids must not outlive it.
-    pub fn new(db: Db) -> Resolver {
+    pub(crate) fn new(db: Db) -> Resolver {
         Resolver {
             db,
             artists: HashMap::new(),
@@ -27,24 +27,26 @@ impl Resolver {
     }
 
     /// The id of the artist named `name`, created when new.
-    pub async fn artist(&mut self, tx: &mut Tx, name: &str) -> Result<ArtistId> {
+    pub(crate) async fn artist(&mut self, tx: &mut Tx, name: &str) -> Result<ArtistId> {
         let key = name_key(name);
         if let Some(id) = self.artists.get(&key) {
             return Ok(id.clone());
         }
-        let insert = self.db.sql(
-            "INSERT INTO artists (id, name, name_key, created_at, updated_at)
-             VALUES ($1, $2, $3, {now}, {now}) ON CONFLICT (name_key) DO NOTHING",
-        );
-        sqlx::query(&insert)
-            .bind(ArtistId::new().as_str())
+        self.db
+            .sql(
+                "INSERT INTO artists (id, name, name_key, created_at, updated_at)
+                 VALUES ($1, $2, $3, {now}, {now}) ON CONFLICT (name_key) DO NOTHING",
+            )
+            .bind(&ArtistId::new())
             .bind(name.trim())
-            .bind(&key)
+            .bind(key.as_str())
             .execute(&mut **tx)
             .await?;
-        let id: String = sqlx::query_scalar("SELECT id FROM artists WHERE name_key = $1")
-            .bind(&key)
-            .fetch_one(&mut **tx)
+        let id: String = self
+            .db
+            .sql("SELECT id FROM artists WHERE name_key = $1")
+            .bind(key.as_str())
+            .fetch_scalar(&mut **tx)
             .await?;
         let id = ArtistId::from_db(id);
         self.artists.insert(key, id.clone());
@@ -53,7 +55,7 @@ impl Resolver {
 
     /// The id of the album `title` by `album_artist`, created when new. Year and genre fill
     /// gaps of an existing album and never overwrite.
-    pub async fn album(
+    pub(crate) async fn album(
         &mut self,
         tx: &mut Tx,
         title: &str,
@@ -72,28 +74,30 @@ impl Resolver {
             _ => None,
         };
         let is_compilation = artist_key == "various artists";
-        let insert = self.db.sql(
-            "INSERT INTO albums (id, title, title_key, album_key, artist_id, year, genre, is_compilation,
-                                 created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, {now}, {now})
-             ON CONFLICT (album_key) DO UPDATE SET
-                 year = COALESCE(albums.year, excluded.year),
-                 genre = COALESCE(albums.genre, excluded.genre)",
-        );
-        sqlx::query(&insert)
-            .bind(AlbumId::new().as_str())
+        self.db
+            .sql(
+                "INSERT INTO albums (id, title, title_key, album_key, artist_id, year, genre, is_compilation,
+                                     created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, {now}, {now})
+                 ON CONFLICT (album_key) DO UPDATE SET
+                     year = COALESCE(albums.year, excluded.year),
+                     genre = COALESCE(albums.genre, excluded.genre)",
+            )
+            .bind(&AlbumId::new())
             .bind(title.trim())
-            .bind(&title_key)
-            .bind(&album_key)
-            .bind(artist_id.as_ref().map(|id| id.to_string()))
+            .bind(title_key.as_str())
+            .bind(album_key.as_str())
+            .bind(artist_id.as_ref())
             .bind(year)
             .bind(genre)
-            .bind(is_compilation as i64)
+            .bind(is_compilation)
             .execute(&mut **tx)
             .await?;
-        let id: String = sqlx::query_scalar("SELECT id FROM albums WHERE album_key = $1")
-            .bind(&album_key)
-            .fetch_one(&mut **tx)
+        let id: String = self
+            .db
+            .sql("SELECT id FROM albums WHERE album_key = $1")
+            .bind(album_key.as_str())
+            .fetch_scalar(&mut **tx)
             .await?;
         let id = AlbumId::from_db(id);
         self.albums.insert(album_key, id.clone());

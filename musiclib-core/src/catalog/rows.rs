@@ -50,6 +50,13 @@ pub(crate) struct TrackRow {
     pub has_cover: i64,
 }
 
+impl TrackRow {
+    /// The uploader, who may change the track.
+    pub(crate) fn added_by(&self) -> Option<UserId> {
+        self.added_by.clone().map(UserId::from_db)
+    }
+}
+
 impl From<TrackRow> for Track {
     fn from(row: TrackRow) -> Track {
         Track {

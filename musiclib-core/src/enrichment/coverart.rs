@@ -95,11 +95,11 @@ pub enum CoverError {
 }
 
 /// Fetches front images, at most about one request per second.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Client {
     http: reqwest::Client,
     base_url: String,
-    throttle: Throttle,
+    throttle: std::sync::Arc<Throttle>,
     timeout: Duration,
 }
 
@@ -109,7 +109,7 @@ impl Client {
         Client {
             http,
             base_url: base_url.trim_end_matches('/').to_string(),
-            throttle: Throttle::per_second(1.0),
+            throttle: std::sync::Arc::new(Throttle::per_second(1.0)),
             timeout: Duration::from_secs(30),
         }
     }

@@ -9,19 +9,17 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use futures::{stream, StreamExt};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::{
-    audio_key, enrich_job, insert_track, probe, title_from_file_name, NewTrack, IN_MEMORY_LIMIT,
-};
+use super::{probe, title_from_file_name, Ingest, IN_MEMORY_LIMIT};
 use crate::auth::Caller;
-use crate::catalog::Resolver;
+use crate::catalog::{insert_track, NewTrack, Resolver};
 use crate::domain::Source;
-use crate::jobs::JobContext;
-use crate::jobs::{kind, JobError, NewJob};
-use crate::{Error, JobId, Library, Result, TrackId};
+use crate::jobs::{JobContext, JobError, JobKind, Pool};
+use crate::storage::layout;
+use crate::{Error, JobId, Result, TrackId};
 
 /// Rows inserted per transaction.
 const BATCH: usize = 256;
@@ -87,30 +85,64 @@ struct Prepared {
     track: NewTrack,
 }
 
-impl Library {
+/// The `scan_local_folder` job: imports `LOCAL_MEDIA_IMPORT_PATH`.
+#[derive(Debug)]
+pub struct ScanLocalFolder;
+
+/// A `scan_local_folder` job's input: none (the folder is the server's setting).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScanPayload {}
+
+impl JobKind for ScanLocalFolder {
+    const NAME: &'static str = "scan_local_folder";
+    const POOL: Pool = Pool::General;
+    type Payload = ScanPayload;
+
+    /// One scan at a time.
+    fn dedup_key(_payload: &ScanPayload) -> Option<String> {
+        Some("scan:local_folder".into())
+    }
+
+    async fn run(context: &JobContext, _payload: ScanPayload) -> Result<Value, JobError> {
+        let (sender, mut receiver) = tokio::sync::watch::channel(ScanReport::default());
+        let reporter_context = context.clone();
+        let reporter = tokio::spawn(async move {
+            while receiver.changed().await.is_ok() {
+                let report = receiver.borrow_and_update().clone();
+                reporter_context
+                    .progress(&serde_json::to_value(&report).unwrap_or(Value::Null))
+                    .await;
+            }
+        });
+        let result = context
+            .library()
+            .ingest()
+            .scan_local_folder(|report| {
+                let _ = sender.send(report.clone());
+            })
+            .await;
+        drop(sender);
+        let _ = reporter.await;
+        let report = result.map_err(JobError::from)?;
+        Ok(serde_json::to_value(&report).unwrap_or(Value::Null))
+    }
+}
+
+impl Ingest {
     /// `POST /sources/local_folder/scan`: enqueues the import (admin only). At most one scan
     /// is queued or running at a time; asking again returns the live job.
     pub async fn start_local_scan(&self, caller: &Caller) -> Result<JobId> {
         caller.require_admin()?;
         self.import_root()?;
-        self.enqueue(
-            NewJob::new(kind::SCAN_LOCAL_FOLDER, serde_json::json!({}))
-                .dedup("scan:local_folder")
-                .by(&caller.user.id),
-        )
-        .await
+        self.jobs
+            .enqueue::<ScanLocalFolder>(&ScanPayload {}, Some(&caller.user.id))
+            .await
     }
 
     fn import_root(&self) -> Result<PathBuf> {
-        let root = self
-            .config()
-            .local_media_import_path
-            .clone()
-            .ok_or_else(|| {
-                Error::Unavailable(
-                    "no local folder is configured (set LOCAL_MEDIA_IMPORT_PATH)".into(),
-                )
-            })?;
+        let root = self.import_path.clone().ok_or_else(|| {
+            Error::Unavailable("no local folder is configured (set LOCAL_MEDIA_IMPORT_PATH)".into())
+        })?;
         if !root.is_dir() {
             return Err(Error::Unavailable(format!(
                 "the local folder {} does not exist or is not a directory",
@@ -131,17 +163,18 @@ impl Library {
             .map_err(|error| Error::io(&root, error))?;
         let mut report = ScanReport::default();
 
-        let known: HashSet<String> =
-            sqlx::query_scalar("SELECT source_id FROM tracks WHERE source = 'local_folder'")
-                .fetch_all(self.db().pool())
-                .await?
-                .into_iter()
-                .collect();
+        let known: HashSet<String> = self
+            .db
+            .sql("SELECT source_id FROM tracks WHERE source = 'local_folder'")
+            .fetch_scalars(self.db.pool())
+            .await?
+            .into_iter()
+            .collect();
         let walk_root = root.clone();
         let (candidates, walk_report) =
             tokio::task::spawn_blocking(move || walk(&walk_root, &known))
                 .await
-                .map_err(|error| Error::Internal(format!("walk task failed: {error}")))?;
+                .map_err(Error::task("folder walk"))?;
         report.seen = walk_report.seen;
         report.skipped = walk_report.skipped;
         report.already_imported = walk_report.already_imported;
@@ -186,10 +219,11 @@ impl Library {
                 .await
                 .map_err(|error| format!("probe task failed: {error}"))??;
         let track_id = TrackId::new();
-        let key = audio_key(&track_id, facts.format);
+        let key = layout::audio(&track_id, facts.format);
         let stored = match bytes {
-            Some(bytes) => self.blobs().put_bytes(&key, bytes.into()).await,
+            Some(bytes) => self.storage.blobs().put_bytes(&key, bytes.into()).await,
             None => self
+                .storage
                 .blobs()
                 .put_file(&key, &candidate.absolute)
                 .await
@@ -223,7 +257,7 @@ impl Library {
         if batch.is_empty() {
             return Ok(());
         }
-        let db = self.db();
+        let db = &self.db;
         let result: Result<Vec<bool>> = async {
             let mut tx = db.begin().await?;
             let mut resolver = Resolver::new(db.clone());
@@ -238,26 +272,30 @@ impl Library {
         let inserted = match result {
             Ok(inserted) => inserted,
             Err(error) => {
-                for prepared in &batch {
-                    let _ = self.blobs().delete(&prepared.track.storage_uri).await;
-                }
+                self.storage
+                    .delete_unreferenced(
+                        batch.into_iter().map(|prepared| prepared.track.storage_uri),
+                    )
+                    .await;
                 return Err(error);
             }
         };
-        let mut jobs = Vec::new();
-        for (prepared, inserted) in batch.iter().zip(inserted) {
+        let mut imported = Vec::new();
+        let mut duplicates = Vec::new();
+        for (prepared, inserted) in batch.into_iter().zip(inserted) {
             if inserted {
-                report.imported += 1;
-                jobs.push(enrich_job(&prepared.track.id));
+                imported.push(prepared.track.id);
             } else {
                 // Imported meanwhile by a concurrent scan: drop this copy.
-                report.skipped += 1;
-                report.already_imported += 1;
-                let _ = self.blobs().delete(&prepared.track.storage_uri).await;
+                duplicates.push(prepared.track.storage_uri);
             }
         }
-        report.enrichment_jobs_queued += jobs.len() as u64;
-        self.enqueue_best_effort(jobs).await;
+        report.imported += imported.len() as u64;
+        report.skipped += duplicates.len() as u64;
+        report.already_imported += duplicates.len() as u64;
+        self.storage.delete_unreferenced(duplicates).await;
+        report.enrichment_jobs_queued += imported.len() as u64;
+        self.enqueue_enrichment(imported, None).await;
         Ok(())
     }
 }
@@ -390,31 +428,4 @@ fn is_hidden(name: &std::ffi::OsStr) -> bool {
     name.to_str()
         .map(|name| name.starts_with('.'))
         .unwrap_or(false)
-}
-
-/// The `scan_local_folder` job.
-pub(crate) async fn run_scan_job(
-    library: &Library,
-    context: &JobContext,
-    _payload: &Value,
-) -> std::result::Result<Value, JobError> {
-    let (sender, mut receiver) = tokio::sync::watch::channel(ScanReport::default());
-    let reporter_context = context.clone();
-    let reporter = tokio::spawn(async move {
-        while receiver.changed().await.is_ok() {
-            let report = receiver.borrow_and_update().clone();
-            reporter_context
-                .progress(&serde_json::to_value(&report).unwrap_or(Value::Null))
-                .await;
-        }
-    });
-    let result = library
-        .scan_local_folder(|report| {
-            let _ = sender.send(report.clone());
-        })
-        .await;
-    drop(sender);
-    let _ = reporter.await;
-    let report = result.map_err(JobError::from)?;
-    Ok(serde_json::to_value(&report).unwrap_or(Value::Null))
 }

@@ -104,7 +104,7 @@ pub fn probe_bytes(bytes: &[u8], name_hint: &str) -> Result<AudioFacts, String> 
         .read()
         .map_err(|error| describe_lofty_error(error, name_hint))?;
     let facts = facts_of(&tagged)?;
-    crate::fingerprint::mp4::check_sample_tables_in_bytes(bytes)
+    musiclib_fingerprint::mp4::check_sample_tables_in_bytes(bytes)
         .map_err(|reason| format!("the file is damaged: {reason}"))?;
     guard_decoder(|| check_decodable(Cursor::new(bytes.to_vec()), &facts, name_hint))?;
     Ok(facts)
@@ -129,7 +129,7 @@ pub fn probe_file(path: &Path, name_hint: &str) -> Result<AudioFacts, String> {
     let facts = facts_of(&tagged)?;
     let file =
         std::fs::File::open(path).map_err(|error| format!("cannot open the file: {error}"))?;
-    crate::fingerprint::mp4::check_sample_tables_in_file(path)
+    musiclib_fingerprint::mp4::check_sample_tables_in_file(path)
         .map_err(|reason| format!("the file is damaged: {reason}"))?;
     guard_decoder(|| check_decodable(file, &facts, name_hint))?;
     Ok(facts)

@@ -4,11 +4,12 @@
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
-use super::{audio_key, enrich_job, insert_track, title_from_file_name, NewTrack};
+use super::{title_from_file_name, Ingest};
 use crate::auth::Caller;
-use crate::catalog::Resolver;
+use crate::catalog::{insert_track, NewTrack, Resolver};
 use crate::domain::{Source, Track};
-use crate::{Error, Library, Result, TrackId};
+use crate::storage::layout;
+use crate::{Error, Result, TrackId};
 
 /// Result of an upload.
 #[derive(Debug, Clone)]
@@ -19,7 +20,7 @@ pub struct UploadOutcome {
     pub created: bool,
 }
 
-impl Library {
+impl Ingest {
     /// Ingests an uploaded file read from `body`. The body is never held in memory whole: it
     /// is hashed on its way to a staging file, probed there and copied into place; a failure
     /// leaves neither a blob nor a row.
@@ -32,9 +33,10 @@ impl Library {
     where
         R: AsyncRead + Unpin + Send,
     {
-        let limit = self.config().max_upload_bytes;
-        let staging = tempfile::NamedTempFile::new_in(self.staging_dir())
-            .map_err(|error| Error::io(self.staging_dir(), error))?;
+        let limit = self.max_upload_bytes;
+        let staging_dir = self.storage.staging_dir();
+        let staging = tempfile::NamedTempFile::new_in(staging_dir)
+            .map_err(|error| Error::io(staging_dir, error))?;
         let staging_path = staging.path().to_path_buf();
         let mut file = tokio::fs::File::from_std(
             staging
@@ -85,12 +87,12 @@ impl Library {
         let facts =
             tokio::task::spawn_blocking(move || super::probe::probe_file(&probe_path, &hint))
                 .await
-                .map_err(|error| Error::Internal(format!("probe task failed: {error}")))?
+                .map_err(Error::task("probe"))?
                 .map_err(|message| Error::invalid("file", message))?;
 
         let track_id = TrackId::new();
-        let key = audio_key(&track_id, facts.format);
-        self.blobs().put_file(&key, &staging_path).await?;
+        let key = layout::audio(&track_id, facts.format);
+        self.storage.blobs().put_file(&key, &staging_path).await?;
         drop(staging);
 
         let new_track = NewTrack {
@@ -110,7 +112,7 @@ impl Library {
             Ok(true) => {}
             Ok(false) => {
                 // The same bytes won a race with this upload: keep theirs.
-                self.blobs().delete(&key).await?;
+                self.storage.blobs().delete(&key).await?;
                 let track = self
                     .find_upload(&sha256)
                     .await?
@@ -121,23 +123,21 @@ impl Library {
                 });
             }
             Err(error) => {
-                if let Err(cleanup) = self.blobs().delete(&key).await {
-                    tracing::warn!(%key, error = %cleanup, "could not delete the blob of a failed upload");
-                }
+                self.storage.delete_unreferenced([key]).await;
                 return Err(error);
             }
         }
         tracing::info!(track_id = %track_id, user = %caller.user.username, size, "track uploaded");
-        self.enqueue_best_effort(vec![enrich_job(&track_id).by(&caller.user.id)])
+        self.enqueue_enrichment(vec![track_id.clone()], Some(&caller.user.id))
             .await;
         Ok(UploadOutcome {
-            track: self.get_track(&track_id).await?,
+            track: self.catalog.get_track(&track_id).await?,
             created: true,
         })
     }
 
     async fn insert_uploaded(&self, track: &NewTrack) -> Result<bool> {
-        let db = self.db();
+        let db = &self.db;
         let mut tx = db.begin().await?;
         let mut resolver = Resolver::new(db.clone());
         let inserted = insert_track(&mut tx, db, &mut resolver, track).await?;
@@ -146,13 +146,14 @@ impl Library {
     }
 
     async fn find_upload(&self, sha256: &str) -> Result<Option<Track>> {
-        let id: Option<String> =
-            sqlx::query_scalar("SELECT id FROM tracks WHERE source = 'upload' AND source_id = $1")
-                .bind(sha256)
-                .fetch_optional(self.db().pool())
-                .await?;
+        let id: Option<String> = self
+            .db
+            .sql("SELECT id FROM tracks WHERE source = 'upload' AND source_id = $1")
+            .bind(sha256)
+            .fetch_scalar_optional(self.db.pool())
+            .await?;
         match id {
-            Some(id) => self.find_track(&TrackId::from_db(id)).await,
+            Some(id) => self.catalog.find_track(&TrackId::from_db(id)).await,
             None => Ok(None),
         }
     }

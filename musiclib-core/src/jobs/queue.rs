@@ -5,25 +5,48 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{Job, JobState, NewJob};
-use crate::db::{Backend, Db};
+use super::{Job, JobKind, JobState};
+use crate::db::Db;
 use crate::{Error, JobId, Result, Timestamp, UserId};
+
+/// A job to enqueue, its kind already checked by [`NewJob::of`].
+#[derive(Debug, Clone)]
+pub(crate) struct NewJob {
+    pub(crate) kind: &'static str,
+    pub(crate) payload: Value,
+    pub(crate) dedup_key: Option<String>,
+    pub(crate) created_by: Option<UserId>,
+}
+
+impl NewJob {
+    /// A job of kind `K`.
+    pub(crate) fn of<K: JobKind>(
+        payload: &K::Payload,
+        created_by: Option<&UserId>,
+    ) -> Result<NewJob> {
+        Ok(NewJob {
+            kind: K::NAME,
+            payload: serde_json::to_value(payload).map_err(|error| {
+                Error::internal_with(format!("cannot store a {} payload", K::NAME), error)
+            })?,
+            dedup_key: K::dedup_key(payload),
+            created_by: created_by.cloned(),
+        })
+    }
+}
 
 /// Storage of jobs. [`SqlQueue`] is the real one; tests substitute a failing queue to check
 /// how callers behave when the queue is down.
 #[async_trait]
-pub trait JobQueue: Send + Sync + std::fmt::Debug {
+pub(crate) trait JobQueue: Send + Sync + std::fmt::Debug {
     /// Adds a job. A job whose dedup key matches a live job is not added twice: the live
     /// job's id is returned instead.
     async fn enqueue(&self, job: NewJob) -> Result<JobId>;
-    /// Adds several jobs in one transaction.
+    /// Adds several jobs in one transaction (skipping those a live job already covers).
     async fn enqueue_many(&self, jobs: Vec<NewJob>) -> Result<()>;
-    /// Leases the next ready job (queued and due, or running with an expired lease).
-    async fn claim(&self, worker_id: &str, lease: Duration) -> Result<Option<Job>> {
-        self.claim_of(worker_id, lease, &[]).await
-    }
-    /// As [`JobQueue::claim`], among jobs of `kinds` only (all kinds when empty).
-    async fn claim_of(
+    /// Leases the next ready job (queued and due, or running with an expired lease) among
+    /// jobs of `kinds` (all kinds when empty).
+    async fn claim(
         &self,
         worker_id: &str,
         lease: Duration,
@@ -50,18 +73,20 @@ pub trait JobQueue: Send + Sync + std::fmt::Debug {
     ) -> Result<()>;
     /// Reads a job.
     async fn get(&self, id: &JobId) -> Result<Job>;
+    /// The most recently created job of `kind`.
+    async fn latest(&self, kind: &str) -> Result<Option<Job>>;
 }
 
 /// The database-backed queue.
 #[derive(Debug, Clone)]
-pub struct SqlQueue {
+pub(crate) struct SqlQueue {
     db: Db,
     max_attempts: u32,
 }
 
 impl SqlQueue {
     /// A queue in `db`; new jobs get `max_attempts` attempts.
-    pub fn new(db: Db, max_attempts: u32) -> SqlQueue {
+    pub(crate) fn new(db: Db, max_attempts: u32) -> SqlQueue {
         SqlQueue { db, max_attempts }
     }
 }
@@ -115,25 +140,21 @@ fn micros(duration: Duration) -> i64 {
 }
 
 impl SqlQueue {
-    async fn insert(
-        &self,
-        executor: &mut sqlx::AnyConnection,
-        job: &NewJob,
-    ) -> std::result::Result<JobId, sqlx::Error> {
+    async fn insert(&self, conn: &mut sqlx::AnyConnection, job: &NewJob) -> Result<JobId> {
         let id = JobId::new();
-        let query = self.db.sql(
-            "INSERT INTO jobs (id, kind, payload, state, attempts, max_attempts, run_at, dedup_key, created_by,
-                               created_at, updated_at)
-             VALUES ($1, $2, $3, 'queued', 0, $4, {now}, $5, $6, {now}, {now})",
-        );
-        sqlx::query(&query)
-            .bind(id.as_str())
+        self.db
+            .sql(
+                "INSERT INTO jobs (id, kind, payload, state, attempts, max_attempts, run_at, dedup_key, created_by,
+                                   created_at, updated_at)
+                 VALUES ($1, $2, $3, 'queued', 0, $4, {now}, $5, $6, {now}, {now})",
+            )
+            .bind(&id)
             .bind(job.kind)
             .bind(job.payload.to_string())
-            .bind(self.max_attempts as i64)
+            .bind(i64::from(self.max_attempts))
             .bind(job.dedup_key.as_deref())
-            .bind(job.created_by.as_ref().map(|user| user.to_string()))
-            .execute(executor)
+            .bind(job.created_by.as_ref())
+            .execute(conn)
             .await?;
         Ok(id)
     }
@@ -145,20 +166,20 @@ impl JobQueue for SqlQueue {
         let mut conn = self.db.pool().acquire().await?;
         match self.insert(&mut *conn, &job).await {
             Ok(id) => Ok(id),
-            Err(error) if crate::db::is_unique_violation(&error) => {
-                let live: Option<String> = sqlx::query_scalar(
-                    "SELECT id FROM jobs WHERE dedup_key = $1 AND state IN ('queued', 'running')",
-                )
-                .bind(job.dedup_key.as_deref())
-                .fetch_optional(&mut *conn)
-                .await?;
+            Err(error) if error.is_unique_violation() => {
+                let live: Option<String> = self
+                    .db
+                    .sql("SELECT id FROM jobs WHERE dedup_key = $1 AND state IN ('queued', 'running')")
+                    .bind(job.dedup_key.as_deref())
+                    .fetch_scalar_optional(&mut *conn)
+                    .await?;
                 match live {
                     Some(id) => Ok(JobId::from_db(id)),
                     // It finished between the insert and the read: enqueue again.
-                    None => Ok(self.insert(&mut *conn, &job).await?),
+                    None => self.insert(&mut *conn, &job).await,
                 }
             }
-            Err(error) => Err(error.into()),
+            Err(error) => Err(error),
         }
     }
 
@@ -166,68 +187,62 @@ impl JobQueue for SqlQueue {
         let mut tx = self.db.begin().await?;
         for job in &jobs {
             // A dedup clash means the same work is already live: skip it.
-            let result = sqlx::query("SAVEPOINT enqueue").execute(&mut *tx).await;
-            result?;
+            self.db.sql("SAVEPOINT enqueue").execute(&mut *tx).await?;
             match self.insert(&mut *tx, job).await {
                 Ok(_) => {
-                    sqlx::query("RELEASE SAVEPOINT enqueue")
+                    self.db
+                        .sql("RELEASE SAVEPOINT enqueue")
                         .execute(&mut *tx)
                         .await?;
                 }
-                Err(error) if crate::db::is_unique_violation(&error) => {
-                    sqlx::query("ROLLBACK TO SAVEPOINT enqueue")
+                Err(error) if error.is_unique_violation() => {
+                    self.db
+                        .sql("ROLLBACK TO SAVEPOINT enqueue")
                         .execute(&mut *tx)
                         .await?;
                 }
-                Err(error) => return Err(error.into()),
+                Err(error) => return Err(error),
             }
         }
         tx.commit().await?;
         Ok(())
     }
 
-    async fn claim_of(
+    async fn claim(
         &self,
         worker_id: &str,
         lease: Duration,
         kinds: &[&'static str],
     ) -> Result<Option<Job>> {
         // Jobs whose last worker died after using up every attempt fail for good.
-        let expire = self.db.sql(
-            "UPDATE jobs SET state = 'failed', lease_until = NULL, finished_at = {now}, updated_at = {now},
-                 error = COALESCE(error || '; ', '') || 'the worker running it stopped responding'
-             WHERE state = 'running' AND lease_until < {now} AND attempts >= max_attempts",
-        );
-        sqlx::query(&expire).execute(self.db.pool()).await?;
-        let lock = match self.db.backend() {
-            Backend::Postgres => " FOR UPDATE SKIP LOCKED",
-            // SQLite runs one writer at a time; the UPDATE is atomic on its own.
-            Backend::Sqlite => "",
-        };
-        // Kinds are the handlers' constants, bound as parameters $3, $4, …
-        let kind_filter = if kinds.is_empty() {
-            String::new()
-        } else {
-            let params: Vec<String> = (0..kinds.len()).map(|i| format!("${}", i + 3)).collect();
-            format!(" AND kind IN ({})", params.join(", "))
-        };
-        let query = self.db.sql(&format!(
+        self.db
+            .sql(
+                "UPDATE jobs SET state = 'failed', lease_until = NULL, finished_at = {now}, updated_at = {now},
+                     error = COALESCE(error || '; ', '') || 'the worker running it stopped responding'
+                 WHERE state = 'running' AND lease_until < {now} AND attempts >= max_attempts",
+            )
+            .execute(self.db.pool())
+            .await?;
+        let mut claim = self.db.sql(
             "UPDATE jobs SET state = 'running', attempts = attempts + 1, worker_id = $1,
-                 lease_until = {{now}} + $2, updated_at = {{now}}
+                 lease_until = {now} + $2, updated_at = {now}
              WHERE id = (
                  SELECT id FROM jobs
-                 WHERE ((state = 'queued' AND run_at <= {{now}}) OR (state = 'running' AND lease_until < {{now}}))
-                   AND attempts < max_attempts{kind_filter}
-                 ORDER BY run_at, id LIMIT 1{lock})
-             RETURNING {JOB_COLUMNS}"
-        ));
-        let mut claim = sqlx::query_as::<_, JobRow>(&query)
-            .bind(worker_id)
-            .bind(micros(lease));
-        for kind in kinds {
-            claim = claim.bind(*kind);
+                 WHERE ((state = 'queued' AND run_at <= {now}) OR (state = 'running' AND lease_until < {now}))
+                   AND attempts < max_attempts",
+        );
+        claim = claim.bind(worker_id).bind(micros(lease));
+        if !kinds.is_empty() {
+            claim
+                .push(" AND kind IN (")
+                .push_list(kinds.iter().copied())
+                .push(")");
         }
-        let row = claim.fetch_optional(self.db.pool()).await?;
+        claim
+            .push(" ORDER BY run_at, id LIMIT 1")
+            .push(self.db.kind().skip_locked())
+            .push(&format!(") RETURNING {JOB_COLUMNS}"));
+        let row: Option<JobRow> = claim.fetch_optional(self.db.pool()).await?;
         Ok(row.map(Job::from))
     }
 
@@ -238,28 +253,29 @@ impl JobQueue for SqlQueue {
         lease: Duration,
         progress: Option<&Value>,
     ) -> Result<bool> {
-        let query = self.db.sql(
-            "UPDATE jobs SET lease_until = {now} + $3, progress = COALESCE($4, progress), updated_at = {now}
-             WHERE id = $1 AND worker_id = $2 AND state = 'running'",
-        );
-        let done = sqlx::query(&query)
-            .bind(id.as_str())
+        let changed = self
+            .db
+            .sql(
+                "UPDATE jobs SET lease_until = {now} + $3, progress = COALESCE($4, progress), updated_at = {now}
+                 WHERE id = $1 AND worker_id = $2 AND state = 'running'",
+            )
+            .bind(id)
             .bind(worker_id)
             .bind(micros(lease))
             .bind(progress.map(|progress| progress.to_string()))
             .execute(self.db.pool())
             .await?;
-        Ok(done.rows_affected() == 1)
+        Ok(changed == 1)
     }
 
     async fn complete(&self, id: &JobId, worker_id: &str, result: &Value) -> Result<()> {
-        let query = self.db.sql(
-            "UPDATE jobs SET state = 'succeeded', result = $3, lease_until = NULL, error = NULL,
-                 finished_at = {now}, updated_at = {now}
-             WHERE id = $1 AND worker_id = $2 AND state = 'running'",
-        );
-        sqlx::query(&query)
-            .bind(id.as_str())
+        self.db
+            .sql(
+                "UPDATE jobs SET state = 'succeeded', result = $3, lease_until = NULL, error = NULL,
+                     finished_at = {now}, updated_at = {now}
+                 WHERE id = $1 AND worker_id = $2 AND state = 'running'",
+            )
+            .bind(id)
             .bind(worker_id)
             .bind(result.to_string())
             .execute(self.db.pool())
@@ -274,18 +290,18 @@ impl JobQueue for SqlQueue {
         error: &str,
         retry_in: Option<Duration>,
     ) -> Result<()> {
-        let query = self.db.sql(
-            "UPDATE jobs SET
-                 state = CASE WHEN $4 = 1 AND attempts < max_attempts THEN 'queued' ELSE 'failed' END,
-                 finished_at = CASE WHEN $4 = 1 AND attempts < max_attempts THEN NULL ELSE {now} END,
-                 run_at = {now} + $5, error = $3, lease_until = NULL, updated_at = {now}
-             WHERE id = $1 AND worker_id = $2 AND state = 'running'",
-        );
-        sqlx::query(&query)
-            .bind(id.as_str())
+        self.db
+            .sql(
+                "UPDATE jobs SET
+                     state = CASE WHEN $4 = 1 AND attempts < max_attempts THEN 'queued' ELSE 'failed' END,
+                     finished_at = CASE WHEN $4 = 1 AND attempts < max_attempts THEN NULL ELSE {now} END,
+                     run_at = {now} + $5, error = $3, lease_until = NULL, updated_at = {now}
+                 WHERE id = $1 AND worker_id = $2 AND state = 'running'",
+            )
+            .bind(id)
             .bind(worker_id)
             .bind(error)
-            .bind(retry_in.is_some() as i64)
+            .bind(retry_in.is_some())
             .bind(micros(retry_in.unwrap_or_default()))
             .execute(self.db.pool())
             .await?;
@@ -293,12 +309,24 @@ impl JobQueue for SqlQueue {
     }
 
     async fn get(&self, id: &JobId) -> Result<Job> {
-        let query = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1");
-        sqlx::query_as::<_, JobRow>(&query)
-            .bind(id.as_str())
-            .fetch_optional(self.db.pool())
+        self.db
+            .sql(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"))
+            .bind(id)
+            .fetch_optional::<JobRow, _>(self.db.pool())
             .await?
             .map(Job::from)
             .ok_or_else(|| Error::not_found("job", id))
+    }
+
+    async fn latest(&self, kind: &str) -> Result<Option<Job>> {
+        let row: Option<JobRow> = self
+            .db
+            .sql(&format!(
+                "SELECT {JOB_COLUMNS} FROM jobs WHERE kind = $1 ORDER BY created_at DESC, id DESC LIMIT 1"
+            ))
+            .bind(kind)
+            .fetch_optional(self.db.pool())
+            .await?;
+        Ok(row.map(Job::from))
     }
 }

@@ -1,4 +1,5 @@
-//! Workers: claim a job, run its handler while renewing the lease, record the outcome.
+//! Workers: claim a job, run its handler while renewing the lease, record the outcome; and
+//! the pools a process runs.
 
 use std::future::Future;
 use std::time::Duration;
@@ -6,7 +7,8 @@ use std::time::Duration;
 use serde_json::Value;
 use tracing::Instrument;
 
-use super::{kind, Job, JobError};
+use super::registry::{self, Pool};
+use super::{Job, JobError};
 use crate::{JobId, Library};
 
 /// What one [`Worker::run_once`] step did.
@@ -23,7 +25,9 @@ pub enum Outcome {
 pub struct Worker {
     library: Library,
     id: String,
-    kinds: &'static [&'static str],
+    pool: Pool,
+    /// The kinds this worker claims (all when empty).
+    kinds: Vec<&'static str>,
 }
 
 /// What a running handler can report through.
@@ -37,9 +41,10 @@ pub struct JobContext {
 impl JobContext {
     /// Stores progress on the job (and renews its lease).
     pub async fn progress(&self, progress: &Value) {
-        let lease = self.library.config().jobs.lease;
+        let lease = self.library.jobs().config().lease;
         if let Err(error) = self
             .library
+            .jobs()
             .queue()
             .heartbeat(&self.job_id, &self.worker_id, lease, Some(progress))
             .await
@@ -52,24 +57,29 @@ impl JobContext {
     pub fn job_id(&self) -> &JobId {
         &self.job_id
     }
+
+    /// The library the job works on.
+    pub(crate) fn library(&self) -> &Library {
+        &self.library
+    }
 }
 
 impl Worker {
-    /// A worker named `name` (unique per process; the process id and a random suffix are added).
+    /// A general worker named `name` (unique per process; the process id and a random
+    /// suffix are added): it runs jobs of every kind.
     pub fn new(library: Library, name: &str) -> Worker {
+        Worker::for_pool(library, name, Pool::General)
+    }
+
+    /// A worker of `pool`, which takes only that pool's kinds ([`registry`]).
+    pub fn for_pool(library: Library, name: &str, pool: Pool) -> Worker {
         let suffix = &uuid::Uuid::new_v4().simple().to_string()[..8];
         Worker {
             library,
             id: format!("{name}-{}-{suffix}", std::process::id()),
-            kinds: &[],
+            pool,
+            kinds: registry::kinds_of(pool),
         }
-    }
-
-    /// Makes this worker take only jobs of `kinds` (a pool of enrichment workers, say, whose
-    /// jobs mostly wait on the network and so can run many at once).
-    pub fn only(mut self, kinds: &'static [&'static str]) -> Worker {
-        self.kinds = kinds;
-        self
     }
 
     /// This worker's id, as stored on the jobs it holds.
@@ -79,11 +89,12 @@ impl Worker {
 
     /// Claims and runs at most one job.
     pub async fn run_once(&self) -> crate::Result<Outcome> {
-        let lease = self.library.config().jobs.lease;
+        let lease = self.library.jobs().config().lease;
         let Some(job) = self
             .library
+            .jobs()
             .queue()
-            .claim_of(&self.id, lease, self.kinds)
+            .claim(&self.id, lease, &self.kinds)
             .await?
         else {
             return Ok(Outcome::Empty);
@@ -101,7 +112,7 @@ impl Worker {
         tracing::info!("job started");
         let started = std::time::Instant::now();
         let result = self.run_with_heartbeat(job.clone()).await;
-        let queue = self.library.queue();
+        let queue = self.library.jobs().queue();
         match result {
             Ok(value) => {
                 tracing::info!(
@@ -123,7 +134,7 @@ impl Worker {
 
     /// Delay before attempt `attempts + 1`: base × 2^(attempts − 1), capped.
     fn backoff(&self, attempts: i64) -> Duration {
-        let config = &self.library.config().jobs;
+        let config = self.library.jobs().config();
         let exponent = attempts.clamp(1, 20) as u32 - 1;
         config
             .retry_base
@@ -140,11 +151,9 @@ impl Worker {
             job_id: job.id.clone(),
             worker_id: self.id.clone(),
         };
-        let library = self.library.clone();
-        let mut handler = tokio::spawn(
-            async move { run_handler(&library, &context, &job).await }.in_current_span(),
-        );
-        let lease = self.library.config().jobs.lease;
+        let mut handler =
+            tokio::spawn(async move { registry::run(&context, &job).await }.in_current_span());
+        let lease = self.library.jobs().config().lease;
         let mut ticker = tokio::time::interval((lease / 3).max(Duration::from_millis(100)));
         ticker.tick().await;
         loop {
@@ -161,7 +170,7 @@ impl Worker {
                 _ = ticker.tick() => {
                     // Losing the lease (another worker took the job over) is only logged: the
                     // handlers are idempotent, and the final state write checks ownership.
-                    match self.library.queue().heartbeat(&job_id, &self.id, lease, None).await {
+                    match self.library.jobs().queue().heartbeat(&job_id, &self.id, lease, None).await {
                         Ok(true) => {}
                         Ok(false) => tracing::warn!(%job_id, "lost the lease of a running job"),
                         Err(error) => tracing::warn!(%job_id, error = %crate::error_chain(&error), "heartbeat failed"),
@@ -177,11 +186,10 @@ impl Worker {
     /// poll five times less often) follows a burst of jobs at once.
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         tokio::pin!(shutdown);
-        let base = self.library.config().jobs.poll_interval;
-        let poll = if self.kinds.is_empty() {
-            base
-        } else {
-            base * 5
+        let base = self.library.jobs().config().poll_interval;
+        let poll = match self.pool {
+            Pool::General => base,
+            _ => base * 5,
         };
         let mut was_idle = true;
         loop {
@@ -194,13 +202,13 @@ impl Worker {
                 }
             };
             if was_idle && !idle {
-                self.library.wake_workers();
+                self.library.jobs().wake_workers();
             }
             was_idle = idle;
             if idle {
                 tokio::select! {
                     _ = &mut shutdown => return,
-                    _ = self.library.workers_woken() => {}
+                    _ = self.library.jobs().workers_woken() => {}
                     _ = tokio::time::sleep(poll) => {}
                 }
             } else if futures::poll!(&mut shutdown).is_ready() {
@@ -221,19 +229,30 @@ fn panic_message(error: tokio::task::JoinError) -> String {
     }
 }
 
-async fn run_handler(
+/// How many workers of each pool a process runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkerPlan {
+    /// General workers (`WORKER_CONCURRENCY`).
+    pub general: usize,
+    /// Workers of the network pool (`ENRICH_CONCURRENCY`).
+    pub network: usize,
+}
+
+/// Starts the workers of `plan`; each stops when the future `shutdown()` returns resolves.
+pub fn spawn_workers<F>(
     library: &Library,
-    context: &JobContext,
-    job: &Job,
-) -> Result<Value, JobError> {
-    match job.kind.as_str() {
-        kind::ENRICH => crate::enrichment::run_job(library, &job.payload).await,
-        kind::TRANSCODE => crate::renditions::run_job(library, &job.payload).await,
-        kind::SCAN_LOCAL_FOLDER => {
-            crate::ingest::run_scan_job(library, context, &job.payload).await
-        }
-        other => Err(JobError::permanent(format!(
-            "this server cannot run jobs of kind {other:?} yet"
-        ))),
-    }
+    plan: WorkerPlan,
+    shutdown: impl Fn() -> F,
+) -> Vec<tokio::task::JoinHandle<()>>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    let general =
+        (0..plan.general).map(|index| Worker::new(library.clone(), &format!("worker{index}")));
+    let network = (0..plan.network)
+        .map(|index| Worker::for_pool(library.clone(), &format!("network{index}"), Pool::Network));
+    general
+        .chain(network)
+        .map(|worker| tokio::spawn(worker.run(shutdown())))
+        .collect()
 }

@@ -125,7 +125,7 @@ impl Services {
         self.acoustid
             .received_requests()
             .await
-            .unwrap_or_default()
+            .expect("the mock records requests")
             .len()
     }
 
@@ -133,20 +133,21 @@ impl Services {
         self.archive
             .received_requests()
             .await
-            .unwrap_or_default()
+            .expect("the mock records requests")
             .len()
     }
 }
 
 async fn upload(library: &Library, relative: &str) -> TrackId {
-    let corpus = corpus().expect("corpus");
-    let alice = match library.find_user_by_name("alice").await {
+    let corpus = corpus();
+    let alice = match library.accounts().find_user_by_name("alice").await {
         Ok(Some(user)) => musiclib_core::auth::Caller { user },
         _ => user(library, "alice").await,
     };
     let bytes = corpus_file(&corpus, relative);
     let name = relative.rsplit('/').next().unwrap();
     library
+        .ingest()
         .upload_track(&alice, Some(name), bytes.as_slice())
         .await
         .expect("upload")
@@ -155,8 +156,8 @@ async fn upload(library: &Library, relative: &str) -> TrackId {
 }
 
 backend_test! {
+    #[services]
     async fn a_trusted_match_wins_and_the_archive_cover_is_stored(backend: Backend) {
-        if corpus().is_none() { return }
         let services = Services::start().await;
         services.acoustid_answers(200, "acoustid/lookup_high_score.json").await;
         services.archive_has_front().await;
@@ -164,7 +165,7 @@ backend_test! {
         let id = upload(&library, POLAR_DRIFT_MP3).await;
         musiclib_core::testing::drain_jobs(&library).await;
 
-        let track = library.get_track(&id).await.unwrap();
+        let track = library.catalog().get_track(&id).await.unwrap();
         assert_eq!(track.metadata_status, MetadataStatus::Enriched, "{:?}", track.metadata_error);
         assert_eq!(track.title, "Polar Drift");
         assert_eq!(track.artist_name.as_deref(), Some("Aurora Lane"));
@@ -173,11 +174,11 @@ backend_test! {
         assert_eq!(track.musicbrainz_recording_id.as_deref(), Some("864455ce-3586-4f6f-8caf-9c6eba11d576"));
         assert_eq!(track.acoustid_id.as_deref(), Some("3f1c2a9e-5b7d-4e61-a0c4-8d2b6e9f7a13"));
         assert!(track.enriched_at.is_some());
-        let album = library.get_album(track.album_id.as_ref().unwrap()).await.unwrap();
+        let album = library.catalog().get_album(track.album_id.as_ref().unwrap()).await.unwrap();
         assert_eq!(album.musicbrainz_releasegroup_id.as_deref(), Some(NORTHERN_LIGHTS_RG));
         assert_eq!(album.cover_uri.as_deref(), Some(format!("covers/{}.jpg", album.id).as_str()));
         assert!(track.has_cover);
-        let cover = library.album_cover(&album.id, None).await.unwrap();
+        let cover = library.media().album_cover(&album.id, None).await.unwrap();
         assert_eq!(cover.mime_type, "image/jpeg");
         assert_eq!(cover.bytes.as_ref(), front_image().as_slice());
 
@@ -193,8 +194,8 @@ backend_test! {
 }
 
 backend_test! {
+    #[services]
     async fn a_weak_match_only_fills_gaps(backend: Backend) {
-        if corpus().is_none() { return }
         let services = Services::start().await;
         services.acoustid_answers(200, "acoustid/lookup_low_score.json").await;
         let library = services.library(backend, |config| config.enrichment.coverart_enabled = false).await;
@@ -205,13 +206,13 @@ backend_test! {
         let untagged = upload(&library, UNTITLED_MP3).await;
         musiclib_core::testing::drain_jobs(&library).await;
 
-        let tagged = library.get_track(&tagged).await.unwrap();
+        let tagged = library.catalog().get_track(&tagged).await.unwrap();
         assert_eq!(tagged.metadata_status, MetadataStatus::Enriched);
         assert_eq!(tagged.title, "Song Without Album");
         assert_eq!(tagged.artist_name.as_deref(), Some("Some Artist"));
         assert_eq!(tagged.album_title.as_deref(), Some("Harbour Lights"));
 
-        let untagged = library.get_track(&untagged).await.unwrap();
+        let untagged = library.catalog().get_track(&untagged).await.unwrap();
         assert_eq!(untagged.metadata_status, MetadataStatus::Enriched, "{:?}", untagged.metadata_error);
         assert_eq!(untagged.title, "Sunrise Parade");
         assert_eq!(untagged.artist_name.as_deref(), Some("Marta Vel & Oskar Lind"));
@@ -220,15 +221,15 @@ backend_test! {
 }
 
 backend_test! {
+    #[services]
     async fn the_trust_score_is_inclusive_and_configurable(backend: Backend) {
-        if corpus().is_none() { return }
         let services = Services::start().await;
         services.acoustid_answers(200, "acoustid/lookup_at_threshold.json").await;
         // Exactly 0.85 with the default trust score 0.85: the lookup wins over the tags.
         let library = services.library(backend, |config| config.enrichment.coverart_enabled = false).await;
         let id = upload(&library, CAFE_NOIR_MP3).await;
         musiclib_core::testing::drain_jobs(&library).await;
-        let track = library.get_track(&id).await.unwrap();
+        let track = library.catalog().get_track(&id).await.unwrap();
         assert_eq!(track.title, "Tidal Hum");
         assert_eq!(track.artist_name.as_deref(), Some("Opus Collective"));
         assert_eq!(track.album_title.as_deref(), Some("Field Recordings & Drones"));
@@ -242,7 +243,7 @@ backend_test! {
         }).await;
         let id = upload(&library, CAFE_NOIR_MP3).await;
         musiclib_core::testing::drain_jobs(&library).await;
-        let track = library.get_track(&id).await.unwrap();
+        let track = library.catalog().get_track(&id).await.unwrap();
         assert_eq!(track.metadata_status, MetadataStatus::Enriched);
         assert_eq!(track.title, "Nuit Blanche");
         assert_eq!(track.artist_name.as_deref(), Some("Café Noir"));
@@ -254,8 +255,8 @@ backend_test! {
 }
 
 backend_test! {
+    #[services]
     async fn no_identity_fails_with_a_readable_reason(backend: Backend) {
-        if corpus().is_none() { return }
         let services = Services::start().await;
         // A match with no MusicBrainz recording identifies nothing.
         Mock::given(method("POST")).and(body_string_contains("duration=9"))
@@ -269,7 +270,7 @@ backend_test! {
         let untitled = upload(&library, UNTITLED_MP3).await;
         musiclib_core::testing::drain_jobs(&library).await;
         for id in [memo, untitled] {
-            let track = library.get_track(&id).await.unwrap();
+            let track = library.catalog().get_track(&id).await.unwrap();
             assert_eq!(track.metadata_status, MetadataStatus::Failed);
             assert_eq!(
                 track.metadata_error.as_deref(),
@@ -283,15 +284,15 @@ backend_test! {
         let library = TestLibrary::new(backend).await;
         let id = upload(&library, UNTITLED_MP3).await;
         musiclib_core::testing::drain_jobs(&library).await;
-        let track = library.get_track(&id).await.unwrap();
+        let track = library.catalog().get_track(&id).await.unwrap();
         assert_eq!(track.metadata_status, MetadataStatus::Failed);
         assert!(track.metadata_error.unwrap().contains("fingerprint lookup is off"));
     }
 }
 
 backend_test! {
+    #[services]
     async fn a_failing_acoustid_degrades_to_the_tags(backend: Backend) {
-        if corpus().is_none() { return }
         // 500 on every try: retried with backoff, then the tags decide.
         let services = Services::start().await;
         services.acoustid_answers(500, "acoustid/error_internal.json").await;
@@ -299,7 +300,7 @@ backend_test! {
         let id = upload(&library, CAFE_NOIR_MP3).await;
         let job = musiclib_core::testing::drain_jobs(&library).await;
         assert_eq!(job, 1);
-        let track = library.get_track(&id).await.unwrap();
+        let track = library.catalog().get_track(&id).await.unwrap();
         assert_eq!(track.metadata_status, MetadataStatus::Enriched);
         assert_eq!(track.title, "Nuit Blanche");
         assert_eq!(services.lookups().await, 4, "1 try + 3 retries");
@@ -310,7 +311,7 @@ backend_test! {
         let library = services.library(backend, |config| config.enrichment.coverart_enabled = false).await;
         let id = upload(&library, CAFE_NOIR_MP3).await;
         musiclib_core::testing::drain_jobs(&library).await;
-        assert_eq!(library.get_track(&id).await.unwrap().metadata_status, MetadataStatus::Enriched);
+        assert_eq!(library.catalog().get_track(&id).await.unwrap().metadata_status, MetadataStatus::Enriched);
         assert_eq!(services.lookups().await, 1);
 
         // Rate limited once (429), then fine: the retry succeeds.
@@ -321,14 +322,14 @@ backend_test! {
         let library = services.library(backend, |config| config.enrichment.coverart_enabled = false).await;
         let id = upload(&library, CAFE_NOIR_MP3).await;
         musiclib_core::testing::drain_jobs(&library).await;
-        assert_eq!(library.get_track(&id).await.unwrap().title, "Tidal Hum");
+        assert_eq!(library.catalog().get_track(&id).await.unwrap().title, "Tidal Hum");
         assert_eq!(services.lookups().await, 2);
     }
 }
 
 backend_test! {
+    #[services]
     async fn covers_come_from_the_file_first_and_are_never_overwritten(backend: Backend) {
-        if corpus().is_none() { return }
         let services = Services::start().await;
         services.acoustid_answers(200, "acoustid/lookup_high_score.json").await;
         services.archive_has_front().await;
@@ -337,37 +338,37 @@ backend_test! {
         // The FLAC embeds a PNG front cover: the album gets it, the archive is not asked.
         let flac = upload(&library, FIRST_LIGHT_FLAC).await;
         musiclib_core::testing::drain_jobs(&library).await;
-        let flac = library.get_track(&flac).await.unwrap();
+        let flac = library.catalog().get_track(&flac).await.unwrap();
         let album_id = flac.album_id.clone().unwrap();
-        let cover = library.album_cover(&album_id, None).await.unwrap();
+        let cover = library.media().album_cover(&album_id, None).await.unwrap();
         assert_eq!(cover.mime_type, "image/png");
-        assert_eq!(library.get_album(&album_id).await.unwrap().cover_uri, Some(format!("covers/{album_id}.png")));
+        assert_eq!(library.catalog().get_album(&album_id).await.unwrap().cover_uri, Some(format!("covers/{album_id}.png")));
         let first_bytes = cover.bytes.clone();
 
         // A second track of the same album, with a release group the archive has a cover
         // for: the album keeps its cover and the archive is never asked.
         let mp3 = upload(&library, POLAR_DRIFT_MP3).await;
         musiclib_core::testing::drain_jobs(&library).await;
-        let mp3 = library.get_track(&mp3).await.unwrap();
+        let mp3 = library.catalog().get_track(&mp3).await.unwrap();
         assert_eq!(mp3.album_id.as_ref(), Some(&album_id));
         assert!(mp3.has_cover);
-        assert_eq!(library.album_cover(&album_id, None).await.unwrap().bytes, first_bytes);
+        assert_eq!(library.media().album_cover(&album_id, None).await.unwrap().bytes, first_bytes);
         assert_eq!(services.archive_requests().await, 0);
 
         // Thumbnails are cached and smaller.
-        let thumb = library.album_cover(&album_id, Some(64)).await.unwrap();
+        let thumb = library.media().album_cover(&album_id, Some(64)).await.unwrap();
         assert_eq!(thumb.mime_type, "image/png");
         let decoded = image_size(&thumb.bytes);
         assert_eq!(decoded, (64, 64));
-        assert!(library.blobs().head(&format!("covers/thumbs/{album_id}/64.png")).await.unwrap().is_some());
-        assert!(library.album_cover(&album_id, Some(5000)).await.is_err());
+        assert!(musiclib_core::testing::blob_exists(&library, &format!("covers/thumbs/{album_id}/64.png")).await);
+        assert!(library.media().album_cover(&album_id, Some(5000)).await.is_err());
 
         // Deleting the album's last track drops the album, then its cover and thumbnails.
-        let alice = musiclib_core::auth::Caller { user: library.find_user_by_name("alice").await.unwrap().unwrap() };
+        let alice = musiclib_core::auth::Caller { user: library.accounts().find_user_by_name("alice").await.unwrap().unwrap() };
         library.delete_track(&alice, &flac.id).await.unwrap();
-        assert!(!library.blobs().list("covers/").await.unwrap().is_empty(), "the album still has a track");
+        assert!(!musiclib_core::testing::blob_keys(&library, "covers/").await.is_empty(), "the album still has a track");
         library.delete_track(&alice, &mp3.id).await.unwrap();
-        assert_eq!(library.blobs().list("covers/").await.unwrap(), Vec::<String>::new());
+        assert_eq!(musiclib_core::testing::blob_keys(&library, "covers/").await, Vec::<String>::new());
     }
 }
 
@@ -379,8 +380,8 @@ fn image_size(bytes: &[u8]) -> (u32, u32) {
 }
 
 backend_test! {
+    #[services]
     async fn a_cover_failure_never_changes_the_status(backend: Backend) {
-        if corpus().is_none() { return }
         let services = Services::start().await;
         services.acoustid_answers(200, "acoustid/lookup_high_score.json").await;
         Mock::given(method("GET"))
@@ -389,60 +390,60 @@ backend_test! {
         let library = services.library(backend, |_| {}).await;
         let id = upload(&library, POLAR_DRIFT_MP3).await;
         musiclib_core::testing::drain_jobs(&library).await;
-        let track = library.get_track(&id).await.unwrap();
+        let track = library.catalog().get_track(&id).await.unwrap();
         assert_eq!(track.metadata_status, MetadataStatus::Enriched);
         assert!(!track.has_cover);
         assert_eq!(services.archive_requests().await, 1);
-        let missing = library.track_cover(&id, None).await.unwrap_err();
+        let missing = library.media().track_cover(&id, None).await.unwrap_err();
         assert_eq!(missing.kind(), musiclib_core::ErrorKind::NotFound);
         // Nothing half-written in storage.
-        assert!(library.blobs().list("covers/").await.unwrap().is_empty());
+        assert!(musiclib_core::testing::blob_keys(&library, "covers/").await.is_empty());
     }
 }
 
 backend_test! {
+    #[services]
     async fn opus_goes_through_ffmpeg_and_its_embedded_cover_is_used(backend: Backend) {
-        if corpus().is_none() { return }
         let services = Services::start().await;
         services.acoustid_answers(200, "acoustid/lookup_at_threshold.json").await;
         let library = services.library(backend, |_| {}).await;
         let id = upload(&library, TIDAL_HUM_OPUS).await;
         musiclib_core::testing::drain_jobs(&library).await;
-        let track = library.get_track(&id).await.unwrap();
+        let track = library.catalog().get_track(&id).await.unwrap();
         assert_eq!(track.metadata_status, MetadataStatus::Enriched);
         assert_eq!(track.acoustid_id.as_deref(), Some("7c2e9f4a-8b1d-4e63-9a57-0f3c6d8e2b15"), "the fingerprint was looked up");
         assert!(track.has_cover);
-        let cover = library.track_cover(&id, None).await.unwrap();
+        let cover = library.media().track_cover(&id, None).await.unwrap();
         assert_eq!(cover.mime_type, "image/jpeg");
         assert_eq!(services.archive_requests().await, 0);
     }
 }
 
 backend_test! {
+    #[services]
     async fn manual_tracks_are_skipped_and_crashes_end_failed(backend: Backend) {
-        if corpus().is_none() { return }
         let services = Services::start().await;
         services.acoustid_answers(200, "acoustid/lookup_high_score.json").await;
         let library = services.library(backend, |_| {}).await;
         let id = upload(&library, CAFE_NOIR_MP3).await;
-        let alice = musiclib_core::auth::Caller { user: library.find_user_by_name("alice").await.unwrap().unwrap() };
+        let alice = musiclib_core::auth::Caller { user: library.accounts().find_user_by_name("alice").await.unwrap().unwrap() };
         let edit = musiclib_core::catalog::TrackMetadata {
             title: "Hand Edited".into(),
             artist: Some("Someone".into()),
             ..Default::default()
         };
-        library.set_track_metadata(&alice, &id, &edit).await.unwrap();
+        library.catalog().set_track_metadata(&alice, &id, &edit).await.unwrap();
         musiclib_core::testing::drain_jobs(&library).await;
-        let track = library.get_track(&id).await.unwrap();
+        let track = library.catalog().get_track(&id).await.unwrap();
         assert_eq!(track.metadata_status, MetadataStatus::Manual);
         assert_eq!(track.title, "Hand Edited");
         assert_eq!(services.lookups().await, 0, "a manual track is not even looked up");
 
         // A crash inside the pipeline (here: the artists table is gone) is recorded as failed.
         let id = upload(&library, NO_ALBUM_OGG).await;
-        sqlx::query("ALTER TABLE artists RENAME TO artists_gone").execute(library.db().pool()).await.unwrap();
+        sqlx::query("ALTER TABLE artists RENAME TO artists_gone").execute(musiclib_core::testing::pool(&library)).await.unwrap();
         musiclib_core::testing::drain_jobs(&library).await;
-        let track = library.get_track(&id).await.unwrap();
+        let track = library.catalog().get_track(&id).await.unwrap();
         assert_eq!(track.metadata_status, MetadataStatus::Failed);
         assert!(track.metadata_error.unwrap().starts_with("enrichment crashed"));
         assert!(track.enriched_at.is_some());
@@ -503,8 +504,8 @@ async fn lookups_are_batched_and_throttled_to_three_per_second() {
 }
 
 backend_test! {
+    #[services]
     async fn concurrent_enrichment_jobs_share_lookup_requests(backend: Backend) {
-        if corpus().is_none() { return }
         let server = MockServer::start().await;
         let mock = RateLimitedAcoustId::new(TEST_WINDOW);
         Mock::given(method("POST")).and(path("/v2/lookup")).respond_with(mock.clone()).mount(&server).await;
@@ -527,7 +528,7 @@ backend_test! {
         }
         musiclib_core::testing::drain_jobs_concurrently(&library, 8).await;
         for id in &ids {
-            let track = library.get_track(id).await.unwrap();
+            let track = library.catalog().get_track(id).await.unwrap();
             assert_eq!(track.metadata_status, MetadataStatus::Enriched, "{:?}", track.metadata_error);
             let seconds = (track.duration_ms.unwrap() as f64 / 1000.0).round() as i64;
             assert_eq!(track.musicbrainz_recording_id, Some(format!("rec-{seconds}")), "{}", track.title);

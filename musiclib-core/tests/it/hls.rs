@@ -6,7 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 
 use crate::backend_test;
 use crate::support::*;
-use musiclib_core::hls::{parse_segment_name, segment_name};
+use musiclib_core::media::hls::{parse_segment_name, segment_name};
 
 /// 187 s of FLAC: 32 segments, the last one 1 s long.
 const FLAC: &str = "library/Aurora Lane/Northern Lights (2019)/01 - First Light.flac";
@@ -50,14 +50,15 @@ async fn published(library: &musiclib_core::Library, id: &str) -> Option<(String
         "SELECT storage_uri, size_bytes FROM renditions WHERE track_id = $1 AND kind = 'hls'",
     )
     .bind(id)
-    .fetch_optional(library.db().pool())
+    .fetch_optional(musiclib_core::testing::pool(&library))
     .await
     .unwrap()
 }
 
 backend_test! {
+    #[services]
     async fn a_cold_track_streams_at_once_and_is_published_whole(backend: Backend) {
-        let Some(corpus) = corpus() else { return };
+        let corpus = corpus();
         let tools = tempfile::tempdir().unwrap();
         let (ffmpeg, calls) = counting_ffmpeg(tools.path());
         let library = TestLibrary::builder(backend)
@@ -65,11 +66,11 @@ backend_test! {
             .build()
             .await;
         let alice = user(&library, "alice").await;
-        let track = library.upload_track(&alice, Some("a.flac"), corpus_file(&corpus, FLAC).as_slice()).await.unwrap().track;
+        let track = library.ingest().upload_track(&alice, Some("a.flac"), corpus_file(&corpus, FLAC).as_slice()).await.unwrap().track;
         let id = track.id.clone();
 
         // The playlist comes at once, from the duration, with the token on every segment.
-        let playlist = library.hls_playlist(&id, Some("secret-token")).await.unwrap();
+        let playlist = library.media().hls_playlist(&id, Some("secret-token")).await.unwrap();
         let uris = segment_uris(&playlist);
         assert_eq!(uris.len(), 32, "{playlist}");
         assert!(uris.iter().all(|uri| uri.ends_with(".ts?token=secret-token")), "{playlist}");
@@ -83,12 +84,12 @@ backend_test! {
             tokio::spawn(async move {
                 loop {
                     if let Some((prefix, size)) = published(&library, &id).await {
-                        let stored = library.blobs().get_bytes(&format!("{prefix}playlist.m3u8")).await.expect("the playlist is stored before the row");
+                        let stored = musiclib_core::testing::blob_bytes(&library, &format!("{prefix}playlist.m3u8")).await;
                         let listed = segment_uris(std::str::from_utf8(&stored).unwrap());
                         assert_eq!(listed, names);
                         let mut total = stored.len() as i64;
                         for name in &listed {
-                            let bytes = library.blobs().get_bytes(&format!("{prefix}{name}")).await.expect("every listed segment is stored");
+                            let bytes = musiclib_core::testing::blob_bytes(&library, &format!("{prefix}{name}")).await;
                             assert_whole_ts(&bytes, name);
                             total += bytes.len() as i64;
                         }
@@ -103,7 +104,7 @@ backend_test! {
         let requests = (0..8).map(|i| if i % 2 == 0 { names[0].clone() } else { last.clone() });
         let answers = futures::future::join_all(requests.map(|name| {
             let (library, id) = (library.library.clone(), id.clone());
-            async move { (name.clone(), library.hls_segment(&id, &name).await.unwrap()) }
+            async move { (name.clone(), library.media().hls_segment(&id, &name).await.unwrap()) }
         }))
         .await;
         let live: std::collections::HashMap<String, bytes::Bytes> = answers.iter().cloned().collect();
@@ -114,55 +115,56 @@ backend_test! {
 
         // Published whole; the live segments are the stored ones, byte for byte.
         // Joins the encode the stream requests started (it does not start another).
-        library.build_hls(&id).await.unwrap();
+        library.media().build_hls(&id).await.unwrap();
         tokio::time::timeout(std::time::Duration::from_secs(60), watcher).await.expect("published").unwrap();
         for (name, bytes) in &live {
-            assert_eq!(&library.hls_segment(&id, name).await.unwrap(), bytes, "{name}");
+            assert_eq!(&library.media().hls_segment(&id, name).await.unwrap(), bytes, "{name}");
         }
         let encodes = std::fs::read_to_string(&calls).unwrap().lines().filter(|line| line.contains("-segment_times")).count();
         assert_eq!(encodes, 1, "one encoder for every request");
         // The stored playlist carries the measured lengths, still with the caller's token.
-        let stored = library.hls_playlist(&id, Some("t2")).await.unwrap();
+        let stored = library.media().hls_playlist(&id, Some("t2")).await.unwrap();
         assert_eq!(segment_uris(&stored).len(), 32);
         assert!(segment_uris(&stored).iter().all(|uri| uri.ends_with("?token=t2")));
         let total: f64 = stored.lines().filter_map(|line| line.strip_prefix("#EXTINF:")).map(|rest| rest.trim_end_matches(',').parse::<f64>().unwrap()).sum();
         assert!((total - 187.0).abs() < 0.1, "{total}");
-        assert_eq!(std::fs::read_dir(library.staging_dir()).unwrap().count(), 0, "staging is cleaned");
+        assert_eq!(std::fs::read_dir(musiclib_core::testing::staging_dir(&library)).unwrap().count(), 0, "staging is cleaned");
 
         // Bad names are refused before anything is read.
         for bad in ["../seg-00000.ts", "seg-1.ts", "playlist.m3u8"] {
             assert!(parse_segment_name(bad).is_err());
-            let error = library.hls_segment(&id, bad).await.unwrap_err();
+            let error = library.media().hls_segment(&id, bad).await.unwrap_err();
             assert_eq!(error.code(), "validation_error", "{bad}");
         }
-        let error = library.hls_segment(&id, "seg-00099.ts").await.unwrap_err();
+        let error = library.media().hls_segment(&id, "seg-00099.ts").await.unwrap_err();
         assert_eq!(error.code(), "not_found");
 
         // Evicted like any rendition: gone from storage, and the next request is cold again.
-        library.evict_renditions(0).await.unwrap();
+        library.media().evict_renditions(0).await.unwrap();
         assert!(published(&library, id.as_str()).await.is_none());
-        assert!(library.blobs().list(&format!("renditions/{id}")).await.unwrap().is_empty());
+        assert!(musiclib_core::testing::blob_keys(&library, &format!("renditions/{id}")).await.is_empty());
 
         // Deleting the track removes a rebuilt rendition.
-        assert!(library.build_hls(&id).await.unwrap());
-        assert!(!library.blobs().list(&format!("renditions/{id}/hls")).await.unwrap().is_empty());
+        assert!(library.media().build_hls(&id).await.unwrap());
+        assert!(!musiclib_core::testing::blob_keys(&library, &format!("renditions/{id}/hls")).await.is_empty());
         library.delete_track(&alice, &id).await.unwrap();
-        assert!(library.blobs().list(&format!("renditions/{id}")).await.unwrap().is_empty());
+        assert!(musiclib_core::testing::blob_keys(&library, &format!("renditions/{id}")).await.is_empty());
     }
 }
 
 backend_test! {
+    #[services]
     async fn without_ffmpeg_hls_is_unavailable(backend: Backend) {
-        let Some(corpus) = corpus() else { return };
+        let corpus = corpus();
         let library = TestLibrary::builder(backend)
             .config(|config| config.transcoding.ffmpeg = "/nonexistent/ffmpeg".into())
             .build()
             .await;
         let alice = user(&library, "alice").await;
-        let track = library.upload_track(&alice, Some("a.flac"), corpus_file(&corpus, FLAC).as_slice()).await.unwrap().track;
+        let track = library.ingest().upload_track(&alice, Some("a.flac"), corpus_file(&corpus, FLAC).as_slice()).await.unwrap().track;
         for error in [
-            library.hls_playlist(&track.id, None).await.unwrap_err(),
-            library.hls_segment(&track.id, "seg-00000.ts").await.unwrap_err(),
+            library.media().hls_playlist(&track.id, None).await.unwrap_err(),
+            library.media().hls_segment(&track.id, "seg-00000.ts").await.unwrap_err(),
         ] {
             assert_eq!(error.code(), "transcoder_unavailable");
         }

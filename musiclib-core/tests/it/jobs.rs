@@ -1,4 +1,5 @@
-//! The durable job queue: leases, retries, and concurrent workers.
+//! The durable job queue: leases and heartbeats, backoff, attempts, dedup, concurrent
+//! workers, and jobs queued by an earlier release.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -6,54 +7,162 @@ use std::time::Duration;
 
 use crate::backend_test;
 use crate::support::*;
-use musiclib_core::jobs::{JobState, NewJob, Outcome, Worker};
+use musiclib_core::jobs::{JobState, Outcome, Worker};
+use musiclib_core::testing::{enqueue_raw, queue};
+use musiclib_core::{JobId, TrackId};
+
+async fn job(library: &TestLibrary, id: &JobId) -> musiclib_core::jobs::Job {
+    queue(library).get(id).await.unwrap()
+}
 
 backend_test! {
     async fn a_job_whose_worker_died_is_taken_again(backend: Backend) {
         let library = TestLibrary::new(backend).await;
-        let job_id = library.enqueue(NewJob::new("cleanup_storage", serde_json::json!({}))).await.unwrap();
+        let job_id = enqueue_raw(&library, "no_such_kind", serde_json::json!({}), None).await;
 
         // A worker claims it with a short lease and dies.
-        let claimed = library.queue().claim("dead-worker", Duration::from_millis(50)).await.unwrap().unwrap();
+        let claimed = queue(&library).claim("dead-worker", Duration::from_millis(100)).await.unwrap().unwrap();
         assert_eq!(claimed.id, job_id);
-        assert!(library.queue().claim("other", Duration::from_secs(60)).await.unwrap().is_none(), "leased jobs are not shared");
-        tokio::time::sleep(Duration::from_millis(120)).await;
+        assert!(queue(&library).claim("other", Duration::from_secs(60)).await.unwrap().is_none(), "leased jobs are not shared");
+        tokio::time::sleep(Duration::from_millis(150)).await;
 
         // Another worker takes it over once the lease ran out.
         let worker = Worker::new(library.library.clone(), "live");
         assert_eq!(worker.run_once().await.unwrap(), Outcome::Ran(job_id.clone()));
-        let job = library.get_job(&job_id).await.unwrap();
+        let job = job(&library, &job_id).await;
         assert_eq!(job.attempts, 2);
-        // This kind is not runnable yet: a permanent failure, kept with its error.
+        // No handler for this kind: a permanent failure, kept with its error.
         assert_eq!(job.state, JobState::Failed);
-        assert!(job.error.as_deref().unwrap().contains("cleanup_storage"));
+        assert!(job.error.as_deref().unwrap().contains("no_such_kind"), "{:?}", job.error);
+        // The dead worker's late report changes nothing: it no longer holds the job.
+        queue(&library).complete(&job_id, "dead-worker").await.unwrap();
+        assert_eq!(self::job(&library, &job_id).await.state, JobState::Failed);
+    }
+}
+
+backend_test! {
+    async fn heartbeats_keep_the_lease_and_only_the_holder_renews_it(backend: Backend) {
+        let library = TestLibrary::new(backend).await;
+        let job_id = enqueue_raw(&library, "no_such_kind", serde_json::json!({}), None).await;
+        let lease = Duration::from_millis(300);
+        queue(&library).claim("holder", lease).await.unwrap().unwrap();
+        // Renewed every 100 ms for a second, three times the lease: never claimable by another.
+        for _ in 0..10 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            assert!(queue(&library).heartbeat(&job_id, "holder", lease).await.unwrap());
+            assert!(queue(&library).claim("other", lease).await.unwrap().is_none(), "a renewed lease was taken");
+        }
+        assert!(!queue(&library).heartbeat(&job_id, "stranger", lease).await.unwrap(), "only the holder renews");
+        // Heartbeats stop (the holder died): the job is taken over once the lease runs out.
+        tokio::time::sleep(lease + Duration::from_millis(100)).await;
+        let taken = queue(&library).claim("other", lease).await.unwrap().expect("an expired lease is claimable");
+        assert_eq!((taken.id, taken.attempts), (job_id.clone(), 2));
+        assert!(!queue(&library).heartbeat(&job_id, "holder", lease).await.unwrap(), "the old holder lost it");
+    }
+}
+
+backend_test! {
+    async fn a_failed_attempt_waits_out_its_backoff(backend: Backend) {
+        let library = TestLibrary::builder(backend)
+            .config(|config| {
+                config.jobs.retry_base = Duration::from_millis(600);
+                config.jobs.retry_max = Duration::from_secs(10);
+                // A scan of a folder that is gone fails as "unavailable": worth retrying.
+                config.local_media_import_path = Some("/nonexistent/musiclib-test-music".into());
+            })
+            .build()
+            .await;
+        let job_id = enqueue_raw(&library, "scan_local_folder", serde_json::json!({}), None).await;
+        let worker = Worker::new(library.library.clone(), "worker");
+        assert_eq!(worker.run_once().await.unwrap(), Outcome::Ran(job_id.clone()));
+        let failed = job(&library, &job_id).await;
+        assert_eq!((failed.state, failed.attempts), (JobState::Queued, 1), "{failed:?}");
+        assert!(failed.error.as_deref().unwrap().contains("does not exist"), "{:?}", failed.error);
+        // The first retry is the base delay later, on the database clock.
+        let delay = failed.run_at.as_micros() - failed.updated_at.as_micros();
+        assert!((590_000..=610_000).contains(&delay), "backoff of {delay} µs");
+        assert_eq!(worker.run_once().await.unwrap(), Outcome::Empty, "claimable before its run_at");
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        assert_eq!(worker.run_once().await.unwrap(), Outcome::Ran(job_id.clone()));
+        // The second retry waits twice as long.
+        let again = job(&library, &job_id).await;
+        assert_eq!(again.attempts, 2);
+        let delay = again.run_at.as_micros() - again.updated_at.as_micros();
+        assert!((1_190_000..=1_210_000).contains(&delay), "backoff of {delay} µs");
     }
 }
 
 backend_test! {
     async fn retries_back_off_then_stay_failed(backend: Backend) {
         let library = TestLibrary::builder(backend).config(|config| config.jobs.max_attempts = 3).build().await;
-        let job_id = library.enqueue(NewJob::new("enrich_task", serde_json::json!({}))).await.unwrap();
-        // Simulate three lost workers: each claim expires.
+        let job_id = enqueue_raw(&library, "enrich_task", serde_json::json!({}), None).await;
         for attempt in 1..=3 {
-            let job = library.queue().claim("flaky", Duration::from_millis(10)).await.unwrap().expect("claimable");
+            let job = queue(&library).claim("flaky", Duration::from_secs(10)).await.unwrap().expect("claimable");
             assert_eq!(job.attempts, attempt);
-            library.queue().fail(&job.id, "flaky", "dependency down", Some(Duration::from_millis(10))).await.unwrap();
+            queue(&library).fail(&job.id, "flaky", "dependency down", Some(Duration::from_millis(10))).await.unwrap();
             tokio::time::sleep(Duration::from_millis(30)).await;
         }
-        let job = library.get_job(&job_id).await.unwrap();
+        let job = job(&library, &job_id).await;
         assert_eq!(job.state, JobState::Failed, "{job:?}");
+        assert!(job.finished_at.is_some());
         assert_eq!(job.error.as_deref(), Some("dependency down"));
-        assert!(library.queue().claim("any", Duration::from_secs(1)).await.unwrap().is_none());
+        assert!(queue(&library).claim("any", Duration::from_secs(1)).await.unwrap().is_none());
+    }
+}
+
+backend_test! {
+    async fn workers_that_keep_dying_use_up_the_attempts(backend: Backend) {
+        let library = TestLibrary::builder(backend).config(|config| config.jobs.max_attempts = 2).build().await;
+        let job_id = enqueue_raw(&library, "enrich_task", serde_json::json!({}), None).await;
+        for attempt in 1..=2 {
+            let job = queue(&library).claim(&format!("doomed{attempt}"), Duration::from_millis(80)).await.unwrap().expect("claimable");
+            assert_eq!(job.attempts, attempt);
+            // The worker dies: no heartbeat, no report.
+            tokio::time::sleep(Duration::from_millis(120)).await;
+        }
+        // The next claim finds the job out of attempts and fails it for good.
+        assert!(queue(&library).claim("survivor", Duration::from_secs(10)).await.unwrap().is_none());
+        let job = job(&library, &job_id).await;
+        assert_eq!(job.state, JobState::Failed);
+        assert!(job.error.as_deref().unwrap().contains("stopped responding"), "{:?}", job.error);
+    }
+}
+
+backend_test! {
+    async fn jobs_queued_by_an_earlier_release_still_run(backend: Backend) {
+        let library = TestLibrary::new(backend).await;
+        // Payloads as they were written before kinds were typed: a track that is gone by now.
+        let gone = TrackId::new();
+        let enrich = enqueue_raw(&library, "enrich_task", serde_json::json!({ "track_id": gone.to_string() }), Some(&format!("enrich:{gone}"))).await;
+        let transcode = enqueue_raw(&library, "transcode_track",
+            serde_json::json!({ "track_id": gone.to_string(), "qualities": ["low"] }), Some(&format!("transcode:{gone}:low"))).await;
+        let malformed = enqueue_raw(&library, "enrich_task", serde_json::json!({ "track_id": "not an id" }), None).await;
+        assert_eq!(musiclib_core::testing::drain_jobs(&library).await, 3);
+
+        let enrich = job(&library, &enrich).await;
+        assert_eq!(enrich.state, JobState::Succeeded, "{enrich:?}");
+        assert_eq!(enrich.result.unwrap()["outcome"], "skipped");
+        // Without the track there is nothing to transcode (with or without ffmpeg).
+        let transcode = job(&library, &transcode).await;
+        assert!(matches!(transcode.state, JobState::Succeeded | JobState::Failed), "{transcode:?}");
+        assert_eq!(transcode.attempts, 1, "not retried: {transcode:?}");
+        let malformed = job(&library, &malformed).await;
+        assert_eq!((malformed.state, malformed.attempts), (JobState::Failed, 1));
+        assert!(malformed.error.unwrap().contains("payload is malformed"));
     }
 }
 
 backend_test! {
     async fn dedup_keeps_one_live_job(backend: Backend) {
         let library = TestLibrary::new(backend).await;
-        let first = library.enqueue(NewJob::new("transcode_track", serde_json::json!({})).dedup("transcode:x:high")).await.unwrap();
-        let second = library.enqueue(NewJob::new("transcode_track", serde_json::json!({})).dedup("transcode:x:high")).await.unwrap();
+        let first = enqueue_raw(&library, "transcode_track", serde_json::json!({}), Some("transcode:x:high")).await;
+        let second = enqueue_raw(&library, "transcode_track", serde_json::json!({}), Some("transcode:x:high")).await;
         assert_eq!(first, second);
+        // Once it finished, the same key is a new job.
+        let claimed = queue(&library).claim("w", Duration::from_secs(10)).await.unwrap().unwrap();
+        queue(&library).complete(&claimed.id, "w").await.unwrap();
+        let third = enqueue_raw(&library, "transcode_track", serde_json::json!({}), Some("transcode:x:high")).await;
+        assert_ne!(third, first);
     }
 }
 
@@ -62,18 +171,18 @@ backend_test! {
         let library = TestLibrary::new(backend).await;
         let mut expected = HashSet::new();
         for index in 0..60 {
-            expected.insert(library.enqueue(NewJob::new("noop", serde_json::json!({ "n": index }))).await.unwrap());
+            expected.insert(enqueue_raw(&library, "noop", serde_json::json!({ "n": index }), None).await);
         }
         let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
         let mut tasks = Vec::new();
         for worker in 0..6 {
-            let queue = library.queue().clone();
+            let queue = queue(&library);
             let seen = seen.clone();
             tasks.push(tokio::spawn(async move {
                 let name = format!("w{worker}");
                 while let Some(job) = queue.claim(&name, Duration::from_secs(60)).await.unwrap() {
                     seen.lock().unwrap().push(job.id.clone());
-                    queue.complete(&job.id, &name, &serde_json::json!({})).await.unwrap();
+                    queue.complete(&job.id, &name).await.unwrap();
                 }
             }));
         }
@@ -84,5 +193,23 @@ backend_test! {
         let unique: HashSet<_> = seen.iter().cloned().collect();
         assert_eq!(seen.len(), unique.len(), "a job was claimed twice");
         assert_eq!(unique, expected);
+    }
+}
+
+backend_test! {
+    async fn job_visibility_is_decided_by_core(backend: Backend) {
+        let library = TestLibrary::builder(backend)
+            .config(|config| config.local_media_import_path = Some(std::env::temp_dir()))
+            .build()
+            .await;
+        let admin = musiclib_core::auth::Caller {
+            user: library.accounts().create_user("root", "root-password", true).await.unwrap(),
+        };
+        let alice = user(&library, "alice").await;
+        let scan = library.ingest().start_local_scan(&admin).await.unwrap();
+        assert_eq!(library.ingest().start_local_scan(&alice).await.unwrap_err().code(), "forbidden");
+        assert_eq!(library.jobs().get(&admin, &scan).await.unwrap().id, scan);
+        // Another user's job does not exist for them.
+        assert_eq!(library.jobs().get(&alice, &scan).await.unwrap_err().code(), "not_found");
     }
 }

@@ -6,20 +6,21 @@
 //! - `catalog`: upload, listing, filters, edits, deletion, search.
 //! - `scan`: local-folder import against the generated corpus.
 //! - `enrichment`: tags, fingerprint, AcoustID (mocked), cover art.
-//! - `jobs`: the durable queue: retries, leases, concurrent workers.
+//! - `jobs`: the durable queue: leases, heartbeats, backoff, retries, concurrent workers,
+//!   jobs queued by an earlier release.
+//! - `permissions`: the table of who may do what, decided by core.
 //! - `renditions`: Opus renditions (ffmpeg), the LRU cache.
 //! - `hls`: HLS segments encoded ahead of the player, published whole.
-//! - `blobs`: atomic writes and ranged reads on both storage backends.
 //! - `sync`: playlists with versions, likes, plays, and the sync protocol.
 
 mod support;
 
 mod accounts;
-mod blobs;
 mod catalog;
 mod enrichment;
 mod hls;
 mod jobs;
+mod permissions;
 mod renditions;
 mod scan;
 mod sync;

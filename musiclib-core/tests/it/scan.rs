@@ -8,8 +8,9 @@ use musiclib_core::catalog::TrackFilter;
 use musiclib_core::domain::{MetadataStatus, Page, Source};
 
 backend_test! {
+    #[services]
     async fn scan_of_corpus_matches_manifest(backend: Backend) {
-        let Some(corpus) = corpus() else { return };
+        let corpus = corpus();
         let manifest = manifest(&corpus);
         let library_dir = corpus.join("library");
         let library = TestLibrary::builder(backend)
@@ -17,7 +18,7 @@ backend_test! {
             .build()
             .await;
 
-        let report = library.scan_local_folder(|_| {}).await.expect("scan");
+        let report = library.ingest().scan_local_folder(|_| {}).await.expect("scan");
         let counts = &manifest["counts"]["by_classification"];
         let expect = |key: &str| counts[key].as_u64().unwrap_or(0);
         assert_eq!(report.seen, manifest["counts"]["entries"].as_u64().unwrap(), "{report:#?}");
@@ -42,7 +43,7 @@ backend_test! {
 
         // Tags of imported tracks match the manifest.
         let tracks = library
-            .list_tracks(&TrackFilter { source: Some(Source::LocalFolder), ..Default::default() }, None, Page::new(Some(200), None).unwrap())
+            .catalog().list_tracks(&TrackFilter { source: Some(Source::LocalFolder), ..Default::default() }, None, Page::new(Some(200), None).unwrap())
             .await
             .unwrap();
         assert_eq!(tracks.total as u64, report.imported);
@@ -74,11 +75,11 @@ backend_test! {
             let expected_ms = file["audio"]["duration_s"].as_f64().unwrap() * 1000.0;
             let duration_ms = track.duration_ms.unwrap() as f64;
             assert!((duration_ms - expected_ms).abs() < 1500.0, "{path}: {duration_ms} vs {expected_ms}");
-            assert!(library.blobs().head(&track.storage_uri).await.unwrap().is_some(), "{path} blob");
+            assert!(musiclib_core::testing::blob_exists(&library, &track.storage_uri).await, "{path} blob");
         }
 
         // A second scan imports nothing.
-        let again = library.scan_local_folder(|_| {}).await.expect("rescan");
+        let again = library.ingest().scan_local_folder(|_| {}).await.expect("rescan");
         assert_eq!(again.imported, 0);
         assert_eq!(again.already_imported, report.imported);
         assert_eq!(again.failed, expect("corrupt"));
@@ -86,7 +87,7 @@ backend_test! {
         // Enrichment from tags: tagged tracks become enriched, untagged ones failed with a reason.
         musiclib_core::testing::drain_jobs(&library).await;
         let tracks = library
-            .list_tracks(&TrackFilter { source: Some(Source::LocalFolder), ..Default::default() }, None, Page::new(Some(200), None).unwrap())
+            .catalog().list_tracks(&TrackFilter { source: Some(Source::LocalFolder), ..Default::default() }, None, Page::new(Some(200), None).unwrap())
             .await
             .unwrap();
         for track in &tracks.items {

@@ -54,9 +54,7 @@ async fn list_albums(
         artist_id: query
             .artist_id
             .as_deref()
-            .map(|id| {
-                ArtistId::parse(id).map_err(|_| ApiError::invalid("artist_id", "must be an id"))
-            })
+            .map(|id| ArtistId::parse_field(id, "artist_id"))
             .transpose()?,
         year: query.year,
         genre: query.genre,
@@ -73,7 +71,7 @@ async fn list_albums(
     }
     .page()?;
     Ok(axum::Json(Page::from_core(
-        library.list_albums(&filter, sort, page).await?,
+        library.catalog().list_albums(&filter, sort, page).await?,
         AlbumOut::from,
     )))
 }
@@ -88,7 +86,11 @@ async fn get_album(
     Path(id): Path<String>,
 ) -> Result<axum::Json<AlbumOut>, ApiError> {
     Ok(axum::Json(
-        library.get_album(&AlbumId::parse(&id)?).await?.into(),
+        library
+            .catalog()
+            .get_album(&AlbumId::parse(&id)?)
+            .await?
+            .into(),
     ))
 }
 
@@ -103,6 +105,7 @@ async fn album_tracks(
     Query(paging): Query<PageParams>,
 ) -> Result<axum::Json<Page<TrackOut>>, ApiError> {
     let tracks = library
+        .catalog()
         .album_tracks(&AlbumId::parse(&id)?, paging.page()?)
         .await?;
     Ok(axum::Json(Page::from_core(tracks, TrackOut::from)))
@@ -134,7 +137,10 @@ async fn list_artists(
     }
     .page()?;
     Ok(axum::Json(Page::from_core(
-        library.list_artists(query.q.as_deref(), page).await?,
+        library
+            .catalog()
+            .list_artists(query.q.as_deref(), page)
+            .await?,
         ArtistOut::from,
     )))
 }
@@ -149,7 +155,11 @@ async fn get_artist(
     Path(id): Path<String>,
 ) -> Result<axum::Json<ArtistOut>, ApiError> {
     Ok(axum::Json(
-        library.get_artist(&ArtistId::parse(&id)?).await?.into(),
+        library
+            .catalog()
+            .get_artist(&ArtistId::parse(&id)?)
+            .await?
+            .into(),
     ))
 }
 
@@ -164,6 +174,7 @@ async fn artist_albums(
     Query(paging): Query<PageParams>,
 ) -> Result<axum::Json<Page<AlbumOut>>, ApiError> {
     let albums = library
+        .catalog()
         .artist_albums(&ArtistId::parse(&id)?, paging.page()?)
         .await?;
     Ok(axum::Json(Page::from_core(albums, AlbumOut::from)))
@@ -180,6 +191,7 @@ async fn artist_tracks(
     Query(paging): Query<PageParams>,
 ) -> Result<axum::Json<Page<TrackOut>>, ApiError> {
     let tracks = library
+        .catalog()
         .artist_tracks(&ArtistId::parse(&id)?, paging.page()?)
         .await?;
     Ok(axum::Json(Page::from_core(tracks, TrackOut::from)))

@@ -31,6 +31,7 @@ async fn register(
     JsonOrForm(credentials): JsonOrForm<Credentials>,
 ) -> Result<(StatusCode, axum::Json<TokenOut>), ApiError> {
     let token = library
+        .accounts()
         .register(&credentials.username, &credentials.password)
         .await?;
     Ok((StatusCode::CREATED, axum::Json(token.into())))
@@ -48,6 +49,7 @@ async fn login(
 ) -> Result<axum::Json<TokenOut>, ApiError> {
     Ok(axum::Json(
         library
+            .accounts()
             .login(&credentials.username, &credentials.password)
             .await?
             .into(),
@@ -69,7 +71,7 @@ async fn reveal_legacy_password(
     State(library): State<Library>,
     Auth(caller): Auth,
 ) -> Result<axum::Json<LegacyPasswordOut>, ApiError> {
-    let password = library.legacy_password(&caller).await?;
+    let password = library.accounts().legacy_password(&caller).await?;
     Ok(axum::Json(LegacyPasswordOut {
         username: caller.user.username,
         password,
@@ -85,6 +87,7 @@ async fn rotate_legacy_password(
     Auth(caller): Auth,
 ) -> Result<axum::Json<LegacyPasswordOut>, ApiError> {
     let password = library
+        .accounts()
         .rotate_legacy_password(&caller, &caller.user.id)
         .await?;
     Ok(axum::Json(LegacyPasswordOut {
@@ -105,11 +108,12 @@ async fn admin_rotate_legacy_password(
     Auth(caller): Auth,
     Path(id): Path<String>,
 ) -> Result<axum::Json<LegacyPasswordOut>, ApiError> {
-    caller.require_admin()?;
-    let id = musiclib_core::UserId::parse(&id)
-        .map_err(|_| ApiError::invalid("id", "must be a user id"))?;
-    let password = library.rotate_legacy_password(&caller, &id).await?;
-    let user = library.get_user(&id).await?;
+    let id = musiclib_core::UserId::parse(&id)?;
+    let password = library
+        .accounts()
+        .rotate_legacy_password(&caller, &id)
+        .await?;
+    let user = library.accounts().get_user(&id).await?;
     Ok(axum::Json(LegacyPasswordOut {
         username: user.username,
         password,

@@ -2,15 +2,14 @@
 //! headers), validators for caching (ETag, Last-Modified, 304), optional `?size=N` thumbnails.
 
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use musiclib_core::covers::Cover;
+use musiclib_core::media::Cover;
 use musiclib_core::{AlbumId, Library, TrackId};
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::conditional::{http_date, not_modified};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{MediaAuth, Query};
 
@@ -40,13 +39,15 @@ pub struct CoverQuery {
 async fn album_cover(
     State(library): State<Library>,
     _auth: MediaAuth,
+    method: Method,
     Path(id): Path<String>,
     Query(query): Query<CoverQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let id = AlbumId::parse(&id).map_err(|_| ApiError::invalid("id", "must be an album id"))?;
-    let cover = library.album_cover(&id, query.size).await?;
-    Ok(respond(cover, &headers))
+    let id = AlbumId::parse(&id)?;
+    let cover = library.media().album_cover(&id, query.size).await?;
+    // Private: covers are behind authentication. Revalidate after a day.
+    Ok(respond(&method, cover, &headers, "private, max-age=86400").await)
 }
 
 /// The cover of a track (its album's).
@@ -58,38 +59,44 @@ async fn album_cover(
 async fn track_cover(
     State(library): State<Library>,
     _auth: MediaAuth,
+    method: Method,
     Path(id): Path<String>,
     Query(query): Query<CoverQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let id = TrackId::parse(&id).map_err(|_| ApiError::invalid("id", "must be a track id"))?;
-    let cover = library.track_cover(&id, query.size).await?;
-    Ok(respond(cover, &headers))
+    let id = TrackId::parse(&id)?;
+    let cover = library.media().track_cover(&id, query.size).await?;
+    // Private: covers are behind authentication. Revalidate after a day.
+    Ok(respond(&method, cover, &headers, "private, max-age=86400").await)
 }
 
-/// 200 with the image, or 304 when the client's copy is current. If-None-Match wins over
-/// If-Modified-Since (RFC 9110 §13.2.2).
-fn respond(cover: Cover, request: &HeaderMap) -> Response {
-    let last_modified = http_date(cover.last_modified);
-    let not_modified = not_modified(request, &cover.etag, cover.last_modified);
+/// The image with validators (304 when the client's copy is current; byte ranges work as on
+/// streams).
+pub(super) async fn respond(
+    method: &Method,
+    cover: Cover,
+    request: &HeaderMap,
+    cache_control: &'static str,
+) -> Response {
     let mut headers = HeaderMap::new();
-    if let Ok(value) = HeaderValue::from_str(&cover.etag) {
-        headers.insert(header::ETAG, value);
-    }
-    if let Ok(value) = HeaderValue::from_str(&last_modified) {
-        headers.insert(header::LAST_MODIFIED, value);
-    }
-    // Private: covers are behind authentication. Revalidate after a day.
     headers.insert(
         header::CACHE_CONTROL,
-        HeaderValue::from_static("private, max-age=86400"),
+        HeaderValue::from_static(cache_control),
     );
-    if not_modified {
-        return (StatusCode::NOT_MODIFIED, headers).into_response();
-    }
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(cover.mime_type),
-    );
-    (StatusCode::OK, headers, cover.bytes).into_response()
+    musiclib_media_http::respond_bytes(
+        method,
+        request,
+        &(&cover).into(),
+        cover.bytes.clone(),
+        headers,
+        |size| {
+            ApiError::new(
+                StatusCode::RANGE_NOT_SATISFIABLE,
+                "range_not_satisfiable",
+                format!("the range starts past the end of the {size} bytes of the image"),
+            )
+            .into_response()
+        },
+    )
+    .await
 }

@@ -2,8 +2,8 @@
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use musiclib_core::playlists::{NewPlaylist, Playlist, PlaylistChanges};
 use musiclib_core::{Library, PlaylistId, TrackId};
 use serde::{Deserialize, Serialize};
@@ -136,10 +136,7 @@ fn playlist_id(id: &str) -> Result<PlaylistId, ApiError> {
 fn track_ids(ids: Vec<String>) -> Result<Vec<TrackId>, ApiError> {
     ids.iter()
         .enumerate()
-        .map(|(index, id)| {
-            TrackId::parse(id)
-                .map_err(|_| ApiError::invalid(format!("track_ids[{index}]"), "must be a track id"))
-        })
+        .map(|(index, id)| Ok(TrackId::parse_field(id, &format!("track_ids[{index}]"))?))
         .collect()
 }
 
@@ -151,7 +148,7 @@ async fn list_playlists(
     Auth(caller): Auth,
     Query(page): Query<PageParams>,
 ) -> Result<axum::Json<Page<PlaylistOut>>, ApiError> {
-    let playlists = library.list_playlists(&caller, page.page()?).await?;
+    let playlists = library.playlists().list(&caller, page.page()?).await?;
     Ok(axum::Json(Page::from_core(playlists, PlaylistOut::from)))
 }
 
@@ -169,7 +166,7 @@ async fn create_playlist(
         public: body.public,
         track_ids: track_ids(body.track_ids)?,
     };
-    let playlist = library.create_playlist(&caller, new).await?;
+    let playlist = library.playlists().create(&caller, new).await?;
     Ok((StatusCode::CREATED, axum::Json(playlist.into())))
 }
 
@@ -183,7 +180,8 @@ async fn get_playlist(
 ) -> Result<axum::Json<PlaylistOut>, ApiError> {
     Ok(axum::Json(
         library
-            .get_playlist(&caller, &playlist_id(&id)?)
+            .playlists()
+            .get(&caller, &playlist_id(&id)?)
             .await?
             .into(),
     ))
@@ -209,7 +207,8 @@ async fn update_playlist(
     };
     Ok(axum::Json(
         library
-            .update_playlist(&caller, &playlist_id(&id)?, changes)
+            .playlists()
+            .update(&caller, &playlist_id(&id)?, changes)
             .await?
             .into(),
     ))
@@ -237,7 +236,10 @@ async fn delete_playlist(
     Auth(caller): Auth,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    library.delete_playlist(&caller, &playlist_id(&id)?).await?;
+    library
+        .playlists()
+        .delete(&caller, &playlist_id(&id)?)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -253,7 +255,8 @@ async fn add_tracks(
     Json(body): Json<TracksAdd>,
 ) -> Result<axum::Json<PlaylistOut>, ApiError> {
     let playlist = library
-        .add_playlist_tracks(
+        .playlists()
+        .add_tracks(
             &caller,
             &playlist_id(&id)?,
             track_ids(body.track_ids)?,
@@ -276,28 +279,28 @@ async fn remove_tracks(
     Json(body): Json<TracksRemove>,
 ) -> Result<axum::Json<PlaylistOut>, ApiError> {
     let playlist = library
-        .remove_playlist_tracks(&caller, &playlist_id(&id)?, body.positions, body.version)
+        .playlists()
+        .remove_tracks(&caller, &playlist_id(&id)?, body.positions, body.version)
         .await?;
     Ok(axum::Json(playlist.into()))
 }
 
 /// The stored cover image; 404 when none is stored.
 #[utoipa::path(get, path = "/playlists/{id}/cover", tag = "playlists", params(("id" = String, Path)), security(("bearer" = [])),
-    responses((status = 200, description = "The image", content_type = "image/*"), (status = 404, body = ErrorBody)))]
+    responses((status = 200, description = "The image", content_type = "image/*"), (status = 304, description = "Not modified"),
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn get_cover(
     State(library): State<Library>,
     Auth(caller): Auth,
+    method: axum::http::Method,
     Path(id): Path<String>,
+    request: axum::http::HeaderMap,
 ) -> Result<Response, ApiError> {
-    let (bytes, mime) = library.playlist_cover(&caller, &playlist_id(&id)?).await?;
-    Ok((
-        [
-            (header::CONTENT_TYPE, mime),
-            (header::CACHE_CONTROL, "private, no-cache"),
-        ],
-        bytes,
-    )
-        .into_response())
+    let cover = library
+        .playlists()
+        .cover(&caller, &playlist_id(&id)?)
+        .await?;
+    Ok(super::covers::respond(&method, cover, &request, "private, no-cache").await)
 }
 
 /// Stores the cover: the request body is the image (JPEG, PNG, WebP or GIF, at most 10 MiB).
@@ -312,7 +315,8 @@ async fn put_cover(
     body: Bytes,
 ) -> Result<StatusCode, ApiError> {
     library
-        .set_playlist_cover(&caller, &playlist_id(&id)?, body)
+        .playlists()
+        .set_cover(&caller, &playlist_id(&id)?, body)
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -49,6 +49,7 @@ async fn search_library(
         .q
         .ok_or_else(|| ApiError::invalid("q", "is required"))?;
     let found = library
+        .catalog()
         .search_library(&q, query.limit.unwrap_or(20))
         .await?;
     Ok(axum::Json(LibrarySearchResponse {

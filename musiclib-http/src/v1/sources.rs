@@ -43,7 +43,7 @@ async fn list_sources(
     State(library): State<Library>,
     _auth: Auth,
 ) -> Result<axum::Json<Vec<SourceOut>>, ApiError> {
-    let sources = library.sources().await?;
+    let sources = library.ingest().sources().await?;
     Ok(axum::Json(
         sources
             .into_iter()
@@ -84,9 +84,8 @@ async fn scan_source(
         }
         _ => return Err(musiclib_core::Error::not_found("source", &source).into()),
     }
-    caller.require_admin()?;
-    let job_id = library.start_local_scan(&caller).await?;
-    let job = library.get_job(&job_id).await?;
+    let job_id = library.ingest().start_local_scan(&caller).await?;
+    let job = library.jobs().get(&caller, &job_id).await?;
     Ok((
         StatusCode::ACCEPTED,
         axum::Json(JobQueued {
@@ -107,23 +106,18 @@ async fn get_job(
     Auth(caller): Auth,
     Path(id): Path<String>,
 ) -> Result<axum::Json<JobOut>, ApiError> {
-    let id = JobId::parse(&id)?;
-    let job = library.get_job(&id).await?;
-    if !caller.user.is_admin && job.created_by.as_ref() != Some(&caller.user.id) {
-        return Err(musiclib_core::Error::not_found("job", &id).into());
-    }
+    let job = library.jobs().get(&caller, &JobId::parse(&id)?).await?;
     Ok(axum::Json(job.into()))
 }
 
 /// Always 501: server settings come from the environment.
 #[utoipa::path(patch, path = "/admin/settings", tag = "admin", security(("bearer" = [])),
     responses((status = 501, body = ErrorBody)))]
-async fn patch_admin_settings(Auth(caller): Auth) -> Result<StatusCode, ApiError> {
-    caller.require_admin()?;
-    Err(musiclib_core::Error::NotSupported(
-        "server settings come from the environment; change them there and restart".into(),
-    )
-    .into())
+async fn patch_admin_settings(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+) -> Result<StatusCode, ApiError> {
+    match library.admin().change_settings(&caller)? {}
 }
 
 /// Always 501: sources are configured in the environment.
@@ -131,12 +125,9 @@ async fn patch_admin_settings(Auth(caller): Auth) -> Result<StatusCode, ApiError
     params(("source" = String, Path, description = "Source name")),
     responses((status = 501, body = ErrorBody)))]
 async fn patch_admin_source(
+    State(library): State<Library>,
     Auth(caller): Auth,
-    Path(_source): Path<String>,
+    Path(source): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    caller.require_admin()?;
-    Err(musiclib_core::Error::NotSupported(
-        "sources are configured in the environment; change them there and restart".into(),
-    )
-    .into())
+    match library.admin().change_source(&caller, &source)? {}
 }

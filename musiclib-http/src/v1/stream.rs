@@ -7,14 +7,12 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use musiclib_core::renditions::Quality;
-use musiclib_core::streaming::{byte_range, ByteRange, TrackAudio};
+use musiclib_core::media::Quality;
 use musiclib_core::{Library, TrackId};
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::conditional::{http_date, not_modified};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{MediaAuth, Query};
 
@@ -53,8 +51,11 @@ async fn hls_playlist(
     Path(id): Path<String>,
     Query(query): Query<HlsQuery>,
 ) -> Result<Response, ApiError> {
-    let id = TrackId::parse(&id).map_err(|_| ApiError::invalid("id", "must be a track id"))?;
-    let playlist = library.hls_playlist(&id, query.token.as_deref()).await?;
+    let id = TrackId::parse(&id)?;
+    let playlist = library
+        .media()
+        .hls_playlist(&id, query.token.as_deref())
+        .await?;
     Ok((
         [
             (header::CONTENT_TYPE, "application/vnd.apple.mpegurl"),
@@ -79,8 +80,8 @@ async fn hls_segment(
     _auth: MediaAuth,
     Path((id, segment)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let id = TrackId::parse(&id).map_err(|_| ApiError::invalid("id", "must be a track id"))?;
-    let bytes = library.hls_segment(&id, &segment).await?;
+    let id = TrackId::parse(&id)?;
+    let bytes = library.media().hls_segment(&id, &segment).await?;
     Ok((
         [
             (header::CONTENT_TYPE, "video/mp2t"),
@@ -102,17 +103,6 @@ pub struct StreamQuery {
     /// Access token, for players that cannot send an Authorization header.
     #[allow(dead_code)]
     token: Option<String>,
-}
-
-/// Whether an If-Range value still names this representation (a strong ETag, or the exact
-/// Last-Modified date).
-fn if_range_matches(value: &str, audio: &TrackAudio, last_modified: &str) -> bool {
-    let value = value.trim();
-    if value.starts_with('"') {
-        value == audio.etag
-    } else {
-        value == last_modified
-    }
 }
 
 /// Streams a track's original audio.
@@ -139,10 +129,10 @@ async fn stream(
     Query(query): Query<StreamQuery>,
     request: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let id = TrackId::parse(&id).map_err(|_| ApiError::invalid("id", "must be a track id"))?;
+    let id = TrackId::parse(&id)?;
     let quality = query.quality.as_deref().map(Quality::parse).transpose()?;
     let rendition = match quality {
-        Some(quality) => library.rendition_for_stream(&id, quality).await?,
+        Some(quality) => library.media().rendition_for_stream(&id, quality).await?,
         None => None,
     };
     let served = match (quality, &rendition) {
@@ -151,81 +141,36 @@ async fn stream(
     };
     let audio = match rendition {
         Some(rendition) => rendition,
-        None => library.track_audio(&id).await?,
+        None => library.media().track_audio(&id).await?,
     };
-    let last_modified = http_date(audio.last_modified);
-
     let mut headers = HeaderMap::new();
     headers.insert(
         axum::http::HeaderName::from_static("x-rendition"),
         HeaderValue::from_str(&served).expect("ascii"),
     );
-    headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
     headers.insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static("private, max-age=86400"),
     );
-    if let Ok(value) = HeaderValue::from_str(&audio.etag) {
-        headers.insert(header::ETAG, value);
-    }
-    if let Ok(value) = HeaderValue::from_str(&last_modified) {
-        headers.insert(header::LAST_MODIFIED, value);
-    }
+    musiclib_media_http::respond(
+        &method,
+        &request,
+        &(&audio).into(),
+        headers,
+        |size| unsatisfiable(size).into_response(),
+        |range| async {
+            let body = library.media().read_audio(&audio, range).await?;
+            Ok::<_, ApiError>(Body::from_stream(body))
+        },
+    )
+    .await
+}
 
-    if not_modified(&request, &audio.etag, audio.last_modified) {
-        return Ok((StatusCode::NOT_MODIFIED, headers).into_response());
-    }
-
-    let range_applies = request
-        .get(header::IF_RANGE)
-        .and_then(|value| value.to_str().ok())
-        .is_none_or(|value| if_range_matches(value, &audio, &last_modified));
-    let wanted = match request
-        .get(header::RANGE)
-        .and_then(|value| value.to_str().ok())
-    {
-        Some(range) if range_applies => byte_range(range, audio.size),
-        _ => ByteRange::Whole,
-    };
-    let (status, range) = match wanted {
-        ByteRange::Whole => (StatusCode::OK, 0..audio.size),
-        ByteRange::Part(range) => {
-            let content_range = format!("bytes {}-{}/{}", range.start, range.end - 1, audio.size);
-            headers.insert(
-                header::CONTENT_RANGE,
-                HeaderValue::from_str(&content_range).expect("ascii"),
-            );
-            (StatusCode::PARTIAL_CONTENT, range)
-        }
-        ByteRange::Unsatisfiable => {
-            let content_range = format!("bytes */{}", audio.size);
-            headers.insert(
-                header::CONTENT_RANGE,
-                HeaderValue::from_str(&content_range).expect("ascii"),
-            );
-            let error = ApiError::new(
-                StatusCode::RANGE_NOT_SATISFIABLE,
-                "range_not_satisfiable",
-                format!(
-                    "the range starts past the end of the {} bytes of audio",
-                    audio.size
-                ),
-            );
-            return Ok((headers, error).into_response());
-        }
-    };
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_str(&audio.mime_type)
-            .unwrap_or(HeaderValue::from_static("application/octet-stream")),
-    );
-    headers.insert(
-        header::CONTENT_LENGTH,
-        HeaderValue::from(range.end - range.start),
-    );
-    if method == Method::HEAD {
-        return Ok((status, headers).into_response());
-    }
-    let body = library.read_audio(&audio, range).await?;
-    Ok((status, headers, Body::from_stream(body)).into_response())
+/// The JSON error of a range that starts past the end (416).
+fn unsatisfiable(size: u64) -> ApiError {
+    ApiError::new(
+        StatusCode::RANGE_NOT_SATISFIABLE,
+        "range_not_satisfiable",
+        format!("the range starts past the end of the {size} bytes of audio"),
+    )
 }

@@ -2,7 +2,7 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use musiclib_core::sync::{LikeEvent, NewLike, NewPlay, PlayEvent, SyncChanges};
+use musiclib_core::social::{LikeEvent, NewLike, NewPlay, PlayEvent, SyncChanges};
 use musiclib_core::{Library, Timestamp};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -146,7 +146,7 @@ async fn list_likes(
     Auth(caller): Auth,
     Query(page): Query<PageParams>,
 ) -> Result<axum::Json<Page<LikedOut>>, ApiError> {
-    let liked = library.liked_tracks(&caller, page.page()?).await?;
+    let liked = library.social().liked_tracks(&caller, page.page()?).await?;
     Ok(axum::Json(Page::from_core(liked, |liked| LikedOut {
         track_id: liked.track_id,
         liked_at: liked.liked_at.to_rfc3339(),
@@ -162,7 +162,10 @@ async fn post_like(
     Auth(caller): Auth,
     Json(body): Json<LikeIn>,
 ) -> Result<(StatusCode, axum::Json<LikeOut>), ApiError> {
-    let (event, created) = library.record_like(&caller, body.into_core("")?).await?;
+    let (event, created) = library
+        .social()
+        .record_like(&caller, body.into_core("")?)
+        .await?;
     Ok((created_or_ok(created), axum::Json(event.into())))
 }
 
@@ -204,7 +207,7 @@ async fn like_state(
             "must name 1 to 500 track ids, comma-separated",
         ));
     }
-    let states = library.like_states(&caller, &ids).await?;
+    let states = library.social().like_states(&caller, &ids).await?;
     Ok(axum::Json(
         states
             .into_iter()
@@ -225,7 +228,7 @@ async fn list_history(
     Auth(caller): Auth,
     Query(page): Query<PageParams>,
 ) -> Result<axum::Json<Page<HistoryOut>>, ApiError> {
-    let plays = library.history(&caller, page.page()?).await?;
+    let plays = library.social().history(&caller, page.page()?).await?;
     Ok(axum::Json(Page::from_core(plays, HistoryOut::from)))
 }
 
@@ -237,7 +240,10 @@ async fn post_history(
     Auth(caller): Auth,
     Json(body): Json<HistoryIn>,
 ) -> Result<(StatusCode, axum::Json<HistoryOut>), ApiError> {
-    let (event, created) = library.record_play(&caller, body.into_core("")?).await?;
+    let (event, created) = library
+        .social()
+        .record_play(&caller, body.into_core("")?)
+        .await?;
     Ok((created_or_ok(created), axum::Json(event.into())))
 }
 
@@ -318,6 +324,7 @@ async fn changes(
     };
     Ok(axum::Json(
         library
+            .social()
             .sync_changes(&caller, since, query.limit)
             .await?
             .into(),
@@ -368,7 +375,7 @@ async fn push(
         .enumerate()
         .map(|(index, play)| play.into_core(&format!("plays[{index}].")))
         .collect::<Result<Vec<_>, _>>()?;
-    let outcome = library.push_events(&caller, likes, plays).await?;
+    let outcome = library.social().push_events(&caller, likes, plays).await?;
     Ok(axum::Json(PushOut {
         accepted: outcome.accepted,
         duplicates: outcome.duplicates,

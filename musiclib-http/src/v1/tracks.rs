@@ -53,17 +53,6 @@ pub struct TrackQuery {
     offset: Option<i64>,
 }
 
-fn parse_id<T>(
-    parse: fn(&str) -> musiclib_core::Result<T>,
-    field: &str,
-    value: &Option<String>,
-) -> Result<Option<T>, ApiError> {
-    value
-        .as_deref()
-        .map(|value| parse(value).map_err(|_| ApiError::invalid(field, "must be an id")))
-        .transpose()
-}
-
 /// Lists tracks.
 #[utoipa::path(get, path = "/tracks", tag = "tracks", params(TrackQuery), security(("bearer" = [])),
     responses((status = 200, body = Page<TrackOut>), (status = 401, body = ErrorBody), (status = 422, body = ErrorBody)))]
@@ -78,8 +67,16 @@ async fn list_tracks(
             .as_deref()
             .map(|text| Source::parse(text, "source"))
             .transpose()?,
-        artist_id: parse_id(ArtistId::parse, "artist_id", &query.artist_id)?,
-        album_id: parse_id(AlbumId::parse, "album_id", &query.album_id)?,
+        artist_id: query
+            .artist_id
+            .as_deref()
+            .map(|id| ArtistId::parse_field(id, "artist_id"))
+            .transpose()?,
+        album_id: query
+            .album_id
+            .as_deref()
+            .map(|id| AlbumId::parse_field(id, "album_id"))
+            .transpose()?,
         genre: query.genre,
         year: query.year,
         metadata_status: query
@@ -104,7 +101,7 @@ async fn list_tracks(
         offset: query.offset,
     }
     .page()?;
-    let tracks = library.list_tracks(&filter, sort, page).await?;
+    let tracks = library.catalog().list_tracks(&filter, sort, page).await?;
     Ok(axum::Json(Page::from_core(tracks, TrackOut::from)))
 }
 
@@ -158,6 +155,7 @@ async fn upload_track(
         });
         let reader = tokio_util::io::StreamReader::new(stream);
         let outcome = library
+            .ingest()
             .upload_track(&caller, file_name.as_deref(), reader)
             .await?;
         let status = if outcome.created {
@@ -193,7 +191,9 @@ async fn get_track(
     _auth: Auth,
     Path(id): Path<String>,
 ) -> Result<axum::Json<TrackOut>, ApiError> {
-    Ok(axum::Json(library.get_track(&track_id(&id)?).await?.into()))
+    Ok(axum::Json(
+        library.catalog().get_track(&track_id(&id)?).await?.into(),
+    ))
 }
 
 /// Fields of `PATCH /tracks/{id}`; absent fields stay as they are. The enrichment state is
@@ -232,6 +232,7 @@ async fn patch_track(
     };
     Ok(axum::Json(
         library
+            .catalog()
             .patch_track(&caller, &track_id(&id)?, &patch)
             .await?
             .into(),
@@ -298,6 +299,7 @@ async fn put_metadata(
     };
     Ok(axum::Json(
         library
+            .catalog()
             .set_track_metadata(&caller, &track_id(&id)?, &metadata)
             .await?
             .into(),
@@ -314,8 +316,11 @@ async fn enrich(
     Path(id): Path<String>,
 ) -> Result<(StatusCode, axum::Json<JobQueued>), ApiError> {
     let id = track_id(&id)?;
-    let track = library.get_track(&id).await?;
-    let job_id = library.request_enrichment(&id, &caller.user.id).await?;
+    let track = library.catalog().get_track(&id).await?;
+    let job_id = library
+        .enrichment()
+        .request_enrichment(&id, &caller.user.id)
+        .await?;
     let note = (track.metadata_status == MetadataStatus::Manual)
         .then(|| "the track is manual: enrichment will leave its metadata as it is".to_string());
     Ok((
@@ -342,7 +347,7 @@ async fn candidates(
     Path(id): Path<String>,
 ) -> Result<axum::Json<Vec<CandidateOut>>, ApiError> {
     let id = track_id(&id)?;
-    let found = library.metadata_candidates(&id).await?;
+    let found = library.enrichment().metadata_candidates(&id).await?;
     Ok(axum::Json(
         found.into_iter().map(CandidateOut::from).collect(),
     ))
@@ -359,7 +364,10 @@ async fn optimize(
     Path(id): Path<String>,
 ) -> Result<(StatusCode, axum::Json<JobQueued>), ApiError> {
     let id = track_id(&id)?;
-    let job_id = library.request_optimize(&id, &caller.user.id).await?;
+    let job_id = library
+        .media()
+        .request_optimize(&id, &caller.user.id)
+        .await?;
     Ok((
         StatusCode::ACCEPTED,
         axum::Json(JobQueued {

@@ -1,11 +1,9 @@
 //! Auth, error, paging, upload, scan and health rules of `/api/v1`.
 
-use std::sync::Arc;
-
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use http_body_util::BodyExt;
-use musiclib_core::testing::{scale_out_available, Backend, TestLibrary, UnavailableQueue};
+use musiclib_core::testing::TestLibrary;
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
@@ -82,6 +80,7 @@ impl App {
 
     pub(crate) async fn admin_token(&self) -> String {
         self.library
+            .accounts()
             .create_user("root", "root-password", true)
             .await
             .unwrap();
@@ -130,24 +129,6 @@ fn assert_error(body: &Value, code: &str) {
             .is_some_and(|message| !message.is_empty()),
         "{body}"
     );
-}
-
-macro_rules! both_backends {
-    ($name:ident, $body:expr) => {
-        mod $name {
-            use super::*;
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn embedded() {
-                ($body)(Backend::Embedded).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn scale_out() {
-                if scale_out_available() {
-                    ($body)(Backend::ScaleOut).await
-                }
-            }
-        }
-    };
 }
 
 both_backends!(auth_and_errors, |backend| async move {
@@ -310,14 +291,8 @@ both_backends!(registration_closed_answers_403, |backend| async move {
     assert_error(&body, "forbidden");
 });
 
-both_backends!(upload_rules, |backend| async move {
-    let Some(corpus) = musiclib_core::testing::corpus_dir() else {
-        assert!(
-            std::env::var("CI").map(|ci| ci != "true").unwrap_or(true),
-            "corpus missing in CI"
-        );
-        return;
-    };
+both_backends!(services upload_rules, |backend| async move {
+    let corpus = musiclib_core::testing::corpus();
     let library = TestLibrary::builder(backend)
         .config(|config| config.max_upload_bytes = 12_000_000)
         .build()
@@ -438,7 +413,7 @@ both_backends!(scan_is_queued_and_503_without_queue, |backend| async move {
     let path = folder.path().to_path_buf();
     let down = TestLibrary::builder(backend)
         .config(move |config| config.local_media_import_path = Some(path))
-        .queue(|_| Arc::new(UnavailableQueue))
+        .unavailable_queue()
         .build()
         .await;
     let app = App::new(down).await;
@@ -481,7 +456,7 @@ both_backends!(health_and_openapi, |backend| async move {
         );
     }
     // A database outage is a 503, not a hang or a 500.
-    app.library.db().close().await;
+    musiclib_core::testing::close_database(&app.library).await;
     let (status, body) = app.get("/health", None).await;
     assert_eq!(
         (status, body["database"].as_str()),

@@ -3,7 +3,7 @@
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use base64::Engine as _;
-use musiclib_core::testing::{scale_out_available, Backend, TestLibrary};
+use musiclib_core::testing::{Backend, TestLibrary};
 use serde_json::Value;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -68,13 +68,7 @@ fn get(uri: &str, token: Option<&str>) -> axum::http::request::Builder {
 }
 
 async fn covers_and_candidates(backend: Backend) {
-    let Some(corpus) = musiclib_core::testing::corpus_dir() else {
-        assert!(
-            std::env::var("CI").map(|ci| ci != "true").unwrap_or(true),
-            "corpus missing in CI"
-        );
-        return;
-    };
+    let corpus = musiclib_core::testing::corpus();
     let (acoustid, archive) = services().await;
     let (acoustid_uri, archive_uri) = (acoustid.uri(), archive.uri());
     let library = TestLibrary::builder(backend)
@@ -258,24 +252,13 @@ async fn covers_and_candidates(backend: Backend) {
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn covers_and_candidates_embedded() {
-    covers_and_candidates(Backend::Embedded).await
-}
+both_backends!(services covers_and_candidates_served, covers_and_candidates);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn covers_and_candidates_scale_out() {
-    if scale_out_available() {
-        covers_and_candidates(Backend::ScaleOut).await
-    }
-}
+both_backends!(services candidates_without_a_key, candidates_need_an_api_key);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn candidates_need_an_api_key() {
-    let Some(corpus) = musiclib_core::testing::corpus_dir() else {
-        return;
-    };
-    let app = App::new(TestLibrary::new(Backend::Embedded).await).await;
+async fn candidates_need_an_api_key(backend: Backend) {
+    let corpus = musiclib_core::testing::corpus();
+    let app = App::new(TestLibrary::new(backend).await).await;
     let token = app.register("alice").await;
     let mp3 = std::fs::read(corpus.join("library/Incoming/untitled.mp3")).unwrap();
     let (_, track) = app.upload(&token, "untitled.mp3", &mp3).await;

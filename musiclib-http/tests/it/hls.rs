@@ -40,12 +40,11 @@ async fn serve(app: &App) -> std::net::SocketAddr {
     address
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ffmpeg_plays_a_cold_track_end_to_end() {
-    let Some(corpus) = musiclib_core::testing::corpus_dir() else {
-        return;
-    };
-    let app = App::new(TestLibrary::new(Backend::Embedded).await).await;
+both_backends!(services cold_track_end_to_end, ffmpeg_plays_a_cold_track_end_to_end);
+
+async fn ffmpeg_plays_a_cold_track_end_to_end(backend: Backend) {
+    let corpus = musiclib_core::testing::corpus();
+    let app = App::new(TestLibrary::new(backend).await).await;
     let token = app.register("alice").await;
     let original = corpus.join(FLAC);
     let (status, track) = app
@@ -91,18 +90,18 @@ async fn ffmpeg_plays_a_cold_track_end_to_end() {
             "{pass}: played {played:.3} s of {expected:.3} s"
         );
         app.library
+            .media()
             .build_hls(&musiclib_core::TrackId::parse(&id).unwrap())
             .await
             .unwrap();
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_ffmpeg_hls_answers_503() {
-    let Some(corpus) = musiclib_core::testing::corpus_dir() else {
-        return;
-    };
-    let library = TestLibrary::builder(Backend::Embedded)
+both_backends!(services no_transcoder, without_ffmpeg_hls_answers_503);
+
+async fn without_ffmpeg_hls_answers_503(backend: Backend) {
+    let corpus = musiclib_core::testing::corpus();
+    let library = TestLibrary::builder(backend)
         .config(|config| config.transcoding.ffmpeg = "/nonexistent/ffmpeg".into())
         .build()
         .await;

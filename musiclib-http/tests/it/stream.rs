@@ -3,7 +3,7 @@
 
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
-use musiclib_core::testing::{scale_out_available, Backend, TestLibrary};
+use musiclib_core::testing::{Backend, TestLibrary};
 
 use crate::api::App;
 
@@ -26,13 +26,7 @@ fn request(
 }
 
 async fn ranges_and_validators(backend: Backend) {
-    let Some(corpus) = musiclib_core::testing::corpus_dir() else {
-        assert!(
-            std::env::var("CI").map(|ci| ci != "true").unwrap_or(true),
-            "corpus missing in CI"
-        );
-        return;
-    };
+    let corpus = musiclib_core::testing::corpus();
     let app = App::new(TestLibrary::new(backend).await).await;
     let token = app.register("alice").await;
     let bytes = std::fs::read(corpus.join(FLAC)).unwrap();
@@ -194,9 +188,7 @@ async fn ranges_and_validators(backend: Backend) {
 }
 
 async fn quality_misses_then_hits(backend: Backend) {
-    let Some(corpus) = musiclib_core::testing::corpus_dir() else {
-        return;
-    };
+    let corpus = musiclib_core::testing::corpus();
     let app = App::new(TestLibrary::new(backend).await).await;
     let token = app.register("alice").await;
     let bytes = std::fs::read(corpus.join("library/Incoming/untitled.mp3")).unwrap();
@@ -264,26 +256,6 @@ async fn quality_misses_then_hits(backend: Backend) {
     assert_eq!(health["transcoder"], "available");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn quality_misses_then_hits_embedded() {
-    quality_misses_then_hits(Backend::Embedded).await
-}
+both_backends!(services quality, quality_misses_then_hits);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn quality_misses_then_hits_scale_out() {
-    if scale_out_available() {
-        quality_misses_then_hits(Backend::ScaleOut).await
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ranges_and_validators_embedded() {
-    ranges_and_validators(Backend::Embedded).await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ranges_and_validators_scale_out() {
-    if scale_out_available() {
-        ranges_and_validators(Backend::ScaleOut).await
-    }
-}
+both_backends!(services ranges, ranges_and_validators);

@@ -6,9 +6,10 @@ use serde_json::json;
 
 use crate::api::App;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn playlists_likes_history_and_sync_over_http() {
-    let app = App::new(TestLibrary::new(Backend::Embedded).await).await;
+both_backends!(over_http, playlists_likes_history_and_sync_over_http);
+
+async fn playlists_likes_history_and_sync_over_http(backend: Backend) {
+    let app = App::new(TestLibrary::new(backend).await).await;
     musiclib_core::testing::insert_synthetic_tracks(&app.library, 3).await;
     let alice = app.register("alice").await;
     let bob = app.register("bob").await;

@@ -1,7 +1,7 @@
 //! Stars, ratings, scrobbles and the saved play queue.
 
-use musiclib_core::browse::ItemKind;
-use musiclib_core::sync::NewPlay;
+use musiclib_core::catalog::ItemKind;
+use musiclib_core::social::NewPlay;
 use musiclib_core::Timestamp;
 
 use super::track_id;
@@ -32,7 +32,7 @@ pub(crate) async fn star(request: &Request, starred: bool) -> Outcome {
         ),
     ];
     for id in params.all("id") {
-        let kind = match request.library.item_kind(id).await? {
+        let kind = match request.library.catalog().item_kind(id).await? {
             Some(kind @ (ItemKind::Track | ItemKind::Album | ItemKind::Artist)) => kind,
             _ => return Err(SubsonicError::not_found(format_args!("item {id}"))),
         };
@@ -46,6 +46,7 @@ pub(crate) async fn star(request: &Request, starred: bool) -> Outcome {
     for (kind, ids) in by_kind.into_iter().filter(|(_, ids)| !ids.is_empty()) {
         request
             .library
+            .social()
             .star(&request.caller, kind, &ids, starred)
             .await?;
     }
@@ -64,12 +65,14 @@ pub(crate) async fn set_rating(request: &Request) -> Outcome {
     }
     let kind = request
         .library
+        .catalog()
         .item_kind(id)
         .await?
         .filter(|kind| *kind != ItemKind::Playlist)
         .ok_or_else(|| SubsonicError::not_found(format_args!("item {id}")))?;
     request
         .library
+        .social()
         .set_rating(&request.caller, kind, id, rating)
         .await?;
     Ok(Reply::Envelope(None))
@@ -109,6 +112,7 @@ pub(crate) async fn scrobble(request: &Request) -> Outcome {
         // One push for every id (the same path as /sync/push); a repeat is a duplicate.
         let outcome = request
             .library
+            .social()
             .push_events(&request.caller, Vec::new(), plays)
             .await?;
         if let Some(unknown) = outcome.skipped.first() {
@@ -120,6 +124,7 @@ pub(crate) async fn scrobble(request: &Request) -> Outcome {
             let id = track_id(raw)?;
             request
                 .library
+                .social()
                 .set_now_playing(&request.caller, &request.client, &id)
                 .await?;
         }
@@ -139,6 +144,7 @@ pub(crate) async fn save_play_queue(request: &Request) -> Outcome {
     let position = params.int("position")?.unwrap_or(0);
     request
         .library
+        .social()
         .save_play_queue(
             &request.caller,
             ids,
@@ -152,10 +158,14 @@ pub(crate) async fn save_play_queue(request: &Request) -> Outcome {
 
 /// `getPlayQueue`: the saved queue, or an empty answer when there is none.
 pub(crate) async fn play_queue(request: &Request) -> Outcome {
-    let Some(queue) = request.library.play_queue(&request.caller).await? else {
+    let Some(queue) = request.library.social().play_queue(&request.caller).await? else {
         return Ok(Reply::Envelope(None));
     };
-    let tracks = request.library.tracks_by_ids(&queue.track_ids).await?;
+    let tracks = request
+        .library
+        .catalog()
+        .tracks_by_ids(&queue.track_ids)
+        .await?;
     let element = Element::new("playQueue")
         .opt("current", queue.current.map(|id| id.to_string()))
         .attr("position", queue.position_ms)

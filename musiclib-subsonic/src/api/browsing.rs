@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use musiclib_core::browse::ItemKind;
+use musiclib_core::catalog::ItemKind;
 use musiclib_core::domain::Artist;
 
 use super::model::{self, FOLDER_ID, FOLDER_NAME, IGNORED_ARTICLES};
@@ -33,7 +33,10 @@ pub(crate) async fn music_folders(_request: &Request) -> Outcome {
 async fn indexed_artists(
     request: &Request,
 ) -> Result<BTreeMap<String, Vec<Artist>>, SubsonicError> {
-    let artists = all_pages(MAX_INDEXED, |page| request.library.list_artists(None, page)).await?;
+    let artists = all_pages(MAX_INDEXED, |page| {
+        request.library.catalog().list_artists(None, page)
+    })
+    .await?;
     let mut groups: BTreeMap<String, Vec<Artist>> = BTreeMap::new();
     for artist in artists {
         let letter = model::index_letter(&artist.name);
@@ -93,12 +96,14 @@ pub(crate) async fn artists(request: &Request) -> Outcome {
 pub(crate) async fn music_directory(request: &Request) -> Outcome {
     let id = request.params.required("id")?;
     let library = &request.library;
-    match library.item_kind(id).await? {
+    match library.catalog().item_kind(id).await? {
         Some(ItemKind::Artist) => {
             let artist_id = artist_id(id)?;
-            let artist = library.get_artist(&artist_id).await?;
-            let albums =
-                all_pages(MAX_CHILDREN, |page| library.artist_albums(&artist_id, page)).await?;
+            let artist = library.catalog().get_artist(&artist_id).await?;
+            let albums = all_pages(MAX_CHILDREN, |page| {
+                library.catalog().artist_albums(&artist_id, page)
+            })
+            .await?;
             let marks = request
                 .marks(ItemKind::Artist, vec![id.to_string()])
                 .await?;
@@ -115,9 +120,11 @@ pub(crate) async fn music_directory(request: &Request) -> Outcome {
         }
         Some(ItemKind::Album) => {
             let album_id = album_id(id)?;
-            let album = library.get_album(&album_id).await?;
-            let tracks =
-                all_pages(MAX_CHILDREN, |page| library.album_tracks(&album_id, page)).await?;
+            let album = library.catalog().get_album(&album_id).await?;
+            let tracks = all_pages(MAX_CHILDREN, |page| {
+                library.catalog().album_tracks(&album_id, page)
+            })
+            .await?;
             let marks = request.marks(ItemKind::Album, vec![id.to_string()]).await?;
             let marks = marks.get(id);
             envelope(
@@ -139,6 +146,7 @@ pub(crate) async fn music_directory(request: &Request) -> Outcome {
 pub(crate) async fn genres(request: &Request) -> Outcome {
     let genres = request
         .library
+        .catalog()
         .genres()
         .await?
         .into_iter()
@@ -157,8 +165,11 @@ pub(crate) async fn artist(request: &Request) -> Outcome {
     let raw = request.params.required("id")?;
     let id = artist_id(raw)?;
     let library = &request.library;
-    let artist = library.get_artist(&id).await?;
-    let albums = all_pages(MAX_CHILDREN, |page| library.artist_albums(&id, page)).await?;
+    let artist = library.catalog().get_artist(&id).await?;
+    let albums = all_pages(MAX_CHILDREN, |page| {
+        library.catalog().artist_albums(&id, page)
+    })
+    .await?;
     let marks = request
         .marks(ItemKind::Artist, vec![raw.to_string()])
         .await?;
@@ -173,8 +184,11 @@ pub(crate) async fn album(request: &Request) -> Outcome {
     let raw = request.params.required("id")?;
     let id = album_id(raw)?;
     let library = &request.library;
-    let album = library.get_album(&id).await?;
-    let tracks = all_pages(MAX_CHILDREN, |page| library.album_tracks(&id, page)).await?;
+    let album = library.catalog().get_album(&id).await?;
+    let tracks = all_pages(MAX_CHILDREN, |page| {
+        library.catalog().album_tracks(&id, page)
+    })
+    .await?;
     let marks = request
         .marks(ItemKind::Album, vec![raw.to_string()])
         .await?;
@@ -187,7 +201,7 @@ pub(crate) async fn album(request: &Request) -> Outcome {
 /// `getSong`.
 pub(crate) async fn song(request: &Request) -> Outcome {
     let id = track_id(request.params.required("id")?)?;
-    let track = request.library.get_track(&id).await?;
+    let track = request.library.catalog().get_track(&id).await?;
     let mut songs = request.songs("song", std::slice::from_ref(&track)).await?;
     envelope(songs.remove(0))
 }
@@ -203,17 +217,17 @@ pub(crate) async fn artist_info(request: &Request, method: &str) -> Outcome {
         .unwrap_or(20)
         .clamp(0, MAX_LIST);
     let library = &request.library;
-    let artist = library.get_artist(&id).await?;
+    let artist = library.catalog().get_artist(&id).await?;
     let mut similar: Vec<Artist> = Vec::new();
     if count > 0 {
-        for track in library.similar_tracks(raw, MAX_LIST).await? {
+        for track in library.recommend().similar_tracks(raw, MAX_LIST).await? {
             let Some(other) = track.artist_id else {
                 continue;
             };
             if other == id || similar.iter().any(|known| known.id == other) {
                 continue;
             }
-            similar.push(library.get_artist(&other).await?);
+            similar.push(library.catalog().get_artist(&other).await?);
             if similar.len() as i64 >= count {
                 break;
             }
@@ -247,7 +261,7 @@ pub(crate) async fn artist_info(request: &Request, method: &str) -> Outcome {
 /// `getAlbumInfo` / `getAlbumInfo2`: the album's MusicBrainz id.
 pub(crate) async fn album_info(request: &Request) -> Outcome {
     let id = album_id(request.params.required("id")?)?;
-    let album = request.library.get_album(&id).await?;
+    let album = request.library.catalog().get_album(&id).await?;
     let mut info = Element::new("albumInfo");
     if let Some(mbid) = &album.musicbrainz_album_id {
         info = info.child(Element::new("musicBrainzId").text(mbid.as_str()));
@@ -264,7 +278,11 @@ pub(crate) async fn similar_songs(request: &Request, method: &str) -> Outcome {
         .int("count")?
         .unwrap_or(50)
         .clamp(1, MAX_LIST);
-    let tracks = request.library.similar_tracks(id, count).await?;
+    let tracks = request
+        .library
+        .recommend()
+        .similar_tracks(id, count)
+        .await?;
     let name = if method == "getSimilarSongs" {
         "similarSongs"
     } else {
@@ -281,6 +299,10 @@ pub(crate) async fn top_songs(request: &Request) -> Outcome {
         .int("count")?
         .unwrap_or(50)
         .clamp(1, MAX_LIST);
-    let tracks = request.library.top_tracks(artist, count).await?;
+    let tracks = request
+        .library
+        .recommend()
+        .top_tracks(artist, count)
+        .await?;
     envelope(Element::new("topSongs").list("song", request.songs("song", &tracks).await?))
 }

@@ -1,7 +1,7 @@
 //! Lists: album lists by kind, random songs, songs of a genre, now playing, starred items,
 //! and search.
 
-use musiclib_core::browse::AlbumList;
+use musiclib_core::catalog::AlbumList;
 use musiclib_core::catalog::{AlbumFilter, AlbumSortKey, Sort, TrackFilter, TrackSortKey};
 
 use super::{window, MAX_LIST};
@@ -36,6 +36,7 @@ pub(crate) async fn album_list(request: &Request, method: &str) -> Outcome {
         Some(page) => {
             request
                 .library
+                .catalog()
                 .album_list(&request.caller, &kind, page)
                 .await?
         }
@@ -55,6 +56,7 @@ pub(crate) async fn random_songs(request: &Request) -> Outcome {
     let size = params.int("size")?.unwrap_or(10).clamp(1, MAX_LIST);
     let tracks = request
         .library
+        .recommend()
         .random_tracks(
             params.get("genre"),
             params.int("fromYear")?,
@@ -82,6 +84,7 @@ pub(crate) async fn songs_by_genre(request: &Request) -> Outcome {
             };
             request
                 .library
+                .catalog()
                 .list_tracks(&filter, Some(sort), page)
                 .await?
                 .items
@@ -102,7 +105,7 @@ fn player_id(client: &str) -> i64 {
 
 /// `getNowPlaying`: what everyone is playing.
 pub(crate) async fn now_playing(request: &Request) -> Outcome {
-    let entries = request.library.now_playing().await?;
+    let entries = request.library.social().now_playing().await?;
     let tracks: Vec<_> = entries.iter().map(|entry| entry.track.clone()).collect();
     let songs = request.songs("entry", &tracks).await?;
     let now = musiclib_core::Timestamp::now().as_micros();
@@ -126,7 +129,7 @@ pub(crate) async fn now_playing(request: &Request) -> Outcome {
 
 /// `getStarred` (folder model) and `getStarred2` (ID3).
 pub(crate) async fn starred(request: &Request, method: &str) -> Outcome {
-    let starred = request.library.starred(&request.caller).await?;
+    let starred = request.library.social().starred(&request.caller).await?;
     let folder = method == "getStarred";
     let element = Element::new(if folder { "starred" } else { "starred2" })
         .list("artist", request.artists(&starred.artists, folder).await?)
@@ -160,7 +163,13 @@ pub(crate) async fn search(request: &Request, method: &str) -> Outcome {
     let q = (!words.is_empty()).then_some(words);
     let library = &request.library;
     let artists = match window(request, "artistCount", 20, "artistOffset")? {
-        Some(page) => library.list_artists(q.as_deref(), page).await?.items,
+        Some(page) => {
+            library
+                .catalog()
+                .list_artists(q.as_deref(), page)
+                .await?
+                .items
+        }
         None => Vec::new(),
     };
     let albums = match window(request, "albumCount", 20, "albumOffset")? {
@@ -173,7 +182,11 @@ pub(crate) async fn search(request: &Request, method: &str) -> Outcome {
                 key: AlbumSortKey::Title,
                 descending: false,
             };
-            library.list_albums(&filter, Some(sort), page).await?.items
+            library
+                .catalog()
+                .list_albums(&filter, Some(sort), page)
+                .await?
+                .items
         }
         None => Vec::new(),
     };
@@ -187,7 +200,11 @@ pub(crate) async fn search(request: &Request, method: &str) -> Outcome {
                 key: TrackSortKey::Title,
                 descending: false,
             };
-            library.list_tracks(&filter, Some(sort), page).await?.items
+            library
+                .catalog()
+                .list_tracks(&filter, Some(sort), page)
+                .await?
+                .items
         }
         None => Vec::new(),
     };

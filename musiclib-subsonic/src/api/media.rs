@@ -3,10 +3,8 @@
 use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use musiclib_core::browse::ItemKind;
-use musiclib_core::covers::{placeholder_cover, Cover, THUMBNAIL_SIZES};
-use musiclib_core::renditions::Quality;
-use musiclib_core::streaming::{byte_range, ByteRange, TrackAudio};
+use musiclib_core::catalog::ItemKind;
+use musiclib_core::media::{placeholder_cover, Cover, Quality, TrackAudio, THUMBNAIL_SIZES};
 use musiclib_core::{ErrorKind, Library, TrackId};
 
 use super::{album_id, artist_id, playlist_id, track_id};
@@ -73,17 +71,15 @@ pub(crate) async fn stream(request: &Request) -> Outcome {
     // The original's bit rate matters only for a limit without a format: read the track
     // only then (every seek of a player is a stream request).
     let original_kbps = match (format, max_kbps) {
-        (None, Some(limit)) if limit > 0 => library.get_track(&id).await?.bitrate_kbps,
+        (None, Some(limit)) if limit > 0 => library.catalog().get_track(&id).await?.bitrate_kbps,
         _ => None,
     };
     let plan = delivery(format, max_kbps, offset, original_kbps);
     let response = match plan {
-        Delivery::Original => {
-            send_audio(library, &library.track_audio(&id).await?, &request.headers).await?
-        }
+        Delivery::Original => send_audio(request, &library.media().track_audio(&id).await?).await?,
         Delivery::Opus { quality, offset } if offset == 0.0 => {
-            match library.rendition_for_stream(&id, quality).await? {
-                Some(rendition) => send_audio(library, &rendition, &request.headers).await?,
+            match library.media().rendition_for_stream(&id, quality).await? {
+                Some(rendition) => send_audio(request, &rendition).await?,
                 None => live(library, &id, quality, 0.0).await?,
             }
         }
@@ -95,10 +91,8 @@ pub(crate) async fn stream(request: &Request) -> Outcome {
 /// `download`: the original file, with Range.
 pub(crate) async fn download(request: &Request) -> Outcome {
     let id = track_id(request.params.required("id")?)?;
-    let audio = request.library.track_audio(&id).await?;
-    Ok(Reply::Media(
-        send_audio(&request.library, &audio, &request.headers).await?,
-    ))
+    let audio = request.library.media().track_audio(&id).await?;
+    Ok(Reply::Media(send_audio(request, &audio).await?))
 }
 
 async fn live(
@@ -107,7 +101,7 @@ async fn live(
     quality: Quality,
     offset: f64,
 ) -> Result<Response, SubsonicError> {
-    let body = library.live_transcode(id, quality, offset).await?;
+    let body = library.media().live_transcode(id, quality, offset).await?;
     Ok((
         [
             (header::CONTENT_TYPE, HeaderValue::from_static("audio/ogg")),
@@ -118,51 +112,21 @@ async fn live(
         .into_response())
 }
 
-/// Sends stored audio: 200, or 206 for one satisfiable byte range, or 416.
-async fn send_audio(
-    library: &Library,
-    audio: &TrackAudio,
-    request: &HeaderMap,
-) -> Result<Response, SubsonicError> {
-    let wanted = request
-        .get(header::RANGE)
-        .and_then(|value| value.to_str().ok())
-        .map_or(ByteRange::Whole, |range| byte_range(range, audio.size));
-    let mut headers = HeaderMap::new();
-    headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
-    if let Ok(etag) = HeaderValue::from_str(&audio.etag) {
-        headers.insert(header::ETAG, etag);
-    }
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_str(&audio.mime_type)
-            .unwrap_or(HeaderValue::from_static("application/octet-stream")),
-    );
-    let (status, range) = match wanted {
-        ByteRange::Whole => (StatusCode::OK, 0..audio.size),
-        ByteRange::Part(range) => {
-            let value = format!("bytes {}-{}/{}", range.start, range.end - 1, audio.size);
-            headers.insert(
-                header::CONTENT_RANGE,
-                HeaderValue::from_str(&value).expect("ascii"),
-            );
-            (StatusCode::PARTIAL_CONTENT, range)
-        }
-        ByteRange::Unsatisfiable => {
-            let value = format!("bytes */{}", audio.size);
-            headers.insert(
-                header::CONTENT_RANGE,
-                HeaderValue::from_str(&value).expect("ascii"),
-            );
-            return Ok((StatusCode::RANGE_NOT_SATISFIABLE, headers).into_response());
-        }
-    };
-    headers.insert(
-        header::CONTENT_LENGTH,
-        HeaderValue::from(range.end - range.start),
-    );
-    let body = library.read_audio(audio, range).await?;
-    Ok((status, headers, Body::from_stream(body)).into_response())
+/// Sends stored audio as every media response is sent (musiclib-media-http): validators,
+/// 304, one byte range (206), 416, HEAD.
+async fn send_audio(request: &Request, audio: &TrackAudio) -> Result<Response, SubsonicError> {
+    musiclib_media_http::respond(
+        &request.method,
+        &request.headers,
+        &audio.into(),
+        HeaderMap::new(),
+        |_| StatusCode::RANGE_NOT_SATISFIABLE.into_response(),
+        |range| async {
+            let body = request.library.media().read_audio(audio, range).await?;
+            Ok::<_, SubsonicError>(Body::from_stream(body))
+        },
+    )
+    .await
 }
 
 /// `getCoverArt`: the cover of an album, song, artist (one of its albums') or playlist;
@@ -184,26 +148,21 @@ pub(crate) async fn cover_art(request: &Request) -> Outcome {
         Err(error) if matches!(error.kind(), ErrorKind::NotFound) => placeholder_cover(size),
         Err(error) => return Err(error.into()),
     };
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("private, max-age=86400"),
+    );
     Ok(Reply::Media(
-        (
-            [
-                (
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static(cover.mime_type),
-                ),
-                (
-                    header::CACHE_CONTROL,
-                    HeaderValue::from_static("private, max-age=86400"),
-                ),
-                (
-                    header::ETAG,
-                    HeaderValue::from_str(&cover.etag)
-                        .unwrap_or(HeaderValue::from_static("\"cover\"")),
-                ),
-            ],
-            cover.bytes,
+        musiclib_media_http::respond_bytes(
+            &request.method,
+            &request.headers,
+            &(&cover).into(),
+            cover.bytes.clone(),
+            headers,
+            |_| StatusCode::RANGE_NOT_SATISFIABLE.into_response(),
         )
-            .into_response(),
+        .await,
     ))
 }
 
@@ -214,36 +173,38 @@ async fn find_cover(
 ) -> musiclib_core::Result<Option<Cover>> {
     let library = &request.library;
     let not_found = |_| musiclib_core::Error::not_found("cover", id);
-    Ok(match library.item_kind(id).await? {
+    Ok(match library.catalog().item_kind(id).await? {
         Some(ItemKind::Album) => Some(
             library
+                .media()
                 .album_cover(&album_id(id).map_err(not_found)?, size)
                 .await?,
         ),
         Some(ItemKind::Track) => Some(
             library
+                .media()
                 .track_cover(&track_id(id).map_err(not_found)?, size)
                 .await?,
         ),
         Some(ItemKind::Artist) => {
             let artist = artist_id(id).map_err(not_found)?;
             let albums = library
+                .catalog()
                 .artist_albums(&artist, musiclib_core::domain::Page::clamped(200, 0, 200))
                 .await?;
             match albums.items.iter().find(|album| album.has_cover()) {
-                Some(album) => Some(library.album_cover(&album.id, size).await?),
+                Some(album) => Some(library.media().album_cover(&album.id, size).await?),
                 None => None,
             }
         }
         Some(ItemKind::Playlist) => {
             let playlist = playlist_id(id).map_err(not_found)?;
-            let (bytes, mime_type) = library.playlist_cover(&request.caller, &playlist).await?;
-            Some(Cover {
-                bytes,
-                mime_type,
-                etag: format!("\"{id}\""),
-                last_modified: musiclib_core::Timestamp::now(),
-            })
+            Some(
+                library
+                    .playlists()
+                    .cover(&request.caller, &playlist)
+                    .await?,
+            )
         }
         None => None,
     })
@@ -261,7 +222,7 @@ pub(crate) async fn lyrics(request: &Request) -> Outcome {
 /// song must exist.
 pub(crate) async fn lyrics_by_song_id(request: &Request) -> Outcome {
     let id = track_id(request.params.required("id")?)?;
-    request.library.get_track(&id).await?;
+    request.library.catalog().get_track(&id).await?;
     Ok(Reply::Envelope(Some(
         Element::new("lyricsList").list("structuredLyrics", Vec::new()),
     )))

@@ -1,31 +1,16 @@
 //! Catalogue items as protocol elements: songs (`Child`), albums (`AlbumID3`, or `Child`
-//! folders), artists (`ArtistID3`, or `Artist`), playlists. OpenSubsonic additions are a
-//! short, fixed list ([`EXTRA_ATTRIBUTES`]) so schema validation can set them aside.
+//! folders), artists (`ArtistID3`, or `Artist`), playlists, with the OpenSubsonic attributes
+//! clients read (`mediaType`, `played`, `samplingRate`, `channelCount`, `musicBrainzId`,
+//! `sortName`, `isCompilation`, `readonly`).
 
 use std::collections::HashMap;
 
-use musiclib_core::browse::{Annotation, ItemKind};
 use musiclib_core::domain::{Album, Artist, Track};
 use musiclib_core::playlists::Playlist;
+use musiclib_core::{catalog::ItemKind, social::Annotation};
 
 use crate::response::{Element, SubsonicError};
 use crate::Request;
-
-/// The OpenSubsonic attributes this server adds to 1.16.1 elements (not in the XSD).
-pub const EXTRA_ATTRIBUTES: &[&str] = &[
-    "type",
-    "serverVersion",
-    "openSubsonic",
-    "mediaType",
-    "played",
-    "samplingRate",
-    "channelCount",
-    "musicBrainzId",
-    "sortName",
-    "userRating",
-    "isCompilation",
-    "readonly",
-];
 
 /// The one music folder: the whole library.
 pub const FOLDER_ID: i64 = 1;
@@ -204,7 +189,11 @@ impl Request {
         kind: ItemKind,
         ids: Vec<String>,
     ) -> Result<HashMap<String, Annotation>, SubsonicError> {
-        Ok(self.library.annotations(&self.caller, kind, &ids).await?)
+        Ok(self
+            .library
+            .social()
+            .annotations(&self.caller, kind, &ids)
+            .await?)
     }
 
     /// `items` as elements built by `build`, with the caller's marks on each (one query).

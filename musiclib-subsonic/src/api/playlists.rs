@@ -16,7 +16,11 @@ fn track_ids(request: &Request, name: &str) -> Result<Vec<musiclib_core::TrackId
 
 /// A playlist with its entries.
 async fn with_entries(request: &Request, playlist: &Playlist) -> Result<Element, SubsonicError> {
-    let tracks = request.library.tracks_by_ids(&playlist.track_ids).await?;
+    let tracks = request
+        .library
+        .catalog()
+        .tracks_by_ids(&playlist.track_ids)
+        .await?;
     Ok(model::playlist(playlist, request.caller.user.id.as_str())
         .list("entry", request.songs("entry", &tracks).await?))
 }
@@ -37,7 +41,7 @@ pub(crate) async fn list(request: &Request) -> Outcome {
         }
     }
     let playlists = all_pages(MAX_PLAYLISTS, |page| {
-        request.library.list_playlists(caller, page)
+        request.library.playlists().list(caller, page)
     })
     .await?;
     let items = playlists
@@ -58,7 +62,11 @@ pub(crate) async fn list(request: &Request) -> Outcome {
 /// `getPlaylist`.
 pub(crate) async fn get(request: &Request) -> Outcome {
     let id = playlist_id(request.params.required("id")?)?;
-    let playlist = request.library.get_playlist(&request.caller, &id).await?;
+    let playlist = request
+        .library
+        .playlists()
+        .get(&request.caller, &id)
+        .await?;
     Ok(Reply::Envelope(Some(
         with_entries(request, &playlist).await?,
     )))
@@ -73,23 +81,25 @@ pub(crate) async fn create(request: &Request) -> Outcome {
     let playlist = match request.params.get("playlistId") {
         Some(raw) => {
             let id = playlist_id(raw)?;
-            let mut playlist = library.get_playlist(caller, &id).await?;
+            let mut playlist = library.playlists().get(caller, &id).await?;
             if let Some(name) = request.params.get("name") {
                 let changes = PlaylistChanges {
                     name: Some(name.to_string()),
                     ..Default::default()
                 };
-                playlist = library.update_playlist(caller, &id, changes).await?;
+                playlist = library.playlists().update(caller, &id, changes).await?;
             }
             if !playlist.track_ids.is_empty() {
                 let every = (0..playlist.track_ids.len()).collect();
                 playlist = library
-                    .remove_playlist_tracks(caller, &id, every, Some(playlist.version))
+                    .playlists()
+                    .remove_tracks(caller, &id, every, Some(playlist.version))
                     .await?;
             }
             if !songs.is_empty() {
                 playlist = library
-                    .add_playlist_tracks(caller, &id, songs, None, Some(playlist.version))
+                    .playlists()
+                    .add_tracks(caller, &id, songs, None, Some(playlist.version))
                     .await?;
             }
             playlist
@@ -100,7 +110,7 @@ pub(crate) async fn create(request: &Request) -> Outcome {
                 track_ids: songs,
                 ..Default::default()
             };
-            library.create_playlist(caller, new).await?
+            library.playlists().create(caller, new).await?
         }
     };
     Ok(Reply::Envelope(Some(
@@ -132,18 +142,20 @@ pub(crate) async fn update(request: &Request) -> Outcome {
         public: params.bool("public")?,
         expected_version: None,
     };
-    let mut playlist = library.get_playlist(caller, &id).await?;
+    let mut playlist = library.playlists().get(caller, &id).await?;
     if changes.name.is_some() || changes.description.is_some() || changes.public.is_some() {
-        playlist = library.update_playlist(caller, &id, changes).await?;
+        playlist = library.playlists().update(caller, &id, changes).await?;
     }
     if !removes.is_empty() {
         playlist = library
-            .remove_playlist_tracks(caller, &id, removes, Some(playlist.version))
+            .playlists()
+            .remove_tracks(caller, &id, removes, Some(playlist.version))
             .await?;
     }
     if !adds.is_empty() {
         library
-            .add_playlist_tracks(caller, &id, adds, None, Some(playlist.version))
+            .playlists()
+            .add_tracks(caller, &id, adds, None, Some(playlist.version))
             .await?;
     }
     Ok(Reply::Envelope(None))
@@ -154,7 +166,8 @@ pub(crate) async fn delete(request: &Request) -> Outcome {
     let id = playlist_id(request.params.required("id")?)?;
     request
         .library
-        .delete_playlist(&request.caller, &id)
+        .playlists()
+        .delete(&request.caller, &id)
         .await?;
     Ok(Reply::Envelope(None))
 }

@@ -58,6 +58,7 @@ pub(crate) async fn user(request: &Request) -> Outcome {
         }
         request
             .library
+            .accounts()
             .find_user_by_name(username)
             .await?
             .ok_or_else(|| SubsonicError::not_found(format_args!("user {username}")))?
@@ -83,7 +84,7 @@ pub(crate) async fn user(request: &Request) -> Outcome {
     )))
 }
 
-fn scan_element(status: musiclib_core::browse::ScanStatus) -> Element {
+fn scan_element(status: musiclib_core::ingest::ScanStatus) -> Element {
     Element::new("scanStatus")
         .attr("scanning", status.scanning)
         .attr("count", status.count)
@@ -91,13 +92,17 @@ fn scan_element(status: musiclib_core::browse::ScanStatus) -> Element {
 
 /// `startScan`: queues the local-folder import (admins; error 50 otherwise).
 pub(crate) async fn start_scan(request: &Request) -> Outcome {
-    request.library.start_local_scan(&request.caller).await?;
-    let status = request.library.scan_status().await?;
+    request
+        .library
+        .ingest()
+        .start_local_scan(&request.caller)
+        .await?;
+    let status = request.library.ingest().scan_status().await?;
     Ok(Reply::Envelope(Some(scan_element(status))))
 }
 
 /// `getScanStatus`.
 pub(crate) async fn scan_status(request: &Request) -> Outcome {
-    let status = request.library.scan_status().await?;
+    let status = request.library.ingest().scan_status().await?;
     Ok(Reply::Envelope(Some(scan_element(status))))
 }

@@ -24,9 +24,7 @@ fn ids(list: &Value) -> Vec<String> {
 }
 
 both_backends!(every_method, |backend: Backend| async move {
-    let Some(app) = Fixture::new(backend).await else {
-        return;
-    };
+    let app = Fixture::new(backend).await;
     let song = app.track_ids[0].clone();
     let other = app.track_ids[1].clone();
 
@@ -232,6 +230,7 @@ both_backends!(every_method, |backend: Backend| async move {
     .await;
     let liked = app
         .library
+        .social()
         .liked_tracks(&app.caller, Page::default())
         .await
         .unwrap();
@@ -301,6 +300,7 @@ both_backends!(every_method, |backend: Backend| async move {
         .await;
     let history = app
         .library
+        .social()
         .history(&app.caller, Page::default())
         .await
         .unwrap();
@@ -357,7 +357,8 @@ both_backends!(every_method, |backend: Backend| async move {
     }
     let core = app
         .library
-        .get_playlist(
+        .playlists()
+        .get(
             &app.caller,
             &musiclib_core::PlaylistId::parse(&playlist).unwrap(),
         )
@@ -437,19 +438,18 @@ both_backends!(every_method, |backend: Backend| async move {
 });
 
 both_backends!(scan_from_the_interface, |backend: Backend| async move {
-    let Some(corpus) = crate::harness::corpus() else {
-        return;
-    };
+    let corpus = musiclib_core::testing::corpus();
     let library = musiclib_core::testing::TestLibrary::builder(backend)
         .config(move |config| config.local_media_import_path = Some(corpus.join("library")))
         .build()
         .await;
     let root = library
+        .accounts()
         .create_user("root", "root-password", true)
         .await
         .unwrap();
     let root = musiclib_core::auth::Caller { user: root };
-    let password = library.legacy_password(&root).await.unwrap();
+    let password = library.accounts().legacy_password(&root).await.unwrap();
     let router = musiclib_subsonic::router(library.library.clone());
     let auth = Fixture::token_auth("root", &password);
     let call = |method: &'static str| {

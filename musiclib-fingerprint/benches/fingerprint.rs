@@ -7,14 +7,14 @@
 //! the start-up of an `fpcalc -version` process), so process start-up cannot flatter us.
 //! Goal: ratio ≤ 1.0 for MP3, FLAC, Ogg and M4A.
 //!
-//! `cargo bench -p musiclib-benches --bench fingerprint`
+//! `cargo bench -p musiclib-fingerprint --bench fingerprint`
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use musiclib_core::fingerprint::{fingerprint_file, DEFAULT_MAX_SECONDS};
+use musiclib_fingerprint::{fingerprint_file, DEFAULT_MAX_SECONDS};
 
 const FILES: &[(&str, &str)] = &[
     (

@@ -26,7 +26,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::sync::watch;
 
-use crate::{Error, Library, Result, TrackId};
+use super::Media;
+use crate::storage::layout;
+use crate::{Error, Result, TrackId};
 
 /// Target length of a segment, in seconds.
 pub const SEGMENT_SECONDS: f64 = 6.0;
@@ -145,12 +147,13 @@ struct HlsRow {
     storage_uri: String,
 }
 
-impl Library {
+impl Media {
     /// `GET /stream/{id}/hls/playlist.m3u8`: the stored playlist, or on a cold track one
     /// predicted from the duration while the encode starts.
     pub async fn hls_playlist(&self, id: &TrackId, token: Option<&str>) -> Result<String> {
         if let Some(row) = self.published_hls(id).await? {
             let text = self
+                .storage
                 .blobs()
                 .get_bytes(&format!("{}{PLAYLIST}", row.storage_uri))
                 .await?;
@@ -169,7 +172,8 @@ impl Library {
         // The live encode first, then the stored rendition: an encode publishes before it
         // leaves the map, so a request that misses both is truly cold.
         let live = self
-            .inner_live_encodes()
+            .state
+            .live_encodes
             .lock()
             .expect("poisoned")
             .get(id.as_str())
@@ -179,6 +183,7 @@ impl Library {
         }
         if let Some(row) = self.published_hls(id).await? {
             return match self
+                .storage
                 .blobs()
                 .get_bytes(&format!("{}{name}", row.storage_uri))
                 .await
@@ -206,22 +211,20 @@ impl Library {
         let settled = progress
             .wait_for(|progress| progress.settled)
             .await
-            .map_err(|_| Error::Internal("the HLS encoder went away".into()))?
+            .map_err(|_| Error::internal("the HLS encoder went away"))?
             .clone();
         match settled.ended {
-            Some(Err(message)) => Err(Error::Internal(message)),
+            Some(Err(message)) => Err(Error::internal(message)),
             _ => Ok(true),
         }
     }
 
     async fn published_hls(&self, id: &TrackId) -> Result<Option<HlsRow>> {
-        let row: Option<HlsRow> = sqlx::query_as(
-            "SELECT id, storage_uri FROM renditions WHERE track_id = $1 AND kind = $2 AND quality = $3",
-        )
+        let row: Option<HlsRow> = self.db.sql("SELECT id, storage_uri FROM renditions WHERE track_id = $1 AND kind = $2 AND quality = $3")
         .bind(id.as_str())
         .bind(HLS)
         .bind(HLS_QUALITY)
-        .fetch_optional(self.db().pool())
+        .fetch_optional(self.db.pool())
         .await?;
         if let Some(row) = &row {
             self.stamp_rendition_access(&row.id).await;
@@ -233,15 +236,16 @@ impl Library {
     /// in seconds.
     async fn hls_source_duration(&self, id: &TrackId) -> Result<f64> {
         self.track_audio(id).await?;
-        if !self.transcoder_ready().await {
+        if !self.transcoder.ready().await {
             return Err(Error::TranscoderUnavailable);
         }
-        let duration_ms: Option<i64> =
-            sqlx::query_scalar("SELECT duration_ms FROM tracks WHERE id = $1")
-                .bind(id.as_str())
-                .fetch_optional(self.db().pool())
-                .await?
-                .flatten();
+        let duration_ms: Option<i64> = self
+            .db
+            .sql("SELECT duration_ms FROM tracks WHERE id = $1")
+            .bind(id.as_str())
+            .fetch_scalar_optional(self.db.pool())
+            .await?
+            .flatten();
         match duration_ms {
             Some(ms) if ms > 0 => Ok(ms as f64 / 1000.0),
             _ => Err(Error::Conflict(format!(
@@ -251,16 +255,16 @@ impl Library {
     }
 
     /// The running encode of `id`, started when there is none.
-    /// `duration` (seconds, from [`Library::hls_source_duration`]) plans the segments.
+    /// `duration` (seconds, from [`Media::hls_source_duration`]) plans the segments.
     async fn live_encode(&self, id: &TrackId, duration: f64) -> Result<Arc<LiveEncode>> {
-        let mut encodes = self.inner_live_encodes().lock().expect("poisoned");
+        let mut encodes = self.state.live_encodes.lock().expect("poisoned");
         if let Some(live) = encodes.get(id.as_str()) {
             return Ok(live.clone());
         }
         let dir = tempfile::Builder::new()
             .prefix("hls-")
-            .tempdir_in(self.staging_dir())
-            .map_err(|error| Error::io(self.staging_dir(), error))?;
+            .tempdir_in(self.storage.staging_dir())
+            .map_err(|error| Error::io(self.storage.staging_dir(), error))?;
         let (sender, progress) = watch::channel(Progress::default());
         let live = Arc::new(LiveEncode { dir, progress });
         encodes.insert(id.to_string(), live.clone());
@@ -285,7 +289,8 @@ impl Library {
                 }
             }
             library
-                .inner_live_encodes()
+                .state
+                .live_encodes
                 .lock()
                 .expect("poisoned")
                 .remove(id.as_str());
@@ -307,11 +312,11 @@ impl Library {
         let cuts: Vec<String> = (1..lengths.len())
             .map(|index| format!("{}", SEGMENT_SECONDS * index as f64))
             .collect();
-        let source = self.audio_as_local_file(&audio.key).await?;
+        let source = self.storage.local_file(&audio.key).await?;
         let list = dir.join("segments.csv");
-        let mut command = tokio::process::Command::new(&self.config().transcoding.ffmpeg);
+        let mut command = self.transcoder.command();
         command
-            .args(["-nostdin", "-v", "error", "-i"])
+            .arg("-i")
             .arg(&source.path)
             .args(["-map", "0:a:0", "-vn", "-c:a", "aac", "-b:a", AAC_BITRATE])
             // Identical bytes from every replica and every run.
@@ -326,16 +331,11 @@ impl Library {
             .args(["-segment_list_type", "csv", "-segment_list"])
             .arg(&list)
             .arg(dir.join("seg-%05d.ts"))
-            .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = command.spawn().map_err(|error| {
-            Error::Unavailable(format!(
-                "cannot run the transcoder {}: {error}",
-                self.config().transcoding.ffmpeg.display()
-            ))
-        })?;
+            .stderr(Stdio::piped());
+        let mut child = command
+            .spawn()
+            .map_err(|error| self.transcoder.start_error(error))?;
         let mut stderr = child.stderr.take().expect("piped");
         let stderr_task = tokio::spawn(async move {
             let mut text = String::new();
@@ -360,7 +360,7 @@ impl Library {
         };
         let stderr = stderr_task.await.unwrap_or_default();
         if !status.success() {
-            return Err(Error::Internal(format!(
+            return Err(Error::internal(format!(
                 "ffmpeg could not encode the HLS segments: {}",
                 stderr.trim()
             )));
@@ -389,18 +389,18 @@ impl Library {
                 fields.get(1).and_then(|field| field.parse::<f64>().ok()),
                 fields.get(2).and_then(|field| field.parse::<f64>().ok()),
             ) else {
-                return Err(Error::Internal(format!(
+                return Err(Error::internal(format!(
                     "unexpected segment list line {line:?}"
                 )));
             };
             lengths.push(end - start);
         }
-        let prefix = format!("renditions/{id}/hls/{}/", uuid::Uuid::now_v7());
+        let prefix = layout::hls_build(id);
         let stored = self.store_hls(&prefix, dir, &lengths).await;
         let size = match stored {
             Ok(size) => size,
             Err(error) => {
-                let _ = self.blobs().delete_tree(&prefix).await;
+                let _ = self.storage.blobs().delete_tree(&prefix).await;
                 return Err(error);
             }
         };
@@ -408,18 +408,15 @@ impl Library {
             .insert_rendition(id, HLS, HLS_QUALITY, &prefix, size)
             .await;
         match inserted {
-            Ok(true) => {
-                self.evict_renditions(self.config().transcoding.rendition_cache_max_bytes)
-                    .await
-            }
+            Ok(true) => self.evict_renditions(self.cache_max_bytes).await,
             // Another replica published first.
-            Ok(false) => self.blobs().delete_tree(&prefix).await,
+            Ok(false) => self.storage.blobs().delete_tree(&prefix).await,
             Err(error) => {
-                let _ = self.blobs().delete_tree(&prefix).await;
-                if self.find_track(id).await?.is_none() {
+                let _ = self.storage.blobs().delete_tree(&prefix).await;
+                if self.catalog.find_track(id).await?.is_none() {
                     return Ok(());
                 }
-                Err(error.into())
+                Err(error)
             }
         }
     }
@@ -429,13 +426,15 @@ impl Library {
         for index in 0..lengths.len() {
             let name = segment_name(index);
             size += self
+                .storage
                 .blobs()
                 .put_file(&format!("{prefix}{name}"), &dir.join(&name))
                 .await?;
         }
         let playlist = render_playlist(lengths, None);
         size += playlist.len() as u64;
-        self.blobs()
+        self.storage
+            .blobs()
             .put_bytes(&format!("{prefix}{PLAYLIST}"), Bytes::from(playlist))
             .await?;
         Ok(size)
@@ -454,11 +453,11 @@ impl Library {
         )
         .await
         .map_err(|_| Error::Unavailable(format!("segment {name} is still being encoded")))?
-        .map_err(|_| Error::Internal("the HLS encoder went away".into()))?
+        .map_err(|_| Error::internal("the HLS encoder went away"))?
         .clone();
         if waited.complete <= index {
             return match waited.ended {
-                Some(Err(message)) => Err(Error::Internal(message)),
+                Some(Err(message)) => Err(Error::internal(message)),
                 _ => Err(Error::not_found("segment", name)),
             };
         }
@@ -467,23 +466,6 @@ impl Library {
             .await
             .map(Bytes::from)
             .map_err(|error| Error::io(&path, error))
-    }
-
-    /// Stamps a rendition's last access for the LRU, at most once a minute per process.
-    pub(crate) async fn stamp_rendition_access(&self, rendition: &str) {
-        if !self.should_stamp_access(rendition) {
-            return;
-        }
-        let touch = self
-            .db()
-            .sql("UPDATE renditions SET last_access_at = {now} WHERE id = $1");
-        if let Err(error) = sqlx::query(&touch)
-            .bind(rendition)
-            .execute(self.db().pool())
-            .await
-        {
-            tracing::warn!(error = %crate::error_chain(&error), "could not stamp a rendition's access");
-        }
     }
 }
 

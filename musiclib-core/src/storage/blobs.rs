@@ -1,4 +1,5 @@
-//! Blob storage over object_store: a local directory or an S3-compatible bucket.
+//! [`BlobStore`]: blobs over object_store, in a local directory or an S3-compatible bucket.
+//! Keys come from [`super::layout`]; nothing else in the crate writes a blob.
 //!
 //! Every write is atomic: a local file is written under `.staging/` and renamed into place; an
 //! S3 object appears only when its (multipart) upload completes. A killed write leaves no half
@@ -18,6 +19,7 @@ use object_store::{ObjectStore, PutPayload, WriteMultipart};
 use tokio::io::AsyncReadExt;
 
 use crate::config::{S3Config, StorageConfig};
+use crate::error::StorageError;
 use crate::{Error, Result};
 
 /// Size of the parts of a multipart upload to S3.
@@ -42,20 +44,16 @@ impl StorageKind {
     }
 }
 
-/// Size and modification time of a stored blob.
+/// What the store knows of a blob without reading it.
 #[derive(Debug, Clone)]
-pub struct BlobMeta {
+pub(crate) struct BlobMeta {
     /// Size in bytes.
-    pub size: u64,
-    /// Last modification time.
-    pub last_modified: crate::Timestamp,
-    /// The store's entity tag, when it has one.
-    pub e_tag: Option<String>,
+    pub(crate) size: u64,
 }
 
 /// A cheap handle on the blob store.
 #[derive(Clone, Debug)]
-pub struct BlobStore {
+pub(crate) struct BlobStore {
     store: Arc<dyn ObjectStore>,
     kind: StorageKind,
     local_root: Option<PathBuf>,
@@ -65,7 +63,7 @@ pub struct BlobStore {
 
 impl BlobStore {
     /// Opens the store described by `config`, creating a local root directory when missing.
-    pub fn open(config: &StorageConfig) -> Result<BlobStore> {
+    pub(crate) fn open(config: &StorageConfig) -> Result<BlobStore> {
         match config {
             StorageConfig::Local { root } => BlobStore::local(root),
             StorageConfig::S3(s3) => BlobStore::s3(s3),
@@ -73,14 +71,15 @@ impl BlobStore {
     }
 
     /// A store under a local directory.
-    pub fn local(root: &Path) -> Result<BlobStore> {
-        std::fs::create_dir_all(root.join(".staging")).map_err(|error| Error::io(root, error))?;
+    pub(crate) fn local(root: &Path) -> Result<BlobStore> {
+        std::fs::create_dir_all(root.join(super::layout::STAGING))
+            .map_err(|error| Error::io(root, error))?;
         let root = root
             .canonicalize()
             .map_err(|error| Error::io(root, error))?;
-        let store = LocalFileSystem::new_with_prefix(&root).map_err(|source| Error::Blob {
+        let store = LocalFileSystem::new_with_prefix(&root).map_err(|source| Error::Storage {
             key: root.display().to_string(),
-            source,
+            source: StorageError(source),
         })?;
         Ok(BlobStore {
             store: Arc::new(store),
@@ -91,7 +90,7 @@ impl BlobStore {
     }
 
     /// A store in an S3-compatible bucket.
-    pub fn s3(config: &S3Config) -> Result<BlobStore> {
+    pub(crate) fn s3(config: &S3Config) -> Result<BlobStore> {
         let mut builder = AmazonS3Builder::new()
             .with_bucket_name(&config.bucket)
             .with_region(&config.region)
@@ -108,9 +107,9 @@ impl BlobStore {
         if let Some(secret) = &config.secret_access_key {
             builder = builder.with_secret_access_key(secret);
         }
-        let store = builder.build().map_err(|source| Error::Blob {
+        let store = builder.build().map_err(|source| Error::Storage {
             key: config.bucket.clone(),
-            source,
+            source: StorageError(source),
         })?;
         let store: Arc<dyn ObjectStore> =
             match config.prefix.as_deref().filter(|prefix| !prefix.is_empty()) {
@@ -126,44 +125,40 @@ impl BlobStore {
     }
 
     /// The backend kind.
-    pub fn kind(&self) -> StorageKind {
+    pub(crate) fn kind(&self) -> StorageKind {
         self.kind
     }
 
     /// The file behind `key` on the local backend, for zero-copy reads; `None` on S3.
-    pub fn local_path(&self, key: &str) -> Option<PathBuf> {
+    pub(crate) fn local_path(&self, key: &str) -> Option<PathBuf> {
         self.local_root.as_ref().map(|root| root.join(key))
     }
 
-    /// The local root directory, when the backend is local.
-    pub fn local_root(&self) -> Option<&Path> {
-        self.local_root.as_deref()
-    }
-
     fn object_path(key: &str) -> Result<ObjectPath> {
-        ObjectPath::parse(key).map_err(|_| Error::Internal(format!("invalid blob key {key:?}")))
+        ObjectPath::parse(key)
+            .map_err(|error| Error::internal_with(format!("invalid blob key {key:?}"), error))
     }
 
     /// A read's error: a missing blob is "not found", anything else a storage failure.
     fn read_error(key: &str) -> impl FnOnce(object_store::Error) -> Error + '_ {
         move |source| match source {
             object_store::Error::NotFound { .. } => Error::not_found("blob", key),
-            source => Error::Blob {
+            source => Error::Storage {
                 key: key.to_string(),
-                source,
+                source: StorageError(source),
             },
         }
     }
 
     fn blob_error(key: &str) -> impl FnOnce(object_store::Error) -> Error + '_ {
-        move |source| Error::Blob {
+        move |source| Error::Storage {
             key: key.to_string(),
-            source,
+            source: StorageError(source),
         }
     }
 
     /// Stores `bytes` at `key`, replacing what was there.
-    pub async fn put_bytes(&self, key: &str, bytes: Bytes) -> Result<()> {
+    pub(crate) async fn put_bytes(&self, key: &str, bytes: Bytes) -> Result<()> {
         let path = Self::object_path(key)?;
         self.store
             .put(&path, PutPayload::from(bytes))
@@ -175,7 +170,7 @@ impl BlobStore {
     /// Stores `bytes` at `key` unless something is there already (then `false`, and the
     /// existing blob is left alone). Local disk and S3 (`If-None-Match: *`) both check this
     /// atomically.
-    pub async fn put_bytes_if_absent(&self, key: &str, bytes: Bytes) -> Result<bool> {
+    pub(crate) async fn put_bytes_if_absent(&self, key: &str, bytes: Bytes) -> Result<bool> {
         let path = Self::object_path(key)?;
         let options = object_store::PutOptions::from(object_store::PutMode::Create);
         match self
@@ -185,22 +180,22 @@ impl BlobStore {
         {
             Ok(_) => Ok(true),
             Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
-            Err(source) => Err(Error::Blob {
+            Err(source) => Err(Error::Storage {
                 key: key.to_string(),
-                source,
+                source: StorageError(source),
             }),
         }
     }
 
     /// Copies the local file `source` to `key` without holding it in memory. Returns its size.
-    pub async fn put_file(&self, key: &str, source: &Path) -> Result<u64> {
+    pub(crate) async fn put_file(&self, key: &str, source: &Path) -> Result<u64> {
         match &self.local_root {
             Some(root) => {
                 let (root, key_owned, source) =
                     (root.clone(), key.to_string(), source.to_path_buf());
                 tokio::task::spawn_blocking(move || local_copy_atomic(&root, &key_owned, &source))
                     .await
-                    .map_err(|error| Error::Internal(format!("copy task failed: {error}")))?
+                    .map_err(Error::task("blob copy"))?
             }
             None => self.upload_file(key, source).await,
         }
@@ -244,9 +239,9 @@ impl BlobStore {
             }
             if let Err(source) = writer.wait_for_capacity(4).await {
                 let _ = writer.abort().await;
-                return Err(Error::Blob {
+                return Err(Error::Storage {
                     key: key.to_string(),
-                    source,
+                    source: StorageError(source),
                 });
             }
             writer.write(&buffer[..read]);
@@ -256,7 +251,7 @@ impl BlobStore {
     }
 
     /// Reads a whole blob into memory (covers, small files).
-    pub async fn get_bytes(&self, key: &str) -> Result<Bytes> {
+    pub(crate) async fn get_bytes(&self, key: &str) -> Result<Bytes> {
         let path = Self::object_path(key)?;
         let result = self.store.get(&path).await.map_err(Self::read_error(key))?;
         result.bytes().await.map_err(Self::blob_error(key))
@@ -269,7 +264,7 @@ impl BlobStore {
     ///
     /// Mapping is safe because local blobs are never rewritten in place: every write is a
     /// rename onto the key (a new file), and the map is checked against the file's inode.
-    pub async fn get_range_stream(
+    pub(crate) async fn get_range_stream(
         &self,
         key: &str,
         range: Range<u64>,
@@ -314,7 +309,7 @@ impl BlobStore {
 
     /// Copies a whole blob into the local file `dest` (created or truncated), streaming.
     /// Returns its size.
-    pub async fn download_to(&self, key: &str, dest: &Path) -> Result<u64> {
+    pub(crate) async fn download_to(&self, key: &str, dest: &Path) -> Result<u64> {
         use tokio::io::AsyncWriteExt;
         let path = Self::object_path(key)?;
         let result = self.store.get(&path).await.map_err(Self::read_error(key))?;
@@ -335,37 +330,33 @@ impl BlobStore {
     }
 
     /// Size and modification time of `key`, or `None` when it does not exist.
-    pub async fn head(&self, key: &str) -> Result<Option<BlobMeta>> {
+    pub(crate) async fn head(&self, key: &str) -> Result<Option<BlobMeta>> {
         let path = Self::object_path(key)?;
         match self.store.head(&path).await {
-            Ok(meta) => Ok(Some(BlobMeta {
-                size: meta.size,
-                last_modified: crate::Timestamp::from_micros(meta.last_modified.timestamp_micros()),
-                e_tag: meta.e_tag,
-            })),
+            Ok(meta) => Ok(Some(BlobMeta { size: meta.size })),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
-            Err(source) => Err(Error::Blob {
+            Err(source) => Err(Error::Storage {
                 key: key.to_string(),
-                source,
+                source: StorageError(source),
             }),
         }
     }
 
     /// Deletes `key`; deleting a missing blob succeeds.
-    pub async fn delete(&self, key: &str) -> Result<()> {
+    pub(crate) async fn delete(&self, key: &str) -> Result<()> {
         let path = Self::object_path(key)?;
         match self.store.delete(&path).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-            Err(source) => Err(Error::Blob {
+            Err(source) => Err(Error::Storage {
                 key: key.to_string(),
-                source,
+                source: StorageError(source),
             }),
         }
     }
 
     /// Deletes `key`, or every blob under it when it ends with `/` (a rendition made of
     /// several files, such as an HLS playlist and its segments).
-    pub async fn delete_tree(&self, key: &str) -> Result<()> {
+    pub(crate) async fn delete_tree(&self, key: &str) -> Result<()> {
         if !key.ends_with('/') {
             return self.delete(key).await;
         }
@@ -380,7 +371,7 @@ impl BlobStore {
     }
 
     /// Lists every key under `prefix`.
-    pub async fn list(&self, prefix: &str) -> Result<Vec<String>> {
+    pub(crate) async fn list(&self, prefix: &str) -> Result<Vec<String>> {
         let path = Self::object_path(prefix)?;
         let metas: Vec<_> = self
             .store
@@ -395,7 +386,6 @@ impl BlobStore {
     }
 }
 
-/// Copies `source` into `root/.staging`, fsyncs it, then renames it to `root/key`.
 /// Size of the slices a mapped range is sent in.
 const MAPPED_CHUNK: usize = 256 * 1024;
 
@@ -467,16 +457,124 @@ impl MappedFiles {
     }
 }
 
+/// Copies `source` into `root/.staging`, then renames it to `root/key` (a reader sees the
+/// old file or the whole new one, never a part).
 fn local_copy_atomic(root: &Path, key: &str, source: &Path) -> Result<u64> {
     let target = root.join(key);
     if let Some(parent) = target.parent() {
         std::fs::create_dir_all(parent).map_err(|error| Error::io(parent, error))?;
     }
-    let staging = root.join(".staging").join(uuid::Uuid::new_v4().to_string());
+    let staging = root
+        .join(super::layout::STAGING)
+        .join(uuid::Uuid::new_v4().to_string());
     let size = std::fs::copy(source, &staging).map_err(|error| Error::io(source, error))?;
     if let Err(error) = std::fs::rename(&staging, &target) {
         let _ = std::fs::remove_file(&staging);
         return Err(Error::io(&target, error));
     }
     Ok(size)
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use futures::TryStreamExt;
+
+    use crate::testing::{Backend, TestLibrary};
+
+    /// Atomic writes, ranged reads and deletion, on local disk and on S3.
+    async fn blobs_round_trip_with_ranges(backend: Backend) {
+        let library = TestLibrary::new(backend).await;
+        let blobs = library.storage().blobs();
+        let data: Vec<u8> = (0..200_000u32).map(|n| (n % 251) as u8).collect();
+        blobs
+            .put_bytes("audio/a.bin", Bytes::from(data.clone()))
+            .await
+            .unwrap();
+        assert_eq!(
+            blobs.head("audio/a.bin").await.unwrap().unwrap().size,
+            data.len() as u64
+        );
+        let chunks: Vec<Bytes> = blobs
+            .get_range_stream("audio/a.bin", 1000..5000)
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        assert_eq!(chunks.concat(), data[1000..5000]);
+
+        // A large file goes through the streaming path (multipart on S3).
+        let big: Vec<u8> = (0..(9 * 1024 * 1024u32)).map(|n| (n % 13) as u8).collect();
+        let source = library.dir.path().join("big.bin");
+        std::fs::write(&source, &big).unwrap();
+        assert_eq!(
+            blobs.put_file("audio/big.bin", &source).await.unwrap(),
+            big.len() as u64
+        );
+        assert_eq!(
+            blobs.get_bytes("audio/big.bin").await.unwrap().len(),
+            big.len()
+        );
+        let whole: Vec<Bytes> = blobs
+            .get_range_stream("audio/big.bin", 0..big.len() as u64)
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        assert_eq!(whole.concat(), big, "a long range streams whole");
+
+        // A key written again is read afresh (local reads keep the file mapped).
+        blobs
+            .put_bytes("audio/a.bin", Bytes::from_static(b"replaced"))
+            .await
+            .unwrap();
+        let chunks: Vec<Bytes> = blobs
+            .get_range_stream("audio/a.bin", 0..8)
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        assert_eq!(chunks.concat(), b"replaced");
+        assert!(
+            blobs.get_range_stream("audio/a.bin", 0..9).await.is_err(),
+            "past the end is an error, never a short body"
+        );
+        blobs
+            .put_bytes("audio/a.bin", Bytes::from(data.clone()))
+            .await
+            .unwrap();
+
+        let mut keys = blobs.list("audio").await.unwrap();
+        keys.sort();
+        assert_eq!(
+            keys,
+            vec!["audio/a.bin", "audio/big.bin"],
+            "no staging or partial object is visible"
+        );
+
+        blobs.delete("audio/a.bin").await.unwrap();
+        assert!(blobs.head("audio/a.bin").await.unwrap().is_none());
+        blobs.delete("audio/a.bin").await.unwrap();
+        assert_eq!(
+            blobs.get_bytes("audio/a.bin").await.unwrap_err().kind(),
+            crate::ErrorKind::NotFound
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn blobs_round_trip_with_ranges_on_local_disk() {
+        blobs_round_trip_with_ranges(Backend::Embedded).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[cfg_attr(
+        not(musiclib_services),
+        ignore = "needs PostgreSQL and S3: run the README test command"
+    )]
+    async fn blobs_round_trip_with_ranges_on_s3() {
+        blobs_round_trip_with_ranges(Backend::ScaleOut).await
+    }
 }

@@ -3,8 +3,10 @@
 
 use bytes::Bytes;
 
+use super::Media;
 use crate::enrichment::coverart::{Image, ImageKind};
-use crate::{AlbumId, Error, Library, Result, Timestamp, TrackId};
+use crate::storage::layout;
+use crate::{AlbumId, Error, Result, Timestamp, TrackId};
 
 /// Smallest and largest thumbnail edge, in pixels.
 pub const THUMBNAIL_SIZES: std::ops::RangeInclusive<u32> = 16..=1200;
@@ -29,27 +31,30 @@ struct CoverRow {
     cover_updated_at: Option<i64>,
 }
 
-impl Library {
+impl Media {
     /// The cover of an album; `size` asks for a thumbnail at most that many pixels wide/high.
     pub async fn album_cover(&self, id: &AlbumId, size: Option<u32>) -> Result<Cover> {
-        let row: Option<CoverRow> =
-            sqlx::query_as("SELECT id, cover_uri, cover_updated_at FROM albums WHERE id = $1")
-                .bind(id.as_str())
-                .fetch_optional(self.db().pool())
-                .await?;
+        let row: Option<CoverRow> = self
+            .db
+            .sql("SELECT id, cover_uri, cover_updated_at FROM albums WHERE id = $1")
+            .bind(id.as_str())
+            .fetch_optional(self.db.pool())
+            .await?;
         let row = row.ok_or_else(|| Error::not_found("album", id))?;
         self.serve_cover(row, size).await
     }
 
     /// The cover of a track: its album's.
     pub async fn track_cover(&self, id: &TrackId, size: Option<u32>) -> Result<Cover> {
-        let row: Option<(Option<String>, Option<String>, Option<i64>)> = sqlx::query_as(
-            "SELECT al.id, al.cover_uri, al.cover_updated_at
+        let row: Option<(Option<String>, Option<String>, Option<i64>)> = self
+            .db
+            .sql(
+                "SELECT al.id, al.cover_uri, al.cover_updated_at
              FROM tracks t LEFT JOIN albums al ON al.id = t.album_id WHERE t.id = $1",
-        )
-        .bind(id.as_str())
-        .fetch_optional(self.db().pool())
-        .await?;
+            )
+            .bind(id.as_str())
+            .fetch_optional(self.db.pool())
+            .await?;
         let (album_id, cover_uri, cover_updated_at) =
             row.ok_or_else(|| Error::not_found("track", id))?;
         match album_id {
@@ -72,7 +77,7 @@ impl Library {
         let kind = key
             .rsplit_once('.')
             .and_then(|(_, extension)| ImageKind::from_extension(extension))
-            .ok_or_else(|| Error::Internal(format!("cover key {key:?} has no image extension")))?;
+            .ok_or_else(|| Error::internal(format!("cover key {key:?} has no image extension")))?;
         let stored_at = row.cover_updated_at.unwrap_or(0);
         let last_modified = Timestamp::from_micros(stored_at);
         let original = Cover {
@@ -83,7 +88,7 @@ impl Library {
         };
         let Some(size) = size else {
             return Ok(Cover {
-                bytes: self.blobs().get_bytes(&key).await?,
+                bytes: self.storage.blobs().get_bytes(&key).await?,
                 ..original
             });
         };
@@ -101,9 +106,10 @@ impl Library {
             ImageKind::Png => (ImageKind::Png, image::ImageFormat::Png),
             _ => (ImageKind::Jpeg, image::ImageFormat::Jpeg),
         };
-        let thumb_key = format!("covers/thumbs/{}/{size}.{}", row.id, thumb_kind.extension());
+        let album = AlbumId::from_db(row.id.clone());
+        let thumb_key = layout::thumbnail(&album, size, thumb_kind.extension());
         let etag = format!("\"{}-{stored_at:x}-{size}\"", row.id);
-        match self.blobs().get_bytes(&thumb_key).await {
+        match self.storage.blobs().get_bytes(&thumb_key).await {
             Ok(bytes) => {
                 return Ok(Cover {
                     bytes,
@@ -115,11 +121,11 @@ impl Library {
             Err(Error::NotFound { .. }) => {}
             Err(error) => return Err(error),
         }
-        let source = self.blobs().get_bytes(&key).await?;
+        let source = self.storage.blobs().get_bytes(&key).await?;
         let original_bytes = source.clone();
         let scaled = tokio::task::spawn_blocking(move || scale(&source, size, format))
             .await
-            .map_err(|error| Error::Internal(format!("thumbnail task failed: {error}")))?;
+            .map_err(Error::task("thumbnail"))?;
         let bytes = match scaled {
             Ok(bytes) => bytes,
             // A cover the decoder cannot read (GIF, WebP, a damaged file) is served as it is.
@@ -132,7 +138,8 @@ impl Library {
             }
         };
         // Another request may have stored the same thumbnail meanwhile: either copy is right.
-        self.blobs()
+        self.storage
+            .blobs()
             .put_bytes_if_absent(&thumb_key, bytes.clone())
             .await?;
         Ok(Cover {
@@ -148,45 +155,52 @@ impl Library {
     /// The blob is written first, with a create-only put (an existing file at that key is
     /// never replaced), and the album row points at it only if it had no cover: no row ever
     /// points at a missing file.
-    pub(crate) async fn store_album_cover(&self, album_id: &str, image: &Image) -> Result<bool> {
-        let key = format!("covers/{album_id}.{}", image.kind.extension());
+    pub(crate) async fn store_album_cover(
+        &self,
+        album_id: &AlbumId,
+        image: &Image,
+    ) -> Result<bool> {
+        let key = layout::cover(album_id, image.kind.extension());
         let written = self
+            .storage
             .blobs()
             .put_bytes_if_absent(&key, image.bytes.clone())
             .await?;
-        let query = self.db().sql(
-            "UPDATE albums SET cover_uri = $2, cover_updated_at = {now}, updated_at = {now}
+        let updated = self
+            .db
+            .sql(
+                "UPDATE albums SET cover_uri = $2, cover_updated_at = {now}, updated_at = {now}
              WHERE id = $1 AND cover_uri IS NULL",
-        );
-        let updated = sqlx::query(&query)
+            )
             .bind(album_id)
-            .bind(&key)
-            .execute(self.db().pool())
-            .await?
-            .rows_affected();
+            .bind(key.as_str())
+            .execute(self.db.pool())
+            .await?;
         if updated == 0 && written {
             // The album got a cover meanwhile (another track of it), or is gone: drop ours
             // unless it is the one the album now points at.
-            let current: Option<(Option<String>,)> =
-                sqlx::query_as("SELECT cover_uri FROM albums WHERE id = $1")
-                    .bind(album_id)
-                    .fetch_optional(self.db().pool())
-                    .await?;
-            if current.and_then(|(uri,)| uri).as_deref() != Some(key.as_str()) {
-                self.blobs().delete(&key).await?;
+            let current: Option<Option<String>> = self
+                .db
+                .sql("SELECT cover_uri FROM albums WHERE id = $1")
+                .bind(album_id)
+                .fetch_scalar_optional(self.db.pool())
+                .await?;
+            if current.flatten().as_deref() != Some(key.as_str()) {
+                self.storage.blobs().delete(&key).await?;
             }
         }
         Ok(updated == 1)
     }
 
     /// Whether the album has a cover already.
-    pub(crate) async fn album_has_cover(&self, album_id: &str) -> Result<bool> {
-        let row: Option<(Option<String>,)> =
-            sqlx::query_as("SELECT cover_uri FROM albums WHERE id = $1")
-                .bind(album_id)
-                .fetch_optional(self.db().pool())
-                .await?;
-        Ok(row.and_then(|(uri,)| uri).is_some())
+    pub(crate) async fn album_has_cover(&self, album_id: &AlbumId) -> Result<bool> {
+        let cover: Option<Option<String>> = self
+            .db
+            .sql("SELECT cover_uri FROM albums WHERE id = $1")
+            .bind(album_id)
+            .fetch_scalar_optional(self.db.pool())
+            .await?;
+        Ok(cover.flatten().is_some())
     }
 }
 

@@ -42,7 +42,7 @@ pub(crate) fn priming_samples(path: &Path, sample_rate: u32) -> Option<u64> {
 /// count could exhaust memory (an abort, not a recoverable panic) and a zero would overflow.
 /// Not an MP4 (no `moov`) passes, and so does a file that cannot be opened (the decoder
 /// reports that, as an I/O error).
-pub(crate) fn check_sample_tables_in_file(path: &Path) -> Result<(), String> {
+pub fn check_sample_tables_in_file(path: &Path) -> Result<(), String> {
     let Ok(mut file) = File::open(path) else {
         return Ok(());
     };
@@ -53,7 +53,7 @@ pub(crate) fn check_sample_tables_in_file(path: &Path) -> Result<(), String> {
 }
 
 /// As [`check_sample_tables_in_file`], for a file in memory.
-pub(crate) fn check_sample_tables_in_bytes(data: &[u8]) -> Result<(), String> {
+pub fn check_sample_tables_in_bytes(data: &[u8]) -> Result<(), String> {
     match child(data, b"moov") {
         Some(moov) => check_sample_tables(moov),
         None => Ok(()),

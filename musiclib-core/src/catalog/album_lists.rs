@@ -1,0 +1,130 @@
+//! The album lists of the legacy interface (`getAlbumList2`): newest, random, alphabetical,
+//! by year or genre, and the caller's own views (most played, recently played, best rated,
+//! starred), which read their plays and marks.
+
+use super::rows::{AlbumRow, ALBUM_SELECT};
+use super::Catalog;
+use crate::auth::Caller;
+use crate::domain::{Album, Page};
+use crate::Result;
+
+/// Which album list (`getAlbumList2` `type`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AlbumList {
+    /// In random order.
+    Random,
+    /// Recently added first.
+    Newest,
+    /// The caller's best rated first (rated albums only).
+    Highest,
+    /// The caller's most played first (played albums only).
+    Frequent,
+    /// The caller's most recently played first.
+    Recent,
+    /// By title.
+    AlphabeticalByName,
+    /// By album artist, then title.
+    AlphabeticalByArtist,
+    /// The caller's starred albums, most recently starred first.
+    Starred,
+    /// Released between two years, inclusive; descending when `from` > `to`.
+    ByYear {
+        /// First year.
+        from: i64,
+        /// Last year.
+        to: i64,
+    },
+    /// Of a genre (the album's, or any of its tracks'), case-insensitive.
+    ByGenre(String),
+}
+
+impl Catalog {
+    /// An album list of `kind` (`getAlbumList2`).
+    pub async fn album_list(
+        &self,
+        caller: &Caller,
+        kind: &AlbumList,
+        page: Page,
+    ) -> Result<Vec<Album>> {
+        let mut select = self.db.sql(ALBUM_SELECT);
+        let mut arg = |value: String| select.arg(value);
+        let plays = |user: &str| {
+            format!(
+                "JOIN (SELECT t.album_id AS album_id, COUNT(*) AS plays, MAX(p.played_at) AS last_played
+                   FROM play_events p JOIN tracks t ON t.id = p.track_id
+                   WHERE p.user_id = {user} GROUP BY t.album_id) s ON s.album_id = al.id"
+            )
+        };
+        let marks = |user: &str| {
+            format!(
+                "JOIN annotations a ON a.item_id = al.id AND a.item_kind = 'album' AND a.user_id = {user}"
+            )
+        };
+        let (join, filter, order) = match kind {
+            AlbumList::Random => (String::new(), String::new(), "RANDOM()".to_string()),
+            AlbumList::Newest => (
+                String::new(),
+                String::new(),
+                "al.created_at DESC, al.id DESC".into(),
+            ),
+            AlbumList::Highest => (
+                marks(&arg(caller.user.id.to_string())),
+                "WHERE a.rating > 0".into(),
+                "a.rating DESC, al.title_key, al.id".into(),
+            ),
+            AlbumList::Frequent => (
+                plays(&arg(caller.user.id.to_string())),
+                String::new(),
+                "s.plays DESC, al.title_key, al.id".into(),
+            ),
+            AlbumList::Recent => (
+                plays(&arg(caller.user.id.to_string())),
+                String::new(),
+                "s.last_played DESC, al.id".into(),
+            ),
+            AlbumList::AlphabeticalByName => {
+                (String::new(), String::new(), "al.title_key, al.id".into())
+            }
+            AlbumList::AlphabeticalByArtist => (
+                String::new(),
+                String::new(),
+                "ar.name_key, al.title_key, al.id".into(),
+            ),
+            AlbumList::Starred => (
+                marks(&arg(caller.user.id.to_string())),
+                "WHERE a.starred_at IS NOT NULL".into(),
+                "a.starred_at DESC, al.id".into(),
+            ),
+            AlbumList::ByYear { from, to } => {
+                let (low, high, dir) = if from <= to {
+                    (*from, *to, "ASC")
+                } else {
+                    (*to, *from, "DESC")
+                };
+                (
+                    String::new(),
+                    format!("WHERE al.year >= {low} AND al.year <= {high}"),
+                    format!("al.year {dir}, al.title_key, al.id"),
+                )
+            }
+            AlbumList::ByGenre(genre) => {
+                let genre = arg(genre.trim().to_lowercase());
+                (
+                    String::new(),
+                    format!(
+                        "WHERE LOWER(al.genre) = {genre} OR EXISTS
+                           (SELECT 1 FROM tracks g WHERE g.album_id = al.id AND LOWER(g.genre) = {genre})"
+                    ),
+                    "al.title_key, al.id".into(),
+                )
+            }
+        };
+        select.push(&format!(
+            " {join} {filter} ORDER BY {order} LIMIT {} OFFSET {}",
+            page.limit(),
+            page.offset()
+        ));
+        let rows: Vec<AlbumRow> = select.fetch_all(self.db.pool()).await?;
+        Ok(rows.into_iter().map(Album::from).collect())
+    }
+}

@@ -1,0 +1,84 @@
+//! Artists: the list by name, one artist, their albums and tracks.
+
+use super::query::{track_order, AlbumFilter, AlbumSortKey, Sort, TrackSortKey};
+use super::rows::{ArtistRow, ARTIST_SELECT};
+use super::Catalog;
+use crate::db::like_pattern;
+use crate::domain::{Album, Artist, Page, Paged, Track};
+use crate::{ArtistId, Error, Result};
+
+impl Catalog {
+    /// `GET /artists`, by name.
+    pub async fn list_artists(&self, q: Option<&str>, page: Page) -> Result<Paged<Artist>> {
+        let mut filters = self.db.sql("");
+        if let Some(q) = q.map(crate::text::name_key).filter(|q| !q.is_empty()) {
+            filters
+                .push_condition()
+                .push("ar.name_key LIKE ")
+                .push_bind(like_pattern(&q))
+                .push(" ESCAPE '\\'");
+        }
+        let pool = self.db.pool();
+        let total: i64 = filters
+            .prefixed("SELECT COUNT(*) FROM artists ar")
+            .fetch_scalar(pool)
+            .await?;
+        let mut select = filters.prefixed(ARTIST_SELECT);
+        select.push(&format!(
+            " ORDER BY ar.name_key, ar.id LIMIT {} OFFSET {}",
+            page.limit(),
+            page.offset()
+        ));
+        let rows: Vec<ArtistRow> = select.fetch_all(pool).await?;
+        Ok(Paged {
+            items: rows.into_iter().map(Artist::from).collect(),
+            total,
+            page,
+        })
+    }
+
+    /// `GET /artists/{id}`.
+    pub async fn get_artist(&self, id: &ArtistId) -> Result<Artist> {
+        self.db
+            .sql(&format!("{ARTIST_SELECT} WHERE ar.id = $1"))
+            .bind(id)
+            .fetch_optional::<ArtistRow, _>(self.db.pool())
+            .await?
+            .map(Artist::from)
+            .ok_or_else(|| Error::not_found("artist", id))
+    }
+
+    /// `GET /artists/{id}/albums`, newest first.
+    pub async fn artist_albums(&self, id: &ArtistId, page: Page) -> Result<Paged<Album>> {
+        self.get_artist(id).await?;
+        let filter = AlbumFilter {
+            artist_id: Some(id.clone()),
+            ..Default::default()
+        };
+        self.list_albums(
+            &filter,
+            Some(Sort {
+                key: AlbumSortKey::Year,
+                descending: true,
+            }),
+            page,
+        )
+        .await
+    }
+
+    /// `GET /artists/{id}/tracks`: tracks by the artist or on their albums.
+    pub async fn artist_tracks(&self, id: &ArtistId, page: Page) -> Result<Paged<Track>> {
+        self.get_artist(id).await?;
+        let mut filters = self.db.sql("");
+        filters.push_condition();
+        let artist = filters.arg(id);
+        filters.push(&format!(
+            "(t.artist_id = {artist} OR t.album_id IN (SELECT id FROM albums WHERE artist_id = {artist}))"
+        ));
+        let order = track_order(Sort {
+            key: TrackSortKey::Album,
+            descending: false,
+        });
+        self.page_tracks(&filters, &order, page).await
+    }
+}

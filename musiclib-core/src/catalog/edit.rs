@@ -1,0 +1,211 @@
+//! Manual edits: [`TrackPatch`] (descriptive fields; the enrichment state stays) and
+//! [`TrackMetadata`] (identity fields; the track becomes `manual`). Both lock the track's row
+//! for the transaction, so an enrichment finishing meanwhile cannot undo them, and only the
+//! uploader or an admin may make them ([`crate::auth::policy`]).
+
+use super::resolve::Resolver;
+use super::tracks::lock_track;
+use super::Catalog;
+use crate::auth::Caller;
+use crate::domain::Track;
+use crate::{Error, Result, TrackId};
+
+/// A partial update of a track (`PATCH /tracks/{id}`): `None` leaves a field alone. The
+/// enrichment state is not changed.
+#[derive(Debug, Clone, Default)]
+pub struct TrackPatch {
+    /// New title.
+    pub title: Option<String>,
+    /// New genre.
+    pub genre: Option<String>,
+    /// New year.
+    pub year: Option<i64>,
+    /// New track number.
+    pub track_number: Option<i64>,
+    /// New disc number.
+    pub disc_number: Option<i64>,
+}
+
+/// A full manual metadata edit (`PUT /tracks/{id}/metadata`): the track becomes `manual`,
+/// artist and album are resolved from the names given, absent fields are cleared.
+#[derive(Debug, Clone, Default)]
+pub struct TrackMetadata {
+    /// Title (required).
+    pub title: String,
+    /// Track artist name.
+    pub artist: Option<String>,
+    /// Album title.
+    pub album: Option<String>,
+    /// Album artist name (defaults to the track artist).
+    pub album_artist: Option<String>,
+    /// Genre.
+    pub genre: Option<String>,
+    /// Year.
+    pub year: Option<i64>,
+    /// Track number.
+    pub track_number: Option<i64>,
+    /// Disc number.
+    pub disc_number: Option<i64>,
+    /// MusicBrainz recording id.
+    pub musicbrainz_recording_id: Option<String>,
+}
+
+fn validate_year(year: Option<i64>) -> Result<()> {
+    match year {
+        Some(year) if !(0..=9999).contains(&year) => {
+            Err(Error::invalid("year", "must be between 0 and 9999"))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn validate_position(field: &str, value: Option<i64>) -> Result<()> {
+    match value {
+        Some(value) if !(0..=100_000).contains(&value) => {
+            Err(Error::invalid(field, "must be between 0 and 100000"))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn non_empty(field: &str, value: &str) -> Result<String> {
+    let value = value.trim();
+    if value.is_empty() {
+        return Err(Error::invalid(field, "must not be empty"));
+    }
+    if value.chars().count() > 1000 {
+        return Err(Error::invalid(field, "must be at most 1000 characters"));
+    }
+    Ok(value.to_string())
+}
+
+fn optional_text(field: &str, value: &Option<String>) -> Result<Option<String>> {
+    match value.as_deref().map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(value) => non_empty(field, value).map(Some),
+    }
+}
+
+impl Catalog {
+    /// `PATCH /tracks/{id}`.
+    pub async fn patch_track(
+        &self,
+        caller: &Caller,
+        id: &TrackId,
+        patch: &TrackPatch,
+    ) -> Result<Track> {
+        let title = patch
+            .title
+            .as_deref()
+            .map(|title| non_empty("title", title))
+            .transpose()?;
+        validate_year(patch.year)?;
+        validate_position("track_number", patch.track_number)?;
+        validate_position("disc_number", patch.disc_number)?;
+        let db = &self.db;
+        let mut tx = db.begin().await?;
+        let current = lock_track(db, &mut tx, id).await?;
+        caller.may_change_track(current.added_by().as_ref())?;
+        let title = title.unwrap_or(current.title.clone());
+        let search_text = crate::text::search_key(&[
+            &title,
+            current.artist_name.as_deref().unwrap_or(""),
+            current.album_title.as_deref().unwrap_or(""),
+        ]);
+        db.sql(
+            "UPDATE tracks SET title = $2, genre = COALESCE($3, genre), year = COALESCE($4, year),
+                 track_number = COALESCE($5, track_number), disc_number = COALESCE($6, disc_number),
+                 search_text = $7, updated_at = {now}
+             WHERE id = $1",
+        )
+        .bind(id)
+        .bind(title.as_str())
+        .bind(patch.genre.as_deref().map(str::trim))
+        .bind(patch.year)
+        .bind(patch.track_number)
+        .bind(patch.disc_number)
+        .bind(search_text)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        self.get_track(id).await
+    }
+
+    /// `PUT /tracks/{id}/metadata`: a manual edit; the track becomes `manual`.
+    pub async fn set_track_metadata(
+        &self,
+        caller: &Caller,
+        id: &TrackId,
+        metadata: &TrackMetadata,
+    ) -> Result<Track> {
+        let title = non_empty("title", &metadata.title)?;
+        let artist = optional_text("artist", &metadata.artist)?;
+        let album = optional_text("album", &metadata.album)?;
+        let album_artist =
+            optional_text("album_artist", &metadata.album_artist)?.or(artist.clone());
+        let genre = optional_text("genre", &metadata.genre)?;
+        validate_year(metadata.year)?;
+        validate_position("track_number", metadata.track_number)?;
+        validate_position("disc_number", metadata.disc_number)?;
+        let db = &self.db;
+        let mut tx = db.begin().await?;
+        let current = lock_track(db, &mut tx, id).await?;
+        caller.may_change_track(current.added_by().as_ref())?;
+        let mut resolver = Resolver::new(db.clone());
+        let artist_id = match &artist {
+            Some(name) => Some(resolver.artist(&mut tx, name).await?),
+            None => None,
+        };
+        let album_id = match &album {
+            Some(title) => Some(
+                resolver
+                    .album(
+                        &mut tx,
+                        title,
+                        album_artist.as_deref(),
+                        metadata.year,
+                        genre.as_deref(),
+                    )
+                    .await?,
+            ),
+            None => None,
+        };
+        let search_text = crate::text::search_key(&[
+            &title,
+            artist.as_deref().unwrap_or(""),
+            album.as_deref().unwrap_or(""),
+        ]);
+        db.sql(
+            "UPDATE tracks SET title = $2, artist_id = $3, artist_name = $4, album_id = $5, album_title = $6,
+                 album_artist_name = $7, genre = $8, year = $9, track_number = $10, disc_number = $11,
+                 musicbrainz_recording_id = COALESCE($12, musicbrainz_recording_id),
+                 metadata_status = 'manual', metadata_error = NULL, search_text = $13, updated_at = {now}
+             WHERE id = $1",
+        )
+            .bind(id)
+            .bind(title.as_str())
+            .bind(artist_id.as_ref())
+            .bind(artist.as_deref())
+            .bind(album_id.as_ref())
+            .bind(album.as_deref())
+            .bind(album_artist.as_deref().filter(|_| album.is_some()))
+            .bind(genre.as_deref())
+            .bind(metadata.year)
+            .bind(metadata.track_number)
+            .bind(metadata.disc_number)
+            .bind(metadata.musicbrainz_recording_id.as_deref())
+            .bind(search_text)
+            .execute(&mut *tx)
+            .await?;
+        let dropped = self
+            .drop_orphans(
+                &mut tx,
+                current.album_id.as_deref(),
+                current.artist_id.as_deref(),
+            )
+            .await?;
+        tx.commit().await?;
+        self.remove_dropped_cover(dropped).await;
+        self.get_track(id).await
+    }
+}

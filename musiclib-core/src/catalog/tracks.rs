@@ -1,0 +1,415 @@
+//! Tracks: lists, reads by id, the new-track insert every ingest path shares, the locked read
+//! edits and enrichment decide on, and the catalogue's part of a deletion.
+
+use std::collections::HashMap;
+
+use super::query::{track_order, Sort, TrackFilter, TrackSortKey};
+use super::resolve::Resolver;
+use super::rows::{TrackRow, TRACK_SELECT};
+use super::{Catalog, DroppedCover};
+use crate::db::{like_pattern, Db, Sql, Tx};
+use crate::domain::{Page, Paged, Source, Track};
+use crate::ingest::probe::AudioFacts;
+use crate::{Error, Result, TrackId, UserId};
+
+/// What kind of item an id names (the legacy interface takes any id where the API has one
+/// route per kind).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ItemKind {
+    /// A track.
+    Track,
+    /// An album.
+    Album,
+    /// An artist.
+    Artist,
+    /// A playlist.
+    Playlist,
+}
+
+impl ItemKind {
+    /// Stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ItemKind::Track => "track",
+            ItemKind::Album => "album",
+            ItemKind::Artist => "artist",
+            ItemKind::Playlist => "playlist",
+        }
+    }
+
+    pub(crate) fn parse(name: &str) -> Option<ItemKind> {
+        Some(match name {
+            "track" => ItemKind::Track,
+            "album" => ItemKind::Album,
+            "artist" => ItemKind::Artist,
+            "playlist" => ItemKind::Playlist,
+            _ => return None,
+        })
+    }
+}
+
+impl Catalog {
+    /// `GET /tracks`.
+    pub async fn list_tracks(
+        &self,
+        filter: &TrackFilter,
+        sort: Option<Sort<TrackSortKey>>,
+        page: Page,
+    ) -> Result<Paged<Track>> {
+        let mut filters = self.db.sql("");
+        if let Some(source) = filter.source {
+            filters
+                .push_condition()
+                .push("t.source = ")
+                .push_bind(source.as_str());
+        }
+        if let Some(artist_id) = &filter.artist_id {
+            filters
+                .push_condition()
+                .push("t.artist_id = ")
+                .push_bind(artist_id);
+        }
+        if let Some(album_id) = &filter.album_id {
+            filters
+                .push_condition()
+                .push("t.album_id = ")
+                .push_bind(album_id);
+        }
+        if let Some(genre) = &filter.genre {
+            filters
+                .push_condition()
+                .push("LOWER(t.genre) = ")
+                .push_bind(genre.to_lowercase());
+        }
+        if let Some(year) = filter.year {
+            filters.push_condition().push("t.year = ").push_bind(year);
+        }
+        if let Some(status) = filter.metadata_status {
+            filters
+                .push_condition()
+                .push("t.metadata_status = ")
+                .push_bind(status.as_str());
+        }
+        if let Some(availability) = filter.availability {
+            filters
+                .push_condition()
+                .push("t.availability = ")
+                .push_bind(availability.as_str());
+        }
+        if let Some(q) = filter
+            .q
+            .as_deref()
+            .map(crate::text::name_key)
+            .filter(|q| !q.is_empty())
+        {
+            filters
+                .push_condition()
+                .push("t.search_text LIKE ")
+                .push_bind(like_pattern(&q))
+                .push(" ESCAPE '\\'");
+        }
+        let sort = sort.unwrap_or(match filter.source {
+            Some(_) => Sort {
+                key: TrackSortKey::CreatedAt,
+                descending: true,
+            },
+            None => Sort {
+                key: TrackSortKey::Title,
+                descending: false,
+            },
+        });
+        self.page_tracks(&filters, &track_order(sort), page).await
+    }
+
+    /// The page of tracks matching `filters` (a `WHERE` fragment on alias `t`) in `order`.
+    pub(crate) async fn page_tracks(
+        &self,
+        filters: &Sql,
+        order: &str,
+        page: Page,
+    ) -> Result<Paged<Track>> {
+        let pool = self.db.pool();
+        let total: i64 = filters
+            .prefixed("SELECT COUNT(*) FROM tracks t")
+            .fetch_scalar(pool)
+            .await?;
+        let mut select = filters.prefixed(TRACK_SELECT);
+        select.push(&format!(
+            " ORDER BY {order} LIMIT {} OFFSET {}",
+            page.limit(),
+            page.offset()
+        ));
+        let rows: Vec<TrackRow> = select.fetch_all(pool).await?;
+        Ok(Paged {
+            items: rows.into_iter().map(Track::from).collect(),
+            total,
+            page,
+        })
+    }
+
+    /// `GET /tracks/{id}`.
+    pub async fn get_track(&self, id: &TrackId) -> Result<Track> {
+        self.find_track(id)
+            .await?
+            .ok_or_else(|| Error::not_found("track", id))
+    }
+
+    /// A track, or `None`.
+    pub async fn find_track(&self, id: &TrackId) -> Result<Option<Track>> {
+        Ok(self
+            .db
+            .sql(&format!("{TRACK_SELECT} WHERE t.id = $1"))
+            .bind(id)
+            .fetch_optional::<TrackRow, _>(self.db.pool())
+            .await?
+            .map(Track::from))
+    }
+
+    /// Tracks by id, in the order given (repeats kept); ids of missing tracks are left out.
+    pub async fn tracks_by_ids(&self, ids: &[TrackId]) -> Result<Vec<Track>> {
+        let ids: Vec<&str> = ids.iter().map(TrackId::as_str).collect();
+        self.tracks_in_order(&ids).await
+    }
+
+    pub(crate) async fn tracks_in_order(&self, ids: &[&str]) -> Result<Vec<Track>> {
+        let mut found: HashMap<String, Track> = HashMap::new();
+        let unique: Vec<&str> = ids
+            .iter()
+            .copied()
+            .collect::<std::collections::HashSet<_>>()
+            .into_iter()
+            .collect();
+        for chunk in unique.chunks(crate::db::CHUNK) {
+            let mut select = self.db.sql(&format!("{TRACK_SELECT} WHERE t.id IN ("));
+            select.push_list(chunk.iter().copied()).push(")");
+            for row in select.fetch_all::<TrackRow, _>(self.db.pool()).await? {
+                found.insert(row.id.clone(), Track::from(row));
+            }
+        }
+        // A queue or playlist may hold a track twice: clone all but the last use.
+        let mut uses: HashMap<&str, usize> = HashMap::new();
+        for id in ids {
+            *uses.entry(id).or_default() += 1;
+        }
+        Ok(ids
+            .iter()
+            .filter_map(|id| {
+                let left = uses.get_mut(id)?;
+                *left -= 1;
+                if *left == 0 {
+                    found.remove(*id)
+                } else {
+                    found.get(*id).cloned()
+                }
+            })
+            .collect())
+    }
+
+    /// What kind of item `id` names, if any.
+    pub async fn item_kind(&self, id: &str) -> Result<Option<ItemKind>> {
+        let kind: Option<String> = self
+            .db
+            .sql(
+                "SELECT 'track' FROM tracks WHERE id = $1
+                 UNION ALL SELECT 'album' FROM albums WHERE id = $1
+                 UNION ALL SELECT 'artist' FROM artists WHERE id = $1
+                 UNION ALL SELECT 'playlist' FROM playlists WHERE id = $1",
+            )
+            .bind(id)
+            .fetch_scalar_optional(self.db.pool())
+            .await?;
+        Ok(kind.as_deref().and_then(ItemKind::parse))
+    }
+
+    /// The embedded tags read at ingest, kept on the track for enrichment.
+    pub(crate) async fn track_tags(&self, id: &TrackId) -> Result<crate::ingest::EmbeddedTags> {
+        let tags: Option<Option<String>> = self
+            .db
+            .sql("SELECT tags FROM tracks WHERE id = $1")
+            .bind(id)
+            .fetch_scalar_optional(self.db.pool())
+            .await?;
+        Ok(tags
+            .flatten()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default())
+    }
+
+    /// Locks a track's row for the rest of the transaction, once the caller may change it
+    /// (the first step of every write to a track).
+    pub(crate) async fn lock_for_change(
+        &self,
+        tx: &mut Tx,
+        caller: &crate::auth::Caller,
+        id: &TrackId,
+    ) -> Result<TrackRow> {
+        let track = lock_track(&self.db, tx, id).await?;
+        caller.may_change_track(track.added_by().as_ref())?;
+        Ok(track)
+    }
+
+    /// The catalogue's part of deleting a locked track, inside the deletion's transaction:
+    /// the row, a tombstone for sync clients, and the album and artist it leaves empty.
+    /// Returns the dropped album's cover.
+    pub(crate) async fn delete_locked_track(
+        &self,
+        tx: &mut Tx,
+        track: &TrackRow,
+    ) -> Result<Option<DroppedCover>> {
+        self.db
+            .sql("DELETE FROM tracks WHERE id = $1")
+            .bind(track.id.as_str())
+            .execute(&mut **tx)
+            .await?;
+        self.db
+            .sql("INSERT INTO tombstones (entity_kind, entity_id, deleted_at) VALUES ('track', $1, {now})")
+            .bind(track.id.as_str())
+            .execute(&mut **tx)
+            .await?;
+        self.drop_orphans(tx, track.album_id.as_deref(), track.artist_id.as_deref())
+            .await
+    }
+
+    /// Which sources have tracks, and how many.
+    pub(crate) async fn count_by_source(&self) -> Result<Vec<(String, i64)>> {
+        self.db
+            .sql("SELECT source, COUNT(*) FROM tracks GROUP BY source")
+            .fetch_all(self.db.pool())
+            .await
+    }
+
+    /// Tracks in the library.
+    pub(crate) async fn track_count(&self) -> Result<i64> {
+        self.db
+            .sql("SELECT COUNT(*) FROM tracks")
+            .fetch_scalar(self.db.pool())
+            .await
+    }
+}
+
+/// Reads a track inside a write transaction and locks its row until the transaction ends
+/// ([`Db::lock`]): what an edit or an enrichment decides from it cannot change under it.
+pub(crate) async fn lock_track(db: &Db, tx: &mut Tx, id: &TrackId) -> Result<TrackRow> {
+    db.sql(&format!("{TRACK_SELECT} WHERE t.id = $1{}", db.lock("t")))
+        .bind(id)
+        .fetch_optional(&mut **tx)
+        .await?
+        .ok_or_else(|| Error::not_found("track", id))
+}
+
+/// A track ready to be inserted: its blob is already stored.
+#[derive(Debug)]
+pub(crate) struct NewTrack {
+    pub(crate) id: TrackId,
+    pub(crate) facts: AudioFacts,
+    pub(crate) storage_uri: String,
+    pub(crate) source: Source,
+    pub(crate) source_id: String,
+    pub(crate) size_bytes: i64,
+    pub(crate) sha256: String,
+    pub(crate) mtime: Option<i64>,
+    pub(crate) added_by: Option<UserId>,
+    /// Title to use when the tags have none (the file name without extension).
+    pub(crate) fallback_title: String,
+}
+
+/// Inserts a `pending` track with what its tags say, resolving artist and album. Returns
+/// false when a track with the same (source, source_id) already exists.
+pub(crate) async fn insert_track(
+    tx: &mut Tx,
+    db: &Db,
+    resolver: &mut Resolver,
+    track: &NewTrack,
+) -> Result<bool> {
+    let tags = &track.facts.tags;
+    let title = tags
+        .title
+        .clone()
+        .unwrap_or_else(|| track.fallback_title.clone());
+    let artist = tags.artist.clone();
+    let album_artist = tags
+        .album_artist
+        .clone()
+        .or_else(|| tags.compilation.then(|| "Various Artists".to_string()))
+        .or_else(|| artist.clone());
+    let artist_id = match &artist {
+        Some(name) => Some(resolver.artist(tx, name).await?),
+        None => None,
+    };
+    let album_id = match &tags.album {
+        Some(album) => Some(
+            resolver
+                .album(
+                    tx,
+                    album,
+                    album_artist.as_deref(),
+                    tags.year,
+                    tags.genre.as_deref(),
+                )
+                .await?,
+        ),
+        None => None,
+    };
+    if let Some(album_id) = &album_id {
+        if tags.musicbrainz_album_id.is_some() || tags.musicbrainz_releasegroup_id.is_some() {
+            db.sql(
+                "UPDATE albums SET musicbrainz_album_id = COALESCE(musicbrainz_album_id, $2),
+                     musicbrainz_releasegroup_id = COALESCE(musicbrainz_releasegroup_id, $3)
+                 WHERE id = $1",
+            )
+            .bind(album_id)
+            .bind(tags.musicbrainz_album_id.as_deref())
+            .bind(tags.musicbrainz_releasegroup_id.as_deref())
+            .execute(&mut **tx)
+            .await?;
+        }
+    }
+    let search_text = crate::text::search_key(&[
+        &title,
+        artist.as_deref().unwrap_or(""),
+        tags.album.as_deref().unwrap_or(""),
+    ]);
+    let tags_json = serde_json::to_string(tags).unwrap_or_default();
+    let facts = &track.facts;
+    let inserted = db
+        .sql(
+            "INSERT INTO tracks (id, title, artist_id, album_id, artist_name, album_title, album_artist_name, genre,
+                 year, track_number, disc_number, duration_ms, format, mime_type, bitrate_kbps, sample_rate, channels,
+                 size_bytes, content_sha256, storage_uri, source, source_id, source_mtime, added_by, availability,
+                 metadata_status, musicbrainz_recording_id, has_embedded_cover, tags, search_text, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
+                     $22, $23, $28, 'available', 'pending', $24, $25, $26, $27, {now}, {now})
+             ON CONFLICT (source, source_id) DO NOTHING",
+        )
+        .bind(&track.id)
+        .bind(title.as_str())
+        .bind(artist_id.as_ref())
+        .bind(album_id.as_ref())
+        .bind(artist.as_deref())
+        .bind(tags.album.as_deref())
+        .bind(album_artist.as_deref().filter(|_| tags.album.is_some()))
+        .bind(tags.genre.as_deref())
+        .bind(tags.year)
+        .bind(tags.track_number)
+        .bind(tags.disc_number)
+        .bind(facts.duration_ms)
+        .bind(facts.format)
+        .bind(facts.mime_type)
+        .bind(facts.bitrate_kbps)
+        .bind(facts.sample_rate)
+        .bind(facts.channels)
+        .bind(track.size_bytes)
+        .bind(track.sha256.as_str())
+        .bind(track.storage_uri.as_str())
+        .bind(track.source.as_str())
+        .bind(track.source_id.as_str())
+        .bind(track.mtime)
+        .bind(tags.musicbrainz_recording_id.as_deref())
+        .bind(facts.has_embedded_cover)
+        .bind(tags_json)
+        .bind(search_text)
+        .bind(track.added_by.as_ref())
+        .execute(&mut **tx)
+        .await?;
+    Ok(inserted == 1)
+}

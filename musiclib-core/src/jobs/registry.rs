@@ -1,0 +1,138 @@
+//! The job registry: every kind of background job, each a type implementing [`JobKind`].
+//!
+//! To add a kind: define a unit type next to the service that does the work, implement
+//! [`JobKind`] for it (stored name, payload type, dedup key, pool, handler), and list it in
+//! the `registry!` call below. A kind without a payload or a handler does not compile, and
+//! one not listed here is never claimed by a worker.
+//!
+//! The spec names six kinds: `enrich_task`, `scan_local_folder`, `transcode_track` (here
+//! now), and `cleanup_storage`, `download_task`, `materialize_track`, which come with the
+//! capabilities that run them. Stored names and payload shapes are a contract with jobs
+//! already queued in a database: a payload may gain optional fields, never lose or rename one.
+
+use std::future::Future;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Job, JobContext, JobError};
+
+/// Which workers run a kind. General workers run every kind; a pool's workers run only its
+/// kinds, so a process can run many jobs that mostly wait on the network without letting
+/// them crowd out the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pool {
+    /// CPU- or disk-bound work (imports, transcodes): as many at once as there are general
+    /// workers (`WORKER_CONCURRENCY`).
+    General,
+    /// Work that mostly waits on an outside service (enrichment: AcoustID, the Cover Art
+    /// Archive), run by many more workers (`ENRICH_CONCURRENCY`); CPU-heavy parts still take
+    /// a CPU slot.
+    Network,
+}
+
+/// A kind of background job.
+pub trait JobKind: Send + Sync + 'static {
+    /// The stored name, as `GET /jobs/{id}` shows it (the spec's names).
+    const NAME: &'static str;
+    /// The workers that run it.
+    const POOL: Pool;
+    /// Its input, stored with the job as JSON.
+    type Payload: Serialize + DeserializeOwned + Send + Sync + 'static;
+
+    /// At most one queued or running job per key: enqueueing a duplicate returns the live
+    /// one. `None`: every enqueue is a new job.
+    fn dedup_key(payload: &Self::Payload) -> Option<String>;
+
+    /// Does the work. The value is kept as the job's result; an error says whether another
+    /// attempt may succeed.
+    fn run(
+        context: &JobContext,
+        payload: Self::Payload,
+    ) -> impl Future<Output = Result<Value, JobError>> + Send;
+}
+
+macro_rules! registry {
+    ($($kind:ty),+ $(,)?) => {
+        /// Stored names of every kind this server runs.
+        pub const NAMES: &[&str] = &[$(<$kind as JobKind>::NAME),+];
+
+        /// The pool of the kind named `name`.
+        pub(crate) fn pool_of(name: &str) -> Option<Pool> {
+            $(if name == <$kind as JobKind>::NAME {
+                return Some(<$kind as JobKind>::POOL);
+            })+
+            None
+        }
+
+        /// Runs `job` with its kind's handler.
+        pub(crate) async fn run(context: &JobContext, job: &Job) -> Result<Value, JobError> {
+            $(if job.kind == <$kind as JobKind>::NAME {
+                return run_kind::<$kind>(context, &job.payload).await;
+            })+
+            Err(JobError::permanent(format!(
+                "this server has no handler for jobs of kind {:?}",
+                job.kind
+            )))
+        }
+    };
+}
+
+registry!(
+    crate::enrichment::EnrichTrack,
+    crate::ingest::ScanLocalFolder,
+    crate::media::TranscodeTrack,
+);
+
+/// The stored names of the kinds `pool`'s workers take (every kind for the general pool).
+pub(crate) fn kinds_of(pool: Pool) -> Vec<&'static str> {
+    match pool {
+        Pool::General => Vec::new(),
+        pool => NAMES
+            .iter()
+            .copied()
+            .filter(|name| pool_of(name) == Some(pool))
+            .collect(),
+    }
+}
+
+async fn run_kind<K: JobKind>(context: &JobContext, payload: &Value) -> Result<Value, JobError> {
+    let payload: K::Payload = serde_json::from_value(payload.clone()).map_err(|error| {
+        JobError::permanent(format!(
+            "the {} job's payload is malformed: {error}",
+            K::NAME
+        ))
+    })?;
+    K::run(context, payload).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_the_specs_and_unique() {
+        let unique: std::collections::HashSet<_> = NAMES.iter().collect();
+        assert_eq!(unique.len(), NAMES.len());
+        for name in NAMES {
+            assert!(
+                [
+                    "enrich_task",
+                    "scan_local_folder",
+                    "download_task",
+                    "materialize_track",
+                    "transcode_track",
+                    "cleanup_storage"
+                ]
+                .contains(name),
+                "{name} is not a job kind of the spec"
+            );
+        }
+        assert_eq!(kinds_of(Pool::Network), vec!["enrich_task"]);
+        assert!(
+            kinds_of(Pool::General).is_empty(),
+            "general workers take every kind"
+        );
+    }
+}

@@ -1,0 +1,131 @@
+//! ffmpeg, the transcoder: checked once per process, run with a CPU slot for cached
+//! renditions, and piped for live transcodes. Renditions and HLS need it; originals stream
+//! without it, and its absence is `503 transcoder_unavailable`, never a crash.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, OnceLock};
+
+use crate::cpu::CpuSlots;
+use crate::{Error, Result};
+
+/// The ffmpeg program and what is known about it.
+#[derive(Clone, Debug)]
+pub(crate) struct Transcoder {
+    program: PathBuf,
+    available: Arc<OnceLock<bool>>,
+    cpu: CpuSlots,
+}
+
+impl Transcoder {
+    pub(crate) fn new(program: PathBuf, cpu: CpuSlots) -> Transcoder {
+        Transcoder {
+            program,
+            available: Arc::new(OnceLock::new()),
+            cpu,
+        }
+    }
+
+    /// Whether ffmpeg runs (blocking: the first call runs `ffmpeg -version`).
+    pub(crate) fn available(&self) -> bool {
+        *self.available.get_or_init(|| {
+            std::process::Command::new(&self.program)
+                .arg("-version")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|status| status.success())
+        })
+    }
+
+    /// [`Transcoder::available`] without blocking a runtime thread.
+    pub(crate) async fn ready(&self) -> bool {
+        if let Some(available) = self.available.get() {
+            return *available;
+        }
+        let transcoder = self.clone();
+        tokio::task::spawn_blocking(move || transcoder.available())
+            .await
+            .unwrap_or(false)
+    }
+
+    /// A command running ffmpeg quietly (no stdin, errors only), killed when dropped.
+    pub(crate) fn command(&self) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(&self.program);
+        command
+            .args(["-nostdin", "-v", "error"])
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        command
+    }
+
+    /// The error of an ffmpeg that could not be started.
+    pub(crate) fn start_error(&self, error: std::io::Error) -> Error {
+        Error::Unavailable(format!(
+            "cannot run the transcoder {}: {error}",
+            self.program.display()
+        ))
+    }
+
+    /// Encodes the audio of `source` as Opus at `kbps` into the Ogg file `output`, holding a
+    /// CPU slot.
+    pub(crate) async fn opus_file(&self, source: &Path, output: &Path, kbps: u32) -> Result<()> {
+        let _slot = self.cpu.acquire().await;
+        let result = self
+            .command()
+            .arg("-y")
+            .arg("-i")
+            .arg(source)
+            .args(opus_arguments(kbps))
+            .arg(output)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .await
+            .map_err(|error| self.start_error(error))?;
+        if !result.status.success() {
+            let stderr = String::from_utf8_lossy(&result.stderr);
+            return Err(Error::internal(format!(
+                "ffmpeg could not encode {kbps} kbit/s Opus: {}",
+                stderr.trim()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Starts encoding `source` from `offset_seconds` as Opus at `kbps` to its stdout (a live
+    /// transcode: the caller streams it and the process ends when the child is dropped).
+    pub(crate) fn opus_pipe(
+        &self,
+        source: &Path,
+        kbps: u32,
+        offset_seconds: f64,
+    ) -> Result<tokio::process::Child> {
+        self.command()
+            .arg("-ss")
+            .arg(format!("{offset_seconds:.3}"))
+            .arg("-i")
+            .arg(source)
+            .args(opus_arguments(kbps))
+            .arg("pipe:1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|error| self.start_error(error))
+    }
+}
+
+/// The first audio stream as Opus in Ogg.
+fn opus_arguments(kbps: u32) -> [String; 9] {
+    [
+        "-map".into(),
+        "0:a:0".into(),
+        "-vn".into(),
+        "-c:a".into(),
+        "libopus".into(),
+        "-b:a".into(),
+        format!("{kbps}k"),
+        "-f".into(),
+        "ogg".into(),
+    ]
+}

@@ -1,0 +1,42 @@
+//! Social and sync: what each user does with the catalogue, and how their devices agree on it.
+//!
+//! - `events`: likes and plays, append-only logs with client event ids (push, history, like
+//!   state).
+//! - `sync`: the pull side of the sync protocol (`GET /sync/changes`).
+//! - `annotations`: stars and ratings (a star on a track is a like).
+//! - `listening`: now playing and the saved play queue.
+
+mod annotations;
+mod events;
+mod listening;
+mod sync;
+
+pub use annotations::{Annotation, Starred};
+pub use events::{
+    LikeEvent, LikeState, LikedTrack, NewLike, NewPlay, PlayEvent, PushOutcome,
+    MAX_CLIENT_EVENT_ID, MAX_PUSH_EVENTS,
+};
+pub use listening::{NowPlaying, PlayQueue, MAX_QUEUE_TRACKS};
+pub use sync::{SyncChanges, DEFAULT_PULL_LIMIT, MAX_PULL_LIMIT};
+
+use crate::catalog::Catalog;
+use crate::db::Db;
+use crate::playlists::Playlists;
+
+/// The social and sync service.
+#[derive(Clone, Debug)]
+pub struct Social {
+    db: Db,
+    catalog: Catalog,
+    playlists: Playlists,
+}
+
+impl Social {
+    pub(crate) fn new(db: Db, catalog: Catalog, playlists: Playlists) -> Social {
+        Social {
+            db,
+            catalog,
+            playlists,
+        }
+    }
+}

@@ -1,0 +1,274 @@
+//! The caller's marks on items: stars and ratings (the legacy interface's annotations).
+//!
+//! A star on a track is a like: starring writes a like event to the same log as
+//! `POST /likes`, so a star from a Subsonic app reaches the user's offline clients through
+//! `/sync/changes`. Stars on albums and artists, and ratings of anything, live in
+//! `annotations`.
+
+use std::collections::{HashMap, HashSet};
+
+use super::events::{NewLike, LATEST_LIKE};
+use super::Social;
+use crate::auth::Caller;
+use crate::catalog::{
+    AlbumRow, ArtistRow, ItemKind, TrackRow, ALBUM_SELECT, ARTIST_SELECT, TRACK_SELECT,
+};
+use crate::db::{known_ids, Table, CHUNK};
+use crate::domain::{Album, Artist, Track};
+use crate::{Error, Result, Timestamp};
+
+/// Most starred items of each kind listed.
+const MAX_STARRED: i64 = 10_000;
+
+/// A user's marks on one item.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Annotation {
+    /// When it was starred (liked, for a track), if it is.
+    pub starred_at: Option<Timestamp>,
+    /// Rating 1–5, if rated.
+    pub rating: Option<i64>,
+    /// How often the user played it (an album: its tracks).
+    pub play_count: i64,
+    /// When the user last played it.
+    pub last_played: Option<Timestamp>,
+}
+
+/// The caller's starred items, most recently starred first.
+#[derive(Debug, Clone, Default)]
+pub struct Starred {
+    /// Starred artists.
+    pub artists: Vec<Artist>,
+    /// Starred albums.
+    pub albums: Vec<Album>,
+    /// Liked tracks.
+    pub tracks: Vec<Track>,
+}
+
+impl Social {
+    /// The caller's marks on items of `kind`, by id (items without marks are absent).
+    pub async fn annotations(
+        &self,
+        caller: &Caller,
+        kind: ItemKind,
+        ids: &[String],
+    ) -> Result<HashMap<String, Annotation>> {
+        let user = caller.user.id.to_string();
+        let mut found: HashMap<String, Annotation> = HashMap::new();
+        if ids.is_empty() {
+            return Ok(found);
+        }
+        let mut marks: Vec<(String, Option<i64>, Option<i64>)> = Vec::new();
+        for chunk in ids.chunks(CHUNK) {
+            let mut select = self
+                .db
+                .sql(
+                    "SELECT item_id, starred_at, rating FROM annotations
+                     WHERE user_id = $1 AND item_kind = $2 AND item_id IN (",
+                )
+                .bind(user.as_str())
+                .bind(kind.as_str());
+            select.push_list(chunk.iter().map(String::as_str)).push(")");
+            marks.extend(
+                select
+                    .fetch_all::<(String, Option<i64>, Option<i64>), _>(self.db.pool())
+                    .await?,
+            );
+        }
+        for (id, starred_at, rating) in marks {
+            let entry = found.entry(id).or_default();
+            entry.rating = rating.filter(|rating| *rating > 0);
+            if kind != ItemKind::Track {
+                entry.starred_at = starred_at.map(Timestamp::from_micros);
+            }
+        }
+        let plays_by = match kind {
+            ItemKind::Track => Some("p.track_id"),
+            ItemKind::Album => Some("t.album_id"),
+            ItemKind::Artist | ItemKind::Playlist => None,
+        };
+        if let Some(column) = plays_by {
+            let mut plays: Vec<(String, i64, i64)> = Vec::new();
+            for chunk in ids.chunks(CHUNK) {
+                let mut select = self
+                    .db
+                    .sql(&format!(
+                        "SELECT {column}, COUNT(*), MAX(p.played_at) FROM play_events p
+                         JOIN tracks t ON t.id = p.track_id
+                         WHERE p.user_id = $1 AND {column} IN ("
+                    ))
+                    .bind(user.as_str());
+                select
+                    .push_list(chunk.iter().map(String::as_str))
+                    .push(&format!(") GROUP BY {column}"));
+                plays.extend(
+                    select
+                        .fetch_all::<(String, i64, i64), _>(self.db.pool())
+                        .await?,
+                );
+            }
+            for (id, count, last) in plays {
+                let entry = found.entry(id).or_default();
+                entry.play_count = count;
+                entry.last_played = Some(Timestamp::from_micros(last));
+            }
+        }
+        if kind == ItemKind::Track {
+            for state in self.like_states(caller, ids).await? {
+                if state.liked {
+                    found.entry(state.track_id).or_default().starred_at = state.event_time;
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// Stars (`starred`) or unstars items of `kind`. Tracks become liked or unliked (a like
+    /// event, synced to the user's devices); albums and artists are marked. An unknown id is
+    /// not found, and nothing is changed.
+    pub async fn star(
+        &self,
+        caller: &Caller,
+        kind: ItemKind,
+        ids: &[String],
+        starred: bool,
+    ) -> Result<()> {
+        match kind {
+            ItemKind::Track => {
+                let now = Timestamp::now();
+                let likes = ids
+                    .iter()
+                    .map(|id| NewLike {
+                        track_id: id.clone(),
+                        liked: starred,
+                        client_event_id: format!("legacy-star-{}", uuid::Uuid::new_v4()),
+                        event_time: now,
+                    })
+                    .collect::<Vec<_>>();
+                let known = self.known_items(ItemKind::Track, ids).await?;
+                if let Some(missing) = ids.iter().find(|id| !known.contains(*id)) {
+                    return Err(Error::not_found("track", missing));
+                }
+                self.push_events(caller, likes, Vec::new()).await?;
+                Ok(())
+            }
+            ItemKind::Album | ItemKind::Artist => {
+                let known = self.known_items(kind, ids).await?;
+                if let Some(missing) = ids.iter().find(|id| !known.contains(*id)) {
+                    return Err(Error::not_found(kind.as_str(), missing));
+                }
+                let upsert = if starred {
+                    format!(
+                        "INSERT INTO annotations (user_id, item_kind, item_id, starred_at) VALUES ($1, $2, $3, {{now}}) {}",
+                        self.db.kind().upsert("user_id, item_kind, item_id", &["starred_at"])
+                    )
+                } else {
+                    "UPDATE annotations SET starred_at = NULL WHERE user_id = $1 AND item_kind = $2 AND item_id = $3"
+                        .to_string()
+                };
+                let mut tx = self.db.begin().await?;
+                for id in ids {
+                    self.db
+                        .sql(&upsert)
+                        .bind(&caller.user.id)
+                        .bind(kind.as_str())
+                        .bind(id.as_str())
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await?;
+                Ok(())
+            }
+            ItemKind::Playlist => Err(Error::invalid("id", "playlists cannot be starred")),
+        }
+    }
+
+    /// Rates an item 1–5; 0 removes the rating.
+    pub async fn set_rating(
+        &self,
+        caller: &Caller,
+        kind: ItemKind,
+        id: &str,
+        rating: i64,
+    ) -> Result<()> {
+        if !(0..=5).contains(&rating) {
+            return Err(Error::invalid("rating", "must be between 0 and 5"));
+        }
+        if kind == ItemKind::Playlist {
+            return Err(Error::invalid("id", "playlists cannot be rated"));
+        }
+        if self.known_items(kind, &[id.to_string()]).await?.is_empty() {
+            return Err(Error::not_found(kind.as_str(), id));
+        }
+        self.db
+            .sql(&format!(
+                "INSERT INTO annotations (user_id, item_kind, item_id, rating) VALUES ($1, $2, $3, $4) {}",
+                self.db.kind().upsert("user_id, item_kind, item_id", &["rating"])
+            ))
+            .bind(&caller.user.id)
+            .bind(kind.as_str())
+            .bind(id)
+            .bind((rating > 0).then_some(rating))
+            .execute(self.db.pool())
+            .await?;
+        Ok(())
+    }
+
+    pub(crate) async fn known_items(
+        &self,
+        kind: ItemKind,
+        ids: &[String],
+    ) -> Result<HashSet<String>> {
+        let table = match kind {
+            ItemKind::Track => Table::Tracks,
+            ItemKind::Album => Table::Albums,
+            ItemKind::Artist => Table::Artists,
+            ItemKind::Playlist => Table::Playlists,
+        };
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        known_ids(
+            &mut *self.db.pool().acquire().await?,
+            self.db.kind(),
+            table,
+            &ids,
+        )
+        .await
+    }
+
+    /// The caller's starred artists and albums and liked tracks.
+    pub async fn starred(&self, caller: &Caller) -> Result<Starred> {
+        let user = caller.user.id.as_str();
+        let marked = |alias: &str, kind: &str| {
+            format!(
+                "JOIN annotations a ON a.item_id = {alias}.id AND a.item_kind = '{kind}' AND a.user_id = $1
+                 WHERE a.starred_at IS NOT NULL ORDER BY a.starred_at DESC LIMIT {MAX_STARRED}"
+            )
+        };
+        let pool = self.db.pool();
+        let artists: Vec<ArtistRow> = self
+            .db
+            .sql(&format!("{ARTIST_SELECT} {}", marked("ar", "artist")))
+            .bind(user)
+            .fetch_all(pool)
+            .await?;
+        let albums: Vec<AlbumRow> = self
+            .db
+            .sql(&format!("{ALBUM_SELECT} {}", marked("al", "album")))
+            .bind(user)
+            .fetch_all(pool)
+            .await?;
+        let tracks: Vec<TrackRow> = self
+            .db
+            .sql(&format!(
+                "{TRACK_SELECT} JOIN like_events l ON l.track_id = t.id AND l.user_id = $1
+                 WHERE l.liked = 1 AND {LATEST_LIKE} ORDER BY l.event_time DESC LIMIT {MAX_STARRED}"
+            ))
+            .bind(user)
+            .fetch_all(pool)
+            .await?;
+        Ok(Starred {
+            artists: artists.into_iter().map(Artist::from).collect(),
+            albums: albums.into_iter().map(Album::from).collect(),
+            tracks: tracks.into_iter().map(Track::from).collect(),
+        })
+    }
+}

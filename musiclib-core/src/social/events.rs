@@ -1,0 +1,421 @@
+//! Likes and plays: append-only event logs (spec: Likes/history/sync, sync rules 4–5).
+//!
+//! Every event carries its client's id, unique per user, so pushing the same event again
+//! changes nothing. A track's like state is its latest event by `event_time` (ties broken by
+//! the client event id), whatever order events arrived in. Inserting an event stamps it from
+//! the sync clock (a trigger), which is what `super::sync` pulls by.
+
+use super::Social;
+use crate::auth::Caller;
+use crate::db::Table;
+use crate::domain::{Page, Paged};
+use crate::{Error, Result, Timestamp};
+
+/// Events per insert statement of a push.
+const PUSH_CHUNK: usize = 200;
+
+/// Ends a push's `INSERT`: client ids already stored are skipped, and the ids stored now
+/// are returned (a duplicate inside the same push is skipped too).
+const SKIP_STORED: &str =
+    " ON CONFLICT (user_id, client_event_id) DO NOTHING RETURNING client_event_id";
+
+/// Longest client event id.
+pub const MAX_CLIENT_EVENT_ID: usize = 200;
+/// Most events in one push.
+pub const MAX_PUSH_EVENTS: usize = 5_000;
+
+/// A like or unlike, as pushed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewLike {
+    /// The track.
+    pub track_id: String,
+    /// Liked (true) or unliked (false).
+    pub liked: bool,
+    /// The client's id of this event, unique per user.
+    pub client_event_id: String,
+    /// When the user did it (decides the like state).
+    pub event_time: Timestamp,
+}
+
+/// A play, as pushed or posted to `/history`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewPlay {
+    /// The track.
+    pub track_id: String,
+    /// When it was played.
+    pub played_at: Timestamp,
+    /// How long it was listened to.
+    pub seconds_played: Option<f64>,
+    /// The client's id of this event, unique per user.
+    pub client_event_id: String,
+}
+
+/// A stored like event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LikeEvent {
+    /// The track.
+    pub track_id: String,
+    /// Liked or unliked.
+    pub liked: bool,
+    /// The client's id.
+    pub client_event_id: String,
+    /// When the user did it.
+    pub event_time: Timestamp,
+    /// Sync stamp (server ingestion order).
+    pub synced_at: i64,
+}
+
+/// A stored play.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlayEvent {
+    /// The track.
+    pub track_id: String,
+    /// When it was played.
+    pub played_at: Timestamp,
+    /// How long it was listened to.
+    pub seconds_played: Option<f64>,
+    /// The client's id.
+    pub client_event_id: String,
+    /// Sync stamp (server ingestion order).
+    pub synced_at: i64,
+}
+
+/// A track's current like state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LikeState {
+    /// The track.
+    pub track_id: String,
+    /// Whether it is liked now.
+    pub liked: bool,
+    /// The event that decided it, if any.
+    pub event_time: Option<Timestamp>,
+}
+
+/// A liked track (`GET /likes`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LikedTrack {
+    /// The track.
+    pub track_id: String,
+    /// When it was liked.
+    pub liked_at: Timestamp,
+}
+
+/// What a push did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PushOutcome {
+    /// Events stored now.
+    pub accepted: usize,
+    /// Events whose client id was already stored (ignored).
+    pub duplicates: usize,
+    /// Client ids of events for tracks this server does not have (not stored).
+    pub skipped: Vec<String>,
+}
+
+fn check_event_id(id: &str, field: &str) -> Result<()> {
+    if id.trim().is_empty() {
+        return Err(Error::invalid(field, "must not be empty"));
+    }
+    if id.len() > MAX_CLIENT_EVENT_ID {
+        return Err(Error::invalid(
+            field,
+            format!("must be at most {MAX_CLIENT_EVENT_ID} bytes"),
+        ));
+    }
+    Ok(())
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct LikeRow {
+    track_id: String,
+    liked: i64,
+    client_event_id: String,
+    event_time: i64,
+    synced_at: i64,
+}
+
+impl From<LikeRow> for LikeEvent {
+    fn from(row: LikeRow) -> Self {
+        LikeEvent {
+            track_id: row.track_id,
+            liked: row.liked != 0,
+            client_event_id: row.client_event_id,
+            event_time: Timestamp::from_micros(row.event_time),
+            synced_at: row.synced_at,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(super) struct PlayRow {
+    track_id: String,
+    played_at: i64,
+    seconds_played: Option<f64>,
+    client_event_id: String,
+    synced_at: i64,
+}
+
+impl From<PlayRow> for PlayEvent {
+    fn from(row: PlayRow) -> Self {
+        PlayEvent {
+            track_id: row.track_id,
+            played_at: Timestamp::from_micros(row.played_at),
+            seconds_played: row.seconds_played,
+            client_event_id: row.client_event_id,
+            synced_at: row.synced_at,
+        }
+    }
+}
+
+/// The latest like event per track wins: later `event_time`, then the larger client id.
+pub(crate) const LATEST_LIKE: &str = "NOT EXISTS (SELECT 1 FROM like_events n WHERE n.user_id = l.user_id AND n.track_id = l.track_id
+      AND (n.event_time > l.event_time OR (n.event_time = l.event_time AND n.client_event_id > l.client_event_id)))";
+
+impl Social {
+    /// `POST /likes`: appends a like event. Returns it and whether it was new (a repeated
+    /// client id returns the stored event). An unknown track is not found.
+    pub async fn record_like(&self, caller: &Caller, like: NewLike) -> Result<(LikeEvent, bool)> {
+        check_event_id(&like.client_event_id, "client_event_id")?;
+        let outcome = self
+            .push_events(caller, vec![like.clone()], Vec::new())
+            .await?;
+        if !outcome.skipped.is_empty() {
+            return Err(Error::not_found("track", &like.track_id));
+        }
+        let row: LikeRow = self
+            .db
+            .sql(
+                "SELECT track_id, liked, client_event_id, event_time, synced_at FROM like_events
+                 WHERE user_id = $1 AND client_event_id = $2",
+            )
+            .bind(&caller.user.id)
+            .bind(like.client_event_id.as_str())
+            .fetch_optional(self.db.pool())
+            .await?
+            .ok_or_else(|| Error::internal("a pushed like event was not stored"))?;
+        Ok((row.into(), outcome.accepted == 1))
+    }
+
+    /// `POST /history`: records a play. Returns it and whether it was new.
+    pub async fn record_play(&self, caller: &Caller, play: NewPlay) -> Result<(PlayEvent, bool)> {
+        check_event_id(&play.client_event_id, "client_event_id")?;
+        let outcome = self
+            .push_events(caller, Vec::new(), vec![play.clone()])
+            .await?;
+        if !outcome.skipped.is_empty() {
+            return Err(Error::not_found("track", &play.track_id));
+        }
+        let row: PlayRow = self
+            .db
+            .sql(
+                "SELECT track_id, played_at, seconds_played, client_event_id, synced_at FROM play_events
+                 WHERE user_id = $1 AND client_event_id = $2",
+            )
+            .bind(&caller.user.id)
+            .bind(play.client_event_id.as_str())
+            .fetch_optional(self.db.pool())
+            .await?
+            .ok_or_else(|| Error::internal("a pushed play was not stored"))?;
+        Ok((row.into(), outcome.accepted == 1))
+    }
+
+    /// `GET /likes`: the tracks liked now, most recently liked first.
+    pub async fn liked_tracks(&self, caller: &Caller, page: Page) -> Result<Paged<LikedTrack>> {
+        let filter = format!("l.user_id = $1 AND l.liked = 1 AND {LATEST_LIKE}");
+        let total: i64 = self
+            .db
+            .sql(&format!(
+                "SELECT COUNT(*) FROM like_events l WHERE {filter}"
+            ))
+            .bind(&caller.user.id)
+            .fetch_scalar(self.db.pool())
+            .await?;
+        let rows: Vec<(String, i64)> = self
+            .db
+            .sql(&format!(
+                "SELECT l.track_id, l.event_time FROM like_events l WHERE {filter}
+                 ORDER BY l.event_time DESC, l.track_id LIMIT $2 OFFSET $3"
+            ))
+            .bind(&caller.user.id)
+            .bind(page.limit())
+            .bind(page.offset())
+            .fetch_all(self.db.pool())
+            .await?;
+        Ok(Paged {
+            items: rows
+                .into_iter()
+                .map(|(track_id, at)| LikedTrack {
+                    track_id,
+                    liked_at: Timestamp::from_micros(at),
+                })
+                .collect(),
+            total,
+            page,
+        })
+    }
+
+    /// `GET /likes/state`: the like state of each of `track_ids` (not liked when no event).
+    pub async fn like_states(
+        &self,
+        caller: &Caller,
+        track_ids: &[String],
+    ) -> Result<Vec<LikeState>> {
+        let mut latest = std::collections::HashMap::new();
+        for chunk in track_ids.chunks(crate::db::CHUNK) {
+            let mut select = self.db.sql(
+                "SELECT l.track_id, l.liked, l.event_time FROM like_events l WHERE l.user_id = $1",
+            );
+            select = select.bind(&caller.user.id);
+            select
+                .push(" AND l.track_id IN (")
+                .push_list(chunk.iter().map(String::as_str))
+                .push(&format!(") AND {LATEST_LIKE}"));
+            let rows: Vec<(String, i64, i64)> = select.fetch_all(self.db.pool()).await?;
+            for (track_id, liked, at) in rows {
+                latest.insert(track_id, (liked != 0, Timestamp::from_micros(at)));
+            }
+        }
+        Ok(track_ids
+            .iter()
+            .map(|track_id| {
+                let found = latest.get(track_id);
+                LikeState {
+                    track_id: track_id.clone(),
+                    liked: found.is_some_and(|(liked, _)| *liked),
+                    event_time: found.map(|(_, at)| *at),
+                }
+            })
+            .collect())
+    }
+
+    /// `GET /history`: plays, newest first.
+    pub async fn history(&self, caller: &Caller, page: Page) -> Result<Paged<PlayEvent>> {
+        let total: i64 = self
+            .db
+            .sql("SELECT COUNT(*) FROM play_events WHERE user_id = $1")
+            .bind(&caller.user.id)
+            .fetch_scalar(self.db.pool())
+            .await?;
+        let rows: Vec<PlayRow> = self
+            .db
+            .sql(
+                "SELECT track_id, played_at, seconds_played, client_event_id, synced_at FROM play_events
+                 WHERE user_id = $1 ORDER BY played_at DESC, id DESC LIMIT $2 OFFSET $3",
+            )
+            .bind(&caller.user.id)
+            .bind(page.limit())
+            .bind(page.offset())
+            .fetch_all(self.db.pool())
+            .await?;
+        Ok(Paged {
+            items: rows.into_iter().map(PlayEvent::from).collect(),
+            total,
+            page,
+        })
+    }
+
+    /// `POST /sync/push`: appends like and play events in one transaction. A client id
+    /// already stored is a duplicate (ignored, counted); an event for a track this server
+    /// does not have is skipped and reported; malformed input rejects the whole push.
+    pub async fn push_events(
+        &self,
+        caller: &Caller,
+        likes: Vec<NewLike>,
+        plays: Vec<NewPlay>,
+    ) -> Result<PushOutcome> {
+        if likes.len() + plays.len() > MAX_PUSH_EVENTS {
+            return Err(Error::invalid(
+                "events",
+                format!("at most {MAX_PUSH_EVENTS} events per push"),
+            ));
+        }
+        for (index, like) in likes.iter().enumerate() {
+            check_event_id(
+                &like.client_event_id,
+                &format!("likes[{index}].client_event_id"),
+            )?;
+        }
+        for (index, play) in plays.iter().enumerate() {
+            check_event_id(
+                &play.client_event_id,
+                &format!("plays[{index}].client_event_id"),
+            )?;
+            if play
+                .seconds_played
+                .is_some_and(|seconds| !seconds.is_finite() || seconds < 0.0)
+            {
+                return Err(Error::invalid(
+                    format!("plays[{index}].seconds_played"),
+                    "must be a non-negative number",
+                ));
+            }
+        }
+        let wanted: Vec<&str> = likes
+            .iter()
+            .map(|like| like.track_id.as_str())
+            .chain(plays.iter().map(|play| play.track_id.as_str()))
+            .collect();
+        let known = crate::db::known_ids(
+            &mut *self.db.pool().acquire().await?,
+            self.db.kind(),
+            Table::Tracks,
+            &wanted,
+        )
+        .await?;
+        let mut outcome = PushOutcome::default();
+        let user = caller.user.id.as_str();
+        let (likes, skipped): (Vec<&NewLike>, Vec<&NewLike>) = likes
+            .iter()
+            .partition(|like| known.contains(like.track_id.as_str()));
+        outcome
+            .skipped
+            .extend(skipped.iter().map(|like| like.client_event_id.clone()));
+        let (plays, skipped): (Vec<&NewPlay>, Vec<&NewPlay>) = plays
+            .iter()
+            .partition(|play| known.contains(play.track_id.as_str()));
+        outcome
+            .skipped
+            .extend(skipped.iter().map(|play| play.client_event_id.clone()));
+        // Multi-row inserts (one round trip per 200 events); a conflict on the client id is a
+        // duplicate, including a repeat inside the same push.
+        // The stamp column is 0 here: the sync clock's trigger sets it.
+        let mut tx = self.db.begin().await?;
+        for chunk in likes.chunks(PUSH_CHUNK) {
+            let mut insert = self.db.sql(
+                "INSERT INTO like_events (user_id, track_id, liked, client_event_id, event_time, synced_at) VALUES ",
+            );
+            insert
+                .push_values(chunk, |row, like| {
+                    row.bind(user)
+                        .bind(like.track_id.as_str())
+                        .bind(like.liked)
+                        .bind(like.client_event_id.as_str())
+                        .bind(like.event_time.as_micros())
+                        .raw("0");
+                })
+                .push(SKIP_STORED);
+            let stored = insert.fetch_scalars::<String, _>(&mut *tx).await?.len();
+            outcome.accepted += stored;
+            outcome.duplicates += chunk.len() - stored;
+        }
+        for chunk in plays.chunks(PUSH_CHUNK) {
+            let mut insert = self.db.sql(
+                "INSERT INTO play_events (user_id, track_id, played_at, seconds_played, client_event_id, synced_at) VALUES ",
+            );
+            insert
+                .push_values(chunk, |row, play| {
+                    row.bind(user)
+                        .bind(play.track_id.as_str())
+                        .bind(play.played_at.as_micros())
+                        .bind(play.seconds_played)
+                        .bind(play.client_event_id.as_str())
+                        .raw("0");
+                })
+                .push(SKIP_STORED);
+            let stored = insert.fetch_scalars::<String, _>(&mut *tx).await?.len();
+            outcome.accepted += stored;
+            outcome.duplicates += chunk.len() - stored;
+        }
+        tx.commit().await?;
+        Ok(outcome)
+    }
+}

@@ -1,0 +1,110 @@
+//! Storage: where the library's bytes live. [`layout`] names every blob namespace and the row
+//! that references it; `blobs` writes and reads them on local disk or S3; [`Storage`] is the
+//! service the others hold. Statistics and cleanup build on the layout (they reconcile rows
+//! with blobs namespace by namespace).
+
+mod blobs;
+pub mod layout;
+
+use std::path::{Path, PathBuf};
+
+pub(crate) use blobs::BlobStore;
+pub use blobs::StorageKind;
+
+use crate::config::StorageConfig;
+use crate::{AlbumId, Error, Result};
+
+/// The blob store and the local staging directory.
+#[derive(Clone, Debug)]
+pub struct Storage {
+    blobs: BlobStore,
+    staging_dir: PathBuf,
+}
+
+impl Storage {
+    /// Opens the blob store of `config` and creates `staging_dir`.
+    pub(crate) fn open(config: &StorageConfig, staging_dir: PathBuf) -> Result<Storage> {
+        let blobs = BlobStore::open(config)?;
+        std::fs::create_dir_all(&staging_dir).map_err(|error| Error::io(&staging_dir, error))?;
+        Ok(Storage { blobs, staging_dir })
+    }
+
+    /// The backend kind.
+    pub fn kind(&self) -> StorageKind {
+        self.blobs.kind()
+    }
+
+    /// The blob store.
+    pub(crate) fn blobs(&self) -> &BlobStore {
+        &self.blobs
+    }
+
+    /// Directory for temporary files (uploads being received, encodes in progress): on this
+    /// machine, not necessarily on the blob store's disk.
+    pub(crate) fn staging_dir(&self) -> &Path {
+        &self.staging_dir
+    }
+
+    /// A temporary file in the staging directory, removed when dropped.
+    pub(crate) fn temp_file(&self, suffix: &str) -> Result<tempfile::TempPath> {
+        Ok(tempfile::Builder::new()
+            .suffix(suffix)
+            .tempfile_in(&self.staging_dir)
+            .map_err(|error| Error::io(&self.staging_dir, error))?
+            .into_temp_path())
+    }
+
+    /// The blob `key` as a file on local disk, for tools that need a path (decoders,
+    /// ffmpeg): the blob itself on the local backend, a temporary copy (deleted on drop) on S3.
+    pub(crate) async fn local_file(&self, key: &str) -> Result<LocalFile> {
+        if key.is_empty() {
+            return Err(Error::not_found("audio", "the track has no audio"));
+        }
+        if let Some(path) = self.blobs.local_path(key) {
+            return Ok(LocalFile { path, _temp: None });
+        }
+        let extension = Path::new(key)
+            .extension()
+            .and_then(|extension| extension.to_str())
+            .unwrap_or("bin");
+        let temp = self.temp_file(&format!(".{extension}"))?;
+        self.blobs.download_to(key, &temp).await?;
+        Ok(LocalFile {
+            path: temp.to_path_buf(),
+            _temp: Some(temp),
+        })
+    }
+
+    /// Deletes blobs whose rows are gone (after the commit that removed them: no row ever
+    /// points at a missing blob). A key ending in `/` is a prefix (an HLS build). A failure
+    /// only leaves an orphan, which is logged; cleanup reclaims it.
+    pub(crate) async fn delete_unreferenced(&self, keys: impl IntoIterator<Item = String>) {
+        for key in keys.into_iter().filter(|key| !key.is_empty()) {
+            if let Err(error) = self.blobs.delete_tree(&key).await {
+                tracing::warn!(%key, error = %crate::error_chain(&error), "could not delete an unreferenced blob");
+            }
+        }
+    }
+
+    /// Deletes the cover (at `cover_key`, as its row said) and the thumbnails of an album
+    /// whose row is gone.
+    pub(crate) async fn delete_album_cover(&self, album: &AlbumId, cover_key: &str) {
+        let thumbnails = self
+            .blobs
+            .list(&layout::thumbnails(album))
+            .await
+            .unwrap_or_else(|error| {
+                tracing::warn!(%album, error = %crate::error_chain(&error), "could not list the thumbnails of a deleted album");
+                Vec::new()
+            });
+        self.delete_unreferenced(thumbnails.into_iter().chain([cover_key.to_string()]))
+            .await;
+    }
+}
+
+/// A blob as a local file (see [`Storage::local_file`]).
+pub(crate) struct LocalFile {
+    /// The file.
+    pub(crate) path: PathBuf,
+    _temp: Option<tempfile::TempPath>,
+}

@@ -1,0 +1,34 @@
+//! Workflows that cross services, as methods of [`Library`]: each opens one transaction, asks
+//! every service involved for its part inside it, commits, then lets each clean up after the
+//! commit (caches, blobs). One place to read what a deletion touches.
+
+use crate::auth::Caller;
+use crate::{Library, Result, TrackId};
+
+impl Library {
+    /// `DELETE /tracks/{id}` (the uploader or an admin): the track's row with a tombstone
+    /// for sync clients, its album and artist when it leaves them empty, its place in every
+    /// playlist (each a recorded remove), its renditions; after commit, its cached rows and
+    /// its blobs (audio, renditions, the dropped album's cover).
+    ///
+    /// Rows go before blobs, so no row ever points at a missing blob; a blob whose delete
+    /// fails is an orphan for cleanup to reclaim.
+    pub async fn delete_track(&self, caller: &Caller, id: &TrackId) -> Result<()> {
+        let mut tx = self.db().begin().await?;
+        // The track's row is locked first and the sync clock stamped last (the playlist
+        // changes and the tombstone stamp it): the lock order every write keeps.
+        let track = self.catalog().lock_for_change(&mut tx, caller, id).await?;
+        let rendition_keys = self.media().delete_renditions(&mut tx, id).await?;
+        self.playlists()
+            .remove_track_everywhere(&mut tx, id)
+            .await?;
+        let dropped_cover = self.catalog().delete_locked_track(&mut tx, &track).await?;
+        tx.commit().await?;
+        self.media().forget_track(id);
+        self.catalog().remove_dropped_cover(dropped_cover).await;
+        self.storage()
+            .delete_unreferenced(std::iter::once(track.storage_uri).chain(rendition_keys))
+            .await;
+        Ok(())
+    }
+}

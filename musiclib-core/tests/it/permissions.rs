@@ -1,0 +1,198 @@
+//! The permission table, without an adapter: each operation that needs a permission, called
+//! through core by the owner of the thing, another user and an admin. (An anonymous caller
+//! cannot call these at all: every one takes a `Caller`, which only authentication makes.
+//! `musiclib-http`'s table adds that column.)
+
+use futures::future::BoxFuture;
+use musiclib_core::auth::Caller;
+use musiclib_core::catalog::{TrackMetadata, TrackPatch};
+use musiclib_core::domain::Page;
+use musiclib_core::playlists::{NewPlaylist, PlaylistChanges};
+use musiclib_core::{JobId, Library, PlaylistId, TrackId};
+
+use crate::backend_test;
+use crate::support::*;
+
+/// What one row's operation needs, per caller (each gets its own copy of what it destroys).
+struct World {
+    tracks: Vec<TrackId>,
+    job: JobId,
+    private: Vec<PlaylistId>,
+    public: PlaylistId,
+    owner: Caller,
+}
+
+type Operation = for<'a> fn(
+    &'a Library,
+    &'a World,
+    &'a Caller,
+    usize,
+) -> BoxFuture<'a, musiclib_core::Result<()>>;
+
+/// Outcomes: `ok`, or an error code.
+const OK: &str = "ok";
+
+fn table() -> Vec<(&'static str, Operation, [&'static str; 3])> {
+    vec![
+        (
+            "edit a track",
+            |l, w, c, _| {
+                Box::pin(async move {
+                    l.catalog()
+                        .patch_track(
+                            c,
+                            &w.tracks[0],
+                            &TrackPatch {
+                                title: Some("Edited".into()),
+                                ..Default::default()
+                            },
+                        )
+                        .await
+                        .map(drop)
+                })
+            },
+            [OK, "forbidden", OK],
+        ),
+        (
+            "set a track's metadata",
+            |l, w, c, _| {
+                Box::pin(async move {
+                    l.catalog()
+                        .set_track_metadata(
+                            c,
+                            &w.tracks[0],
+                            &TrackMetadata {
+                                title: "Manual".into(),
+                                ..Default::default()
+                            },
+                        )
+                        .await
+                        .map(drop)
+                })
+            },
+            [OK, "forbidden", OK],
+        ),
+        (
+            "delete a track",
+            |l, w, c, role| Box::pin(async move { l.delete_track(c, &w.tracks[role + 1]).await }),
+            [OK, "forbidden", OK],
+        ),
+        (
+            "read a job",
+            |l, w, c, _| Box::pin(async move { l.jobs().get(c, &w.job).await.map(drop) }),
+            [OK, "not_found", OK],
+        ),
+        (
+            "scan a source",
+            |l, _, c, _| Box::pin(async move { l.ingest().start_local_scan(c).await.map(drop) }),
+            ["forbidden", "forbidden", OK],
+        ),
+        (
+            "rotate the owner's app password",
+            |l, w, c, _| {
+                Box::pin(async move {
+                    l.accounts()
+                        .rotate_legacy_password(c, &w.owner.user.id)
+                        .await
+                        .map(drop)
+                })
+            },
+            [OK, "forbidden", OK],
+        ),
+        (
+            "change server settings",
+            |l, _, c, _| Box::pin(async move { l.admin().change_settings(c).map(drop) }),
+            ["forbidden", "forbidden", "not_supported"],
+        ),
+        (
+            "read a private playlist",
+            |l, w, c, _| {
+                Box::pin(async move { l.playlists().get(c, &w.private[0]).await.map(drop) })
+            },
+            [OK, "not_found", "not_found"],
+        ),
+        (
+            "read a public playlist",
+            |l, w, c, _| Box::pin(async move { l.playlists().get(c, &w.public).await.map(drop) }),
+            [OK, OK, OK],
+        ),
+        (
+            "rename a public playlist",
+            |l, w, c, _| {
+                Box::pin(async move {
+                    l.playlists()
+                        .update(
+                            c,
+                            &w.public,
+                            PlaylistChanges {
+                                name: Some("Renamed".into()),
+                                ..Default::default()
+                            },
+                        )
+                        .await
+                        .map(drop)
+                })
+            },
+            [OK, "forbidden", "forbidden"],
+        ),
+        (
+            "add to a public playlist",
+            |l, w, c, _| {
+                Box::pin(async move {
+                    l.playlists()
+                        .add_tracks(c, &w.public, vec![w.tracks[0].clone()], None, None)
+                        .await
+                        .map(drop)
+                })
+            },
+            [OK, "forbidden", "forbidden"],
+        ),
+        (
+            "delete a private playlist",
+            |l, w, c, role| {
+                Box::pin(async move { l.playlists().delete(c, &w.private[role]).await })
+            },
+            [OK, "not_found", "not_found"],
+        ),
+    ]
+}
+
+backend_test! {
+    async fn core_decides_every_permission(backend: Backend) {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().to_path_buf();
+        let library = TestLibrary::builder(backend)
+            .config(move |config| config.local_media_import_path = Some(path))
+            .build()
+            .await;
+        let owner = user(&library, "owner").await;
+        let other = user(&library, "other").await;
+        let admin = Caller { user: library.accounts().create_user("root", "root-password", true).await.unwrap() };
+        musiclib_core::testing::insert_synthetic_tracks(&library, 4).await;
+        musiclib_core::testing::set_uploader(&library, &owner.user.id).await;
+        let tracks = library.catalog().list_tracks(&Default::default(), None, Page::default()).await.unwrap();
+        let tracks: Vec<TrackId> = tracks.items.into_iter().map(|track| track.id).collect();
+        let job = library.enrichment().request_enrichment(&tracks[0], &owner.user.id).await.unwrap();
+        let mut private = Vec::new();
+        for name in ["a", "b", "c"] {
+            private.push(library.playlists().create(&owner, NewPlaylist { name: name.into(), ..Default::default() }).await.unwrap().id);
+        }
+        let public = library.playlists().create(&owner, NewPlaylist { name: "shared".into(), public: true, ..Default::default() }).await.unwrap().id;
+        let world = World { tracks, job, private, public, owner: owner.clone() };
+
+        let callers = [("owner", &owner), ("other user", &other), ("admin", &admin)];
+        let mut failures = Vec::new();
+        for (operation, run, expected) in table() {
+            for (role, (name, caller)) in callers.iter().enumerate() {
+                let outcome = match run(&library, &world, caller, role).await {
+                    Ok(()) => OK,
+                    Err(error) => error.code(),
+                };
+                if outcome != expected[role] {
+                    failures.push(format!("{operation} by {name}: {outcome} (expected {})", expected[role]));
+                }
+            }
+        }
+        assert!(failures.is_empty(), "permission table:\n{}", failures.join("\n"));
+    }
+}
