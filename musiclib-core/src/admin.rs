@@ -10,7 +10,8 @@ use crate::{Error, Result};
 pub struct Admin;
 
 impl Admin {
-    /// `PATCH /admin/settings`: server settings come from the environment (spec: always 501).
+    /// Refuses to change server settings, which come from the environment: not supported
+    /// (after the admin check).
     pub fn change_settings(&self, caller: &Caller) -> Result<std::convert::Infallible> {
         caller.require_admin()?;
         Err(Error::NotSupported(
@@ -18,8 +19,8 @@ impl Admin {
         ))
     }
 
-    /// `PATCH /admin/sources/{source}`: sources are configured in the environment (spec:
-    /// always 501).
+    /// Refuses to change a source, which is configured in the environment: not supported
+    /// (after the admin check).
     pub fn change_source(
         &self,
         caller: &Caller,

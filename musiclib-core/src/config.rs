@@ -13,9 +13,9 @@ pub struct Config {
     pub storage: StorageConfig,
     /// Directory for local state: staging files for uploads and imports.
     pub data_dir: PathBuf,
-    /// The folder `POST /sources/local_folder/scan` imports from, when set.
+    /// The folder the local-folder import reads, when set.
     pub local_media_import_path: Option<PathBuf>,
-    /// Whether `POST /auth/register` is open.
+    /// Whether anyone may register an account.
     pub allow_registration: bool,
     /// Signing key of access tokens (HS256).
     pub jwt_secret: Vec<u8>,

@@ -74,7 +74,7 @@ pub struct EnrichReport {
     pub cover: String,
 }
 
-/// A ranked fingerprint match offered for a track (`GET /tracks/{id}/metadata/candidates`).
+/// A ranked fingerprint match offered for a track, applied to nothing.
 pub use self::merge::Chosen as Candidate;
 
 /// How the lookup went.
@@ -192,7 +192,7 @@ impl Enrichment {
             .as_ref()
     }
 
-    /// `POST /tracks/{id}/metadata/enrich`: queues the pipeline for one track.
+    /// Queues the enrichment pipeline for one track (a `manual` track will be skipped).
     pub async fn request_enrichment(
         &self,
         id: &TrackId,
@@ -399,7 +399,7 @@ impl Enrichment {
     }
 
     /// Ranked fingerprint matches for a track, applied to nothing: a user picks one and
-    /// applies it with `PUT /tracks/{id}/metadata`.
+    /// applies it as a manual edit ([`crate::catalog::Catalog::set_track_metadata`]).
     pub async fn metadata_candidates(&self, id: &TrackId) -> Result<Vec<Candidate>> {
         let track = self.catalog.get_track(id).await?;
         let Some(lookups) = self.lookups() else {

@@ -45,7 +45,7 @@ pub struct Ingest {
     import_path: Option<PathBuf>,
 }
 
-/// A configured ingest source (`GET /sources`).
+/// A configured ingest source.
 #[derive(Debug, Clone)]
 pub struct SourceInfo {
     /// Which source.

@@ -157,7 +157,7 @@ impl Jobs {
         }
     }
 
-    /// `GET /jobs/{id}`: a job its caller may see (their own; an admin, any). Another user's
+    /// A job its caller may see (their own; an admin, any). Another user's
     /// job is not found, so job ids reveal nothing.
     pub async fn get(&self, caller: &Caller, id: &JobId) -> Result<Job> {
         let job = self.queue.get(id).await?;

@@ -46,7 +46,7 @@ struct Inner {
     admin: Admin,
 }
 
-/// Health of the library's dependencies (`GET /health`).
+/// Health of the library's dependencies.
 #[derive(Debug, Clone)]
 pub struct Health {
     /// Whether the database answered.

@@ -58,7 +58,7 @@ pub struct Playlist {
     pub synced_at: i64,
 }
 
-/// `POST /playlists`.
+/// A playlist to create.
 #[derive(Debug, Clone, Default)]
 pub struct NewPlaylist {
     /// Name (required, 1–200 characters).
@@ -71,7 +71,7 @@ pub struct NewPlaylist {
     pub track_ids: Vec<TrackId>,
 }
 
-/// `PATCH /playlists/{id}`: fields left `None` stay as they are.
+/// Changes to a playlist's name, description and visibility: fields left `None` stay.
 #[derive(Debug, Clone, Default)]
 pub struct PlaylistChanges {
     /// New name.
@@ -139,7 +139,7 @@ impl Playlists {
         Playlists { db, storage }
     }
 
-    /// `GET /playlists`: the caller's playlists and the public ones of others, by name.
+    /// The caller's playlists and the public ones of others, by name, one page.
     pub async fn list(&self, caller: &Caller, page: Page) -> Result<Paged<Playlist>> {
         let total: i64 = self
             .db
@@ -163,7 +163,7 @@ impl Playlists {
         Ok(Paged { items, total, page })
     }
 
-    /// `POST /playlists`.
+    /// Creates a playlist of the caller's (its initial tracks are its first add).
     pub async fn create(&self, caller: &Caller, new: NewPlaylist) -> Result<Playlist> {
         let name = validate_name(&new.name)?;
         let id = PlaylistId::new();
@@ -196,14 +196,14 @@ impl Playlists {
         self.get(caller, &id).await
     }
 
-    /// `GET /playlists/{id}`: the caller's own or a public one; anything else is not found.
+    /// A playlist: the caller's own or a public one; anything else is not found.
     pub async fn get(&self, caller: &Caller, id: &PlaylistId) -> Result<Playlist> {
         let row = self.visible_row(caller, id).await?;
         let mut playlists = self.playlists_from_rows(vec![row]).await?;
         Ok(playlists.remove(0))
     }
 
-    /// `PATCH /playlists/{id}`: name, description, public flag. Not an add or remove, so the
+    /// Changes name, description or visibility (owner only). Not an add or remove, so the
     /// version stays.
     pub async fn update(
         &self,
@@ -231,7 +231,7 @@ impl Playlists {
         self.get(caller, id).await
     }
 
-    /// `DELETE /playlists/{id}`: the row, then its cover; a tombstone tells the owner's other
+    /// Deletes a playlist (owner only): the row, then its cover; a tombstone tells the owner's other
     /// devices.
     pub async fn delete(&self, caller: &Caller, id: &PlaylistId) -> Result<()> {
         let mut tx = self.db.begin().await?;
@@ -253,7 +253,7 @@ impl Playlists {
         Ok(())
     }
 
-    /// `POST /playlists/{id}/tracks`: inserts `track_ids` at `position` (default: the end).
+    /// Inserts `track_ids` at `position` (default: the end), owner only.
     /// One add: the version goes up by one.
     pub async fn add_tracks(
         &self,
@@ -278,7 +278,7 @@ impl Playlists {
         .await
     }
 
-    /// `DELETE /playlists/{id}/tracks`: removes the tracks at `positions` (0-based, as in
+    /// Removes the tracks at `positions` (0-based, as in
     /// `track_ids`). One remove: the version goes up by one.
     pub async fn remove_tracks(
         &self,
@@ -297,7 +297,7 @@ impl Playlists {
             .await
     }
 
-    /// `PUT /playlists/{id}/cover`: stores an image (JPEG, PNG, WebP or GIF, sniffed from the
+    /// Stores a cover image (JPEG, PNG, WebP or GIF, sniffed from the
     /// bytes) and replaces the previous one.
     pub async fn set_cover(&self, caller: &Caller, id: &PlaylistId, bytes: Bytes) -> Result<()> {
         if bytes.len() > MAX_COVER_BYTES {
@@ -346,7 +346,7 @@ impl Playlists {
         }
     }
 
-    /// `GET /playlists/{id}/cover`: the image; not found when none is stored. Each stored
+    /// The playlist's cover; not found when none is stored. Each stored
     /// image has its own key, which is its validator.
     pub async fn cover(&self, caller: &Caller, id: &PlaylistId) -> Result<Cover> {
         let row = self.visible_row(caller, id).await?;

@@ -6,7 +6,7 @@ use crate::auth::Caller;
 use crate::{Library, Result, TrackId};
 
 impl Library {
-    /// `DELETE /tracks/{id}` (the uploader or an admin): the track's row with a tombstone
+    /// Deletes a track (the uploader or an admin): its row with a tombstone
     /// for sync clients, its album and artist when it leaves them empty, its place in every
     /// playlist (each a recorded remove), its renditions; after commit, its cached rows and
     /// its blobs (audio, renditions, the dropped album's cover).

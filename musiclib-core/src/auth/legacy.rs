@@ -122,7 +122,7 @@ impl LegacyAccount {
 }
 
 impl Accounts {
-    /// `GET /users/me/legacy-password`: the caller's app password, made on first use.
+    /// The caller's app password, made on first use.
     pub async fn legacy_password(&self, caller: &Caller) -> Result<String> {
         let id = &caller.user.id;
         let secret = &self.settings.legacy_secret_key;
@@ -148,9 +148,8 @@ impl Accounts {
         decrypt(secret, id, &stored)
     }
 
-    /// `POST /users/me/legacy-password` (the caller's own) and
-    /// `POST /admin/users/{id}/legacy-password` (an admin, anyone's): replaces the app
-    /// password with a new random one, which is returned. Clients using the old one fail
+    /// Replaces `user`'s app password (the caller's own, or anyone's for an admin) with a
+    /// new random one, which is returned. Clients using the old one fail
     /// authentication from now on (within the lookup cache's few seconds on other replicas).
     pub async fn rotate_legacy_password(&self, caller: &Caller, user: &UserId) -> Result<String> {
         caller.may_manage_user(user)?;

@@ -8,7 +8,7 @@ use crate::domain::{Album, Page, Paged, Track};
 use crate::{AlbumId, Error, Result};
 
 impl Catalog {
-    /// `GET /albums`.
+    /// Albums matching `filter`, one page, in `sort` order (by default by title).
     pub async fn list_albums(
         &self,
         filter: &AlbumFilter,
@@ -75,7 +75,7 @@ impl Catalog {
         })
     }
 
-    /// `GET /albums/{id}`.
+    /// One album, with its track count and duration.
     pub async fn get_album(&self, id: &AlbumId) -> Result<Album> {
         self.db
             .sql(&format!("{ALBUM_SELECT} WHERE al.id = $1"))
@@ -86,7 +86,7 @@ impl Catalog {
             .ok_or_else(|| Error::not_found("album", id))
     }
 
-    /// `GET /albums/{id}/tracks`, in disc and track order.
+    /// The album's tracks, in disc and track order.
     pub async fn album_tracks(&self, id: &AlbumId, page: Page) -> Result<Paged<Track>> {
         self.get_album(id).await?;
         let filter = TrackFilter {

@@ -8,7 +8,7 @@ use crate::domain::{Album, Artist, Page, Paged, Track};
 use crate::{ArtistId, Error, Result};
 
 impl Catalog {
-    /// `GET /artists`, by name.
+    /// Artists whose name contains `q` (case- and accent-insensitive), by name, one page.
     pub async fn list_artists(&self, q: Option<&str>, page: Page) -> Result<Paged<Artist>> {
         let mut filters = self.db.sql("");
         if let Some(q) = q.map(crate::text::name_key).filter(|q| !q.is_empty()) {
@@ -37,7 +37,7 @@ impl Catalog {
         })
     }
 
-    /// `GET /artists/{id}`.
+    /// One artist, with album and track counts.
     pub async fn get_artist(&self, id: &ArtistId) -> Result<Artist> {
         self.db
             .sql(&format!("{ARTIST_SELECT} WHERE ar.id = $1"))
@@ -48,7 +48,7 @@ impl Catalog {
             .ok_or_else(|| Error::not_found("artist", id))
     }
 
-    /// `GET /artists/{id}/albums`, newest first.
+    /// The albums whose album artist this is, newest first.
     pub async fn artist_albums(&self, id: &ArtistId, page: Page) -> Result<Paged<Album>> {
         self.get_artist(id).await?;
         let filter = AlbumFilter {
@@ -66,7 +66,7 @@ impl Catalog {
         .await
     }
 
-    /// `GET /artists/{id}/tracks`: tracks by the artist or on their albums.
+    /// The tracks by the artist or on their albums, in album order.
     pub async fn artist_tracks(&self, id: &ArtistId, page: Page) -> Result<Paged<Track>> {
         self.get_artist(id).await?;
         let mut filters = self.db.sql("");

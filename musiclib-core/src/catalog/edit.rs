@@ -10,7 +10,7 @@ use crate::auth::Caller;
 use crate::domain::Track;
 use crate::{Error, Result, TrackId};
 
-/// A partial update of a track (`PATCH /tracks/{id}`): `None` leaves a field alone. The
+/// A partial update of a track: `None` leaves a field alone. The
 /// enrichment state is not changed.
 #[derive(Debug, Clone, Default)]
 pub struct TrackPatch {
@@ -26,7 +26,7 @@ pub struct TrackPatch {
     pub disc_number: Option<i64>,
 }
 
-/// A full manual metadata edit (`PUT /tracks/{id}/metadata`): the track becomes `manual`,
+/// A full manual metadata edit: the track becomes `manual`,
 /// artist and album are resolved from the names given, absent fields are cleared.
 #[derive(Debug, Clone, Default)]
 pub struct TrackMetadata {
@@ -87,7 +87,8 @@ fn optional_text(field: &str, value: &Option<String>) -> Result<Option<String>> 
 }
 
 impl Catalog {
-    /// `PATCH /tracks/{id}`.
+    /// Changes descriptive fields of a track (fields left `None` stay); the enrichment
+    /// state is kept. The uploader or an admin only.
     pub async fn patch_track(
         &self,
         caller: &Caller,
@@ -131,7 +132,9 @@ impl Catalog {
         self.get_track(id).await
     }
 
-    /// `PUT /tracks/{id}/metadata`: a manual edit; the track becomes `manual`.
+    /// Replaces a track's metadata by hand: artist and album are resolved from the names
+    /// given, absent fields are cleared, and the track becomes `manual` (enrichment leaves it
+    /// alone from now on). The uploader or an admin only.
     pub async fn set_track_metadata(
         &self,
         caller: &Caller,

@@ -3,7 +3,7 @@
 use crate::domain::{Availability, MetadataStatus, Source};
 use crate::{AlbumId, ArtistId, Error, Result};
 
-/// Filters of `GET /tracks`.
+/// Filters of the track list (all that are set must match).
 #[derive(Debug, Clone, Default)]
 pub struct TrackFilter {
     /// Only this source (lists newest first unless a sort is given).
@@ -48,7 +48,7 @@ pub fn parse_sort<K>(
         .ok_or_else(|| Error::invalid(field, format!("unknown sort key {name:?}")))
 }
 
-/// Sort keys of `GET /tracks`.
+/// Sort keys of the track list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TrackSortKey {
     /// Title.
@@ -132,7 +132,7 @@ pub(crate) fn track_order(sort: Sort<TrackSortKey>) -> String {
     order.join(", ")
 }
 
-/// Sort keys of `GET /albums`.
+/// Sort keys of the album list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AlbumSortKey {
     /// Title.
@@ -158,7 +158,7 @@ impl AlbumSortKey {
     }
 }
 
-/// Filters of `GET /albums`.
+/// Filters of the album list (all that are set must match).
 #[derive(Debug, Clone, Default)]
 pub struct AlbumFilter {
     /// Album artist.

@@ -9,7 +9,7 @@ use crate::db::like_pattern;
 use crate::domain::{Album, Artist, Page, Track};
 use crate::{Error, Result};
 
-/// Result of `GET /search/library`.
+/// What the library search found.
 #[derive(Debug, Clone, Default)]
 pub struct LibrarySearch {
     /// Matching tracks.
@@ -21,7 +21,8 @@ pub struct LibrarySearch {
 }
 
 impl Catalog {
-    /// `GET /search/library`: at most `limit` of each kind, shortest names first.
+    /// Tracks, albums and artists containing `q` (case- and accent-insensitive), at most
+    /// `limit` of each kind, shortest names first.
     pub async fn search_library(&self, q: &str, limit: i64) -> Result<LibrarySearch> {
         let key = crate::text::name_key(q);
         if key.is_empty() {

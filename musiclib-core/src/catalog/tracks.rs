@@ -49,7 +49,8 @@ impl ItemKind {
 }
 
 impl Catalog {
-    /// `GET /tracks`.
+    /// Tracks matching `filter`, one page, in `sort` order (by default by title, or newest
+    /// first when filtered by source).
     pub async fn list_tracks(
         &self,
         filter: &TrackFilter,
@@ -147,7 +148,7 @@ impl Catalog {
         })
     }
 
-    /// `GET /tracks/{id}`.
+    /// One track; not found when there is none.
     pub async fn get_track(&self, id: &TrackId) -> Result<Track> {
         self.find_track(id)
             .await?

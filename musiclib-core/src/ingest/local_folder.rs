@@ -129,7 +129,7 @@ impl JobKind for ScanLocalFolder {
 }
 
 impl Ingest {
-    /// `POST /sources/local_folder/scan`: enqueues the import (admin only). At most one scan
+    /// Queues an import of the local folder (admin only). At most one scan
     /// is queued or running at a time; asking again returns the live job.
     pub async fn start_local_scan(&self, caller: &Caller) -> Result<JobId> {
         caller.require_admin()?;

@@ -34,7 +34,7 @@ pub enum Pool {
 
 /// A kind of background job.
 pub trait JobKind: Send + Sync + 'static {
-    /// The stored name, as `GET /jobs/{id}` shows it (the spec's names).
+    /// The stored name, as a job's `kind` shows it (the spec's names).
     const NAME: &'static str;
     /// The workers that run it.
     const POOL: Pool;

@@ -148,7 +148,7 @@ struct HlsRow {
 }
 
 impl Media {
-    /// `GET /stream/{id}/hls/playlist.m3u8`: the stored playlist, or on a cold track one
+    /// The track's HLS playlist: the stored one, or on a cold track one
     /// predicted from the duration while the encode starts.
     pub async fn hls_playlist(&self, id: &TrackId, token: Option<&str>) -> Result<String> {
         if let Some(row) = self.published_hls(id).await? {
@@ -165,7 +165,7 @@ impl Media {
         Ok(render_playlist(&plan_segments(duration), token))
     }
 
-    /// `GET /stream/{id}/hls/{segment}`: one segment, complete. On a cold track this waits
+    /// One HLS segment, complete. On a cold track this waits
     /// for the encoder to get there.
     pub async fn hls_segment(&self, id: &TrackId, name: &str) -> Result<Bytes> {
         let index = parse_segment_name(name)?;
@@ -198,7 +198,7 @@ impl Media {
     }
 
     /// Builds and publishes the HLS rendition of `id` unless it exists (the
-    /// `transcode_track` job, after `POST /tracks/{id}/optimize`). Returns whether it was
+    /// `transcode_track` job, after [`Media::request_optimize`]). Returns whether it was
     /// built now.
     pub async fn build_hls(&self, id: &TrackId) -> Result<bool> {
         if self.published_hls(id).await?.is_some() {

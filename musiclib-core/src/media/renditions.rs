@@ -90,7 +90,7 @@ impl JobKind for TranscodeTrack {
     type Payload = TranscodePayload;
 
     /// One build per track and quality when a stream missed one quality; one per track for
-    /// a full build (`POST /tracks/{id}/optimize`).
+    /// a full build ([`Media::request_optimize`]).
     fn dedup_key(payload: &TranscodePayload) -> Option<String> {
         let track = &payload.track_id;
         Some(match payload.qualities.as_deref() {
@@ -178,7 +178,7 @@ impl Media {
         Ok(None)
     }
 
-    /// `POST /tracks/{id}/optimize`: queues a build of every rendition the track lacks (the
+    /// Queues a build of every rendition the track lacks (the
     /// Opus qualities and HLS).
     pub async fn request_optimize(&self, id: &TrackId, requested_by: &UserId) -> Result<JobId> {
         self.catalog.get_track(id).await?;

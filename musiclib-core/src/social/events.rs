@@ -91,7 +91,7 @@ pub struct LikeState {
     pub event_time: Option<Timestamp>,
 }
 
-/// A liked track (`GET /likes`).
+/// A track the user likes now.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LikedTrack {
     /// The track.
@@ -171,7 +171,7 @@ pub(crate) const LATEST_LIKE: &str = "NOT EXISTS (SELECT 1 FROM like_events n WH
       AND (n.event_time > l.event_time OR (n.event_time = l.event_time AND n.client_event_id > l.client_event_id)))";
 
 impl Social {
-    /// `POST /likes`: appends a like event. Returns it and whether it was new (a repeated
+    /// Appends a like event. Returns it and whether it was new (a repeated
     /// client id returns the stored event). An unknown track is not found.
     pub async fn record_like(&self, caller: &Caller, like: NewLike) -> Result<(LikeEvent, bool)> {
         check_event_id(&like.client_event_id, "client_event_id")?;
@@ -195,7 +195,7 @@ impl Social {
         Ok((row.into(), outcome.accepted == 1))
     }
 
-    /// `POST /history`: records a play. Returns it and whether it was new.
+    /// Records a play. Returns it and whether it was new.
     pub async fn record_play(&self, caller: &Caller, play: NewPlay) -> Result<(PlayEvent, bool)> {
         check_event_id(&play.client_event_id, "client_event_id")?;
         let outcome = self
@@ -218,7 +218,7 @@ impl Social {
         Ok((row.into(), outcome.accepted == 1))
     }
 
-    /// `GET /likes`: the tracks liked now, most recently liked first.
+    /// The tracks the caller likes now, most recently liked first.
     pub async fn liked_tracks(&self, caller: &Caller, page: Page) -> Result<Paged<LikedTrack>> {
         let filter = format!("l.user_id = $1 AND l.liked = 1 AND {LATEST_LIKE}");
         let total: i64 = self
@@ -253,7 +253,7 @@ impl Social {
         })
     }
 
-    /// `GET /likes/state`: the like state of each of `track_ids` (not liked when no event).
+    /// The like state of each of `track_ids` (not liked when there is no event).
     pub async fn like_states(
         &self,
         caller: &Caller,
@@ -287,7 +287,7 @@ impl Social {
             .collect())
     }
 
-    /// `GET /history`: plays, newest first.
+    /// The caller's plays, newest first.
     pub async fn history(&self, caller: &Caller, page: Page) -> Result<Paged<PlayEvent>> {
         let total: i64 = self
             .db
@@ -313,7 +313,7 @@ impl Social {
         })
     }
 
-    /// `POST /sync/push`: appends like and play events in one transaction. A client id
+    /// Appends a device's like and play events in one transaction. A client id
     /// already stored is a duplicate (ignored, counted); an event for a track this server
     /// does not have is skipped and reported; malformed input rejects the whole push.
     pub async fn push_events(

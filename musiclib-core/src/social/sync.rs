@@ -19,7 +19,7 @@ pub const DEFAULT_PULL_LIMIT: i64 = 1_000;
 /// Largest number of changes in one pull.
 pub const MAX_PULL_LIMIT: i64 = 5_000;
 
-/// One page of `GET /sync/changes`.
+/// One page of changes for a sync client.
 #[derive(Debug, Clone, Default)]
 pub struct SyncChanges {
     /// Like events, by stamp.
@@ -41,7 +41,7 @@ pub struct SyncChanges {
 }
 
 impl Social {
-    /// `GET /sync/changes`: the caller's changes with stamps in `(since, cursor]`, at most
+    /// The caller's changes with stamps in `(since, cursor]`, at most
     /// `limit` of them (oldest first); `has_more` when the page stopped short of the clock.
     pub async fn sync_changes(
         &self,

@@ -64,6 +64,7 @@ async fn list_sources(
     params(("source" = String, Path, description = "local_folder")),
     responses(
         (status = 202, body = JobQueued),
+        (status = 401, body = ErrorBody),
         (status = 403, description = "Not an admin", body = ErrorBody),
         (status = 404, description = "No such source", body = ErrorBody),
         (status = 422, description = "The source cannot be scanned", body = ErrorBody),
@@ -100,7 +101,8 @@ async fn scan_source(
 /// started; admins see all.
 #[utoipa::path(get, path = "/jobs/{id}", tag = "jobs", security(("bearer" = [])),
     params(("id" = String, Path, description = "Job id")),
-    responses((status = 200, body = JobOut), (status = 404, body = ErrorBody)))]
+    responses((status = 200, body = JobOut), (status = 401, body = ErrorBody),
+        (status = 404, description = "No such job, or another user's", body = ErrorBody)))]
 async fn get_job(
     State(library): State<Library>,
     Auth(caller): Auth,
@@ -112,7 +114,8 @@ async fn get_job(
 
 /// Always 501: server settings come from the environment.
 #[utoipa::path(patch, path = "/admin/settings", tag = "admin", security(("bearer" = [])),
-    responses((status = 501, body = ErrorBody)))]
+    responses((status = 401, body = ErrorBody), (status = 403, description = "Not an admin", body = ErrorBody),
+        (status = 501, description = "Always, for an admin: settings come from the environment", body = ErrorBody)))]
 async fn patch_admin_settings(
     State(library): State<Library>,
     Auth(caller): Auth,
@@ -123,7 +126,8 @@ async fn patch_admin_settings(
 /// Always 501: sources are configured in the environment.
 #[utoipa::path(patch, path = "/admin/sources/{source}", tag = "admin", security(("bearer" = [])),
     params(("source" = String, Path, description = "Source name")),
-    responses((status = 501, body = ErrorBody)))]
+    responses((status = 401, body = ErrorBody), (status = 403, description = "Not an admin", body = ErrorBody),
+        (status = 501, description = "Always, for an admin: sources are configured in the environment", body = ErrorBody)))]
 async fn patch_admin_source(
     State(library): State<Library>,
     Auth(caller): Auth,

@@ -66,13 +66,14 @@ async fn hls_playlist(
         .into_response())
 }
 
-/// One segment of the HLS rendition: `seg-NNNNN.ts` (any other name is a 400).
+/// One segment of the HLS rendition: `seg-NNNNN.ts` (any other name is a 422 naming
+/// `segment`).
 #[utoipa::path(get, path = "/stream/{id}/hls/{segment}", tag = "streaming", security(("bearer" = []), ("token" = [])),
     params(("id" = String, Path, description = "Track id"),
         ("segment" = String, Path, description = "Segment name, e.g. seg-00000.ts"), HlsQuery),
     responses(
         (status = 200, description = "The segment", content_type = "video/mp2t"),
-        (status = 400, description = "Not a segment name", body = ErrorBody),
+        (status = 422, description = "Not a segment name", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 503, description = "No transcoder (ffmpeg), or the segment is not encoded in time", body = ErrorBody)))]
 async fn hls_segment(
@@ -120,7 +121,8 @@ pub struct StreamQuery {
         (status = 304, description = "Not modified"),
         (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 409, description = "A placeholder track without audio", body = ErrorBody),
-        (status = 416, description = "The range starts past the end", body = ErrorBody)))]
+        (status = 416, description = "The range starts past the end", body = ErrorBody),
+        (status = 422, description = "An unknown quality", body = ErrorBody)))]
 async fn stream(
     State(library): State<Library>,
     _auth: MediaAuth,
