@@ -14,9 +14,8 @@ mod secrets;
 use std::sync::Arc;
 use std::time::Duration;
 
-use argon2::password_hash::{
-    rand_core::OsRng, PasswordHash, PasswordHasher, PasswordVerifier, SaltString,
-};
+use argon2::password_hash::phc::PasswordHash;
+use argon2::password_hash::{PasswordHasher, PasswordVerifier};
 use argon2::Argon2;
 use jsonwebtoken::{DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
@@ -35,9 +34,8 @@ pub const MAX_USERNAME_LEN: usize = 64;
 
 /// 32 random bytes, for generated secrets.
 pub fn random_secret() -> Vec<u8> {
-    use rand::RngCore;
     let mut secret = vec![0u8; 32];
-    rand::thread_rng().fill_bytes(&mut secret);
+    rand::fill(&mut secret[..]);
     secret
 }
 
@@ -119,9 +117,9 @@ fn validate_password(password: &str) -> Result<()> {
 
 /// Hashes a password with argon2id and a random salt (CPU-bound: call off the runtime).
 pub fn hash_password(password: &str) -> Result<String> {
-    let salt = SaltString::generate(&mut OsRng);
+    // A random salt per hash (argon2's `getrandom` feature).
     Argon2::default()
-        .hash_password(password.as_bytes(), &salt)
+        .hash_password(password.as_bytes())
         .map(|hash| hash.to_string())
         .map_err(|error| Error::internal_with("password hashing failed", error))
 }

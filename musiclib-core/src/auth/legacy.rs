@@ -10,7 +10,7 @@
 //! the password.
 
 use md5::{Digest as _, Md5};
-use rand::Rng;
+use rand::RngExt;
 use sha2::Sha256;
 
 use super::secrets::SecretBox;
@@ -71,9 +71,9 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// A new random app password.
 fn generate() -> String {
-    let mut rng = rand::thread_rng();
+    let mut rng = rand::rng();
     (0..APP_PASSWORD_LEN)
-        .map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
         .collect()
 }
 

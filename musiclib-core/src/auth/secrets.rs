@@ -40,7 +40,7 @@ impl SecretBox {
         let sealed = self
             .cipher
             .encrypt(
-                Nonce::from_slice(&nonce),
+                &Nonce::from(nonce),
                 Payload {
                     msg: clear.as_bytes(),
                     aad: owner.as_bytes(),
@@ -62,15 +62,12 @@ impl SecretBox {
         else {
             return None;
         };
-        let nonce = hex::decode(nonce).ok()?;
+        let nonce = Nonce::try_from(hex::decode(nonce).ok()?.as_slice()).ok()?;
         let sealed = hex::decode(sealed).ok()?;
-        if nonce.len() != 12 {
-            return None;
-        }
         let clear = self
             .cipher
             .decrypt(
-                Nonce::from_slice(&nonce),
+                &nonce,
                 Payload {
                     msg: &sealed,
                     aad: owner.as_bytes(),

@@ -319,8 +319,15 @@ fn read_and_probe(
         let mut file =
             std::fs::File::open(path).map_err(|error| format!("cannot read the file: {error}"))?;
         let mut hasher = Sha256::new();
-        std::io::copy(&mut file, &mut hasher)
-            .map_err(|error| format!("cannot read the file: {error}"))?;
+        let mut buffer = vec![0u8; 256 * 1024];
+        loop {
+            let read = std::io::Read::read(&mut file, &mut buffer)
+                .map_err(|error| format!("cannot read the file: {error}"))?;
+            if read == 0 {
+                break;
+            }
+            hasher.update(&buffer[..read]);
+        }
         let facts = probe::probe_path(path)?;
         Ok((facts, hex::encode(hasher.finalize()), None))
     }
