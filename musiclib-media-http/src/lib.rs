@@ -72,29 +72,21 @@ pub enum ByteRange {
 /// representation means all of it, an end beyond it means its last byte, a start beyond it
 /// is unsatisfiable, and an invalid header is ignored.
 pub fn byte_range(header: &str, size: u64) -> ByteRange {
-    use http_range_header::{EndPosition, StartPosition};
-    let parsed = match http_range_header::parse_range_header(header) {
-        Ok(parsed) => parsed,
-        // `bytes=-0` is well-formed but selects nothing (§14.1.1).
-        Err(http_range_header::RangeUnsatisfiableError::ZeroSuffix) => {
-            return ByteRange::Unsatisfiable
-        }
-        Err(_) => return ByteRange::Whole,
+    use http_range_header::SyntacticallyCorrectRange as Spec;
+    let Ok(parsed) = http_range_header::parse_range_header(header) else {
+        // Bad syntax, another unit, a reversed range: ignored.
+        return ByteRange::Whole;
     };
-    let [only] = parsed.ranges.as_slice() else {
+    let [only] = parsed.into_ranges()[..] else {
         // Several ranges: answering with the whole body is allowed, and what players need.
         return ByteRange::Whole;
     };
-    let (start, end) = match (only.start, only.end) {
-        (StartPosition::FromLast(0), _) => return ByteRange::Unsatisfiable,
-        (StartPosition::FromLast(suffix), _) => (size.saturating_sub(suffix), size),
-        (StartPosition::Index(start), EndPosition::LastByte) => (start, size),
-        (StartPosition::Index(start), EndPosition::Index(last)) => {
-            if last < start {
-                return ByteRange::Whole;
-            }
-            (start, last.saturating_add(1).min(size))
-        }
+    let (start, end) = match only {
+        // `bytes=-0` is well-formed but selects nothing (§14.1.1).
+        Spec::FromLast(0) => return ByteRange::Unsatisfiable,
+        Spec::FromLast(suffix) => (size.saturating_sub(suffix), size),
+        Spec::FromStart(start) => (start, size),
+        Spec::Indexed(start, last) => (start, last.saturating_add(1).min(size)),
     };
     if start >= size {
         ByteRange::Unsatisfiable

@@ -230,12 +230,15 @@ fn strip_extras(xml: &str) -> String {
     loop {
         let event = reader.read_event().unwrap();
         let rebuild = |start: &BytesStart| {
-            let name = String::from_utf8(start.name().as_ref().to_vec()).unwrap();
+            let name = start.name().as_ref().to_string();
             let mut out = BytesStart::new(name.clone());
             for attribute in start.attributes() {
                 let attribute = attribute.unwrap();
-                let key = String::from_utf8(attribute.key.as_ref().to_vec()).unwrap();
-                let value = attribute.unescape_value().unwrap().into_owned();
+                let key = attribute.key.as_ref().to_string();
+                let value = attribute
+                    .normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                    .unwrap()
+                    .into_owned();
                 if name == "subsonic-response" && key == "type" {
                     assert!(!value.is_empty(), "empty server type");
                     continue;
