@@ -161,10 +161,11 @@ pub fn cover_picture(path: &Path) -> Option<Vec<u8>> {
         .map(|picture| picture.data().to_vec())
 }
 
-fn describe_lofty_error(error: lofty::error::LoftyError, _name: &str) -> String {
-    match error.kind() {
-        lofty::error::ErrorKind::UnknownFormat => "not a recognised audio file".to_string(),
-        _ => format!("not a readable audio file: {error}"),
+fn describe_lofty_error(error: lofty::error::FileParseError, _name: &str) -> String {
+    if error.is_unknown_format() {
+        "not a recognised audio file".to_string()
+    } else {
+        format!("not a readable audio file: {error}")
     }
 }
 
@@ -228,28 +229,28 @@ fn clean(value: Option<impl AsRef<str>>) -> Option<String> {
 }
 
 fn year_of(tag: &Tag) -> Option<i64> {
-    let from_text = |key: &ItemKey| {
+    let from_text = |key: ItemKey| {
         tag.get_string(key).and_then(|text| {
             let digits: String = text.trim().chars().take(4).collect();
             digits.parse::<i64>().ok().filter(|year| *year > 0)
         })
     };
-    tag.year()
-        .map(i64::from)
+    tag.date()
+        .map(|date| i64::from(date.year))
         .filter(|year| *year > 0)
-        .or_else(|| from_text(&ItemKey::RecordingDate))
-        .or_else(|| from_text(&ItemKey::Year))
-        .or_else(|| from_text(&ItemKey::OriginalReleaseDate))
+        .or_else(|| from_text(ItemKey::RecordingDate))
+        .or_else(|| from_text(ItemKey::Year))
+        .or_else(|| from_text(ItemKey::OriginalReleaseDate))
 }
 
 fn tags_of(tag: &Tag) -> EmbeddedTags {
     let artists: Vec<String> = tag
-        .get_strings(&ItemKey::TrackArtist)
+        .get_strings(ItemKey::TrackArtist)
         .flat_map(|value| value.split('\0'))
         .filter_map(|value| clean(Some(value)))
         .collect();
     let compilation = tag
-        .get_string(&ItemKey::FlagCompilation)
+        .get_string(ItemKey::FlagCompilation)
         .map(|value| matches!(value.trim(), "1" | "true" | "True" | "TRUE"))
         .unwrap_or(false);
     EmbeddedTags {
@@ -261,16 +262,16 @@ fn tags_of(tag: &Tag) -> EmbeddedTags {
             Vec::new()
         },
         album: clean(tag.album()),
-        album_artist: clean(tag.get_string(&ItemKey::AlbumArtist)),
+        album_artist: clean(tag.get_string(ItemKey::AlbumArtist)),
         genre: clean(tag.genre()),
         year: year_of(tag),
         track_number: tag.track().map(i64::from).filter(|n| *n > 0),
         disc_number: tag.disk().map(i64::from).filter(|n| *n > 0),
         compilation,
-        musicbrainz_recording_id: clean(tag.get_string(&ItemKey::MusicBrainzRecordingId)),
-        musicbrainz_album_id: clean(tag.get_string(&ItemKey::MusicBrainzReleaseId)),
-        musicbrainz_releasegroup_id: clean(tag.get_string(&ItemKey::MusicBrainzReleaseGroupId)),
-        musicbrainz_artist_id: clean(tag.get_string(&ItemKey::MusicBrainzArtistId)),
+        musicbrainz_recording_id: clean(tag.get_string(ItemKey::MusicBrainzRecordingId)),
+        musicbrainz_album_id: clean(tag.get_string(ItemKey::MusicBrainzReleaseId)),
+        musicbrainz_releasegroup_id: clean(tag.get_string(ItemKey::MusicBrainzReleaseGroupId)),
+        musicbrainz_artist_id: clean(tag.get_string(ItemKey::MusicBrainzArtistId)),
     }
 }
 
