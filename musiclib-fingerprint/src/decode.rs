@@ -7,7 +7,7 @@
 //!   state in a `WAVEFORMATEXTENSIBLE_CHANNEL_MASK` comment, as FFmpeg honours it);
 //! * the *first sample*: FFmpeg drops MP3 encoder delay (LAME tag, delay + 529 samples, which
 //!   Symphonia's gapless mode also does) and the AAC priming named by an MP4 edit list, which
-//!   Symphonia 0.5 ignores, so it is dropped here (see `mp4.rs`).
+//!   Symphonia's MP4 demuxer ignores, so it is dropped here (see `mp4.rs`).
 //!
 //! Lossy codecs decode to float, and Symphonia's float arithmetic is not FFmpeg's (FFmpeg's
 //! decoders use their own SIMD transforms): about 0.02–0.15 % of the final 11025 Hz samples come
@@ -17,17 +17,19 @@ use std::fs::File;
 use std::ops::ControlFlow;
 use std::path::Path;
 
-use symphonia::core::audio::{AudioBuffer, AudioBufferRef, Signal};
-use symphonia::core::codecs::{
-    CodecParameters, Decoder, DecoderOptions, CODEC_TYPE_AAC, CODEC_TYPE_FLAC, CODEC_TYPE_MP1,
-    CODEC_TYPE_MP2, CODEC_TYPE_MP3, CODEC_TYPE_NULL, CODEC_TYPE_OPUS, CODEC_TYPE_VORBIS,
+use symphonia::core::audio::sample::{i24, u24, Sample};
+use symphonia::core::audio::{Audio, AudioBuffer, Channels, GenericAudioBufferRef};
+use symphonia::core::codecs::audio::well_known::{
+    CODEC_ID_AAC, CODEC_ID_FLAC, CODEC_ID_MP1, CODEC_ID_MP2, CODEC_ID_MP3, CODEC_ID_OPUS,
+    CODEC_ID_VORBIS,
 };
+use symphonia::core::codecs::audio::{AudioCodecParameters, AudioDecoder, AudioDecoderOptions};
 use symphonia::core::errors::Error as SymError;
-use symphonia::core::formats::{FormatOptions, FormatReader, Packet};
+use symphonia::core::formats::probe::Hint;
+use symphonia::core::formats::{FormatOptions, FormatReader, Track, TrackType};
 use symphonia::core::io::MediaSourceStream;
 use symphonia::core::meta::MetadataOptions;
-use symphonia::core::probe::Hint;
-use symphonia::core::sample::{i24, u24, Sample};
+use symphonia::core::packet::Packet;
 
 use super::ffmpeg::StreamInfo;
 use super::swr::{ChannelLayout, InputFormat};
@@ -64,16 +66,16 @@ impl From<FingerprintError> for SymphoniaFailure {
 /// Returns the duration of the whole track in seconds, as FFmpeg reports it.
 pub(crate) fn decode_file(path: &Path, sink: &mut dyn AudioSink) -> Result<f64, SymphoniaFailure> {
     let mut track = open_track(path)?;
-    let params = track.params.clone();
-    let mut decoder = make_decoder(&params)?;
+    let (info, params) = (track.info.clone(), track.params.clone());
+    let mut decoder = make_decoder(&info, &params)?;
     // MP4 priming is only visible in the edit list, which Symphonia does not apply.
-    let priming = if params.codec == CODEC_TYPE_AAC {
+    let priming = if params.codec == CODEC_ID_AAC {
         mp4::priming_samples(path, params.sample_rate.unwrap_or(0)).unwrap_or(0)
     } else {
         0
     };
     let mut feeder = Feeder::new(&params, priming);
-    if params.codec == CODEC_TYPE_FLAC {
+    if params.codec == CODEC_ID_FLAC {
         feeder.channel_mask = flac_channel_mask(track.format.as_mut());
     }
     let sink_is_full = decode_packets(&mut track, decoder.as_mut(), &mut feeder, sink)?;
@@ -81,14 +83,14 @@ pub(crate) fn decode_file(path: &Path, sink: &mut dyn AudioSink) -> Result<f64, 
         let err = FingerprintError::Decode("no audio could be decoded".into());
         return Err(SymphoniaFailure::Fatal(err));
     }
-    if let Some(duration) = ffmpeg_duration(&params, priming) {
+    if let Some(duration) = ffmpeg_duration(&info, &params, priming) {
         return Ok(duration);
     }
     // The container does not state a length: count the remaining packets without decoding them.
     let mut frames = feeder.decoded_frames;
     if sink_is_full {
         while let Some(packet) = track.next_packet() {
-            frames += packet.dur;
+            frames += packet.dur.get();
         }
     }
     let rate = f64::from(feeder.rate.max(1));
@@ -100,7 +102,10 @@ struct OpenTrack<'p> {
     path: &'p Path,
     format: Box<dyn FormatReader>,
     track_id: u32,
-    params: CodecParameters,
+    /// The track as the demuxer describes it (its length, encoder delay and padding).
+    info: Track,
+    /// The track's audio codec parameters.
+    params: AudioCodecParameters,
 }
 
 impl OpenTrack<'_> {
@@ -109,8 +114,9 @@ impl OpenTrack<'_> {
     fn next_packet(&mut self) -> Option<Packet> {
         loop {
             match self.format.next_packet() {
-                Ok(packet) if packet.track_id() == self.track_id => return Some(packet),
-                Ok(_) => continue,
+                Ok(Some(packet)) if packet.track_id == self.track_id => return Some(packet),
+                Ok(Some(_)) => continue,
+                Ok(None) => return None,
                 Err(SymError::IoError(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
                     return None
                 }
@@ -131,43 +137,53 @@ fn open_track(path: &Path) -> Result<OpenTrack<'_>, SymphoniaFailure> {
     if let Some(ext) = path.extension().and_then(|e| e.to_str()) {
         hint.with_extension(ext);
     }
-    // Gapless: drop MP3 encoder delay/padding exactly like FFmpeg's mp3 demuxer does.
-    let format_opts = FormatOptions {
-        enable_gapless: true,
-        ..Default::default()
-    };
-    let probed = symphonia::default::get_probe()
-        .format(&hint, stream, &format_opts, &MetadataOptions::default())
+    let format = symphonia::default::get_probe()
+        .probe(
+            &hint,
+            stream,
+            FormatOptions::default(),
+            MetadataOptions::default(),
+        )
         .map_err(|e| SymphoniaFailure::unsupported(format!("container: {e}")))?;
-    let format = probed.format;
+    let no_track = || SymphoniaFailure::unsupported("no audio track".into());
     let track = format
-        .tracks()
-        .iter()
-        .find(|t| t.codec_params.codec != CODEC_TYPE_NULL)
-        .ok_or_else(|| SymphoniaFailure::unsupported("no audio track".into()))?;
-    let (track_id, params) = (track.id, track.codec_params.clone());
+        .first_track_known_codec(TrackType::Audio)
+        .ok_or_else(no_track)?;
+    let params = track
+        .codec_params
+        .as_ref()
+        .and_then(|params| params.audio())
+        .ok_or_else(no_track)?
+        .clone();
+    let info = track.clone();
     Ok(OpenTrack {
         path,
         format,
-        track_id,
+        track_id: info.id,
+        info,
         params,
     })
 }
 
 /// Symphonia's decoder for the track, unless Symphonia lacks one or is known to decode it
-/// differently from FFmpeg (then the ffmpeg fallback takes over).
-fn make_decoder(params: &CodecParameters) -> Result<Box<dyn Decoder>, SymphoniaFailure> {
+/// differently from FFmpeg (then the ffmpeg fallback takes over). The decoder is gapless: it
+/// drops the MP3 encoder delay and padding the demuxer marks on each packet, exactly like
+/// FFmpeg's mp3 demuxer does.
+fn make_decoder(
+    info: &Track,
+    params: &AudioCodecParameters,
+) -> Result<Box<dyn AudioDecoder>, SymphoniaFailure> {
     if symphonia_is_unreliable(params) {
         return Err(SymphoniaFailure::Unsupported {
             reason: "codec configuration Symphonia decodes differently from FFmpeg".into(),
-            stream: float_stream_info(params),
+            stream: float_stream_info(info, params),
         });
     }
     symphonia::default::get_codecs()
-        .make(params, &DecoderOptions::default())
+        .make_audio_decoder(params, &AudioDecoderOptions::default().gapless(true))
         .map_err(|e| SymphoniaFailure::Unsupported {
             reason: format!("codec: {e}"),
-            stream: float_stream_info(params),
+            stream: float_stream_info(info, params),
         })
 }
 
@@ -176,7 +192,7 @@ fn make_decoder(params: &CodecParameters) -> Result<Box<dyn Decoder>, SymphoniaF
 /// packet), a damaged packet ends the stream: the fingerprint covers the audio before it.
 fn decode_packets(
     track: &mut OpenTrack<'_>,
-    decoder: &mut dyn Decoder,
+    decoder: &mut dyn AudioDecoder,
     feeder: &mut Feeder,
     sink: &mut dyn AudioSink,
 ) -> Result<bool, SymphoniaFailure> {
@@ -205,12 +221,15 @@ fn decode_packets(
 /// The speaker layout a FLAC file states in its `WAVEFORMATEXTENSIBLE_CHANNEL_MASK` comment
 /// (written for layouts FLAC has no default for), which FFmpeg's demuxer applies.
 fn flac_channel_mask(format: &mut dyn FormatReader) -> Option<u64> {
-    let metadata = format.metadata();
-    let tag = metadata.current()?.tags().iter().find(|tag| {
-        tag.key
+    let mut metadata = format.metadata();
+    // The FLAC demuxer's own comments come last, after any ID3v2 tag the probe read before the
+    // stream.
+    let tag = metadata.skip_to_latest()?.media.tags.iter().find(|tag| {
+        tag.raw
+            .key
             .eq_ignore_ascii_case("WAVEFORMATEXTENSIBLE_CHANNEL_MASK")
     })?;
-    let text = tag.value.to_string();
+    let text = tag.raw.value.to_string();
     let text = text.trim();
     match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         Some(hex) => u64::from_str_radix(hex, 16).ok(),
@@ -220,28 +239,29 @@ fn flac_channel_mask(format: &mut dyn FormatReader) -> Option<u64> {
 
 /// Stream facts for the ffmpeg fallback, for codecs whose FFmpeg decoder outputs float (Opus,
 /// multichannel Vorbis), so ffprobe need not be asked.
-fn float_stream_info(params: &CodecParameters) -> Option<StreamInfo> {
+fn float_stream_info(info: &Track, params: &AudioCodecParameters) -> Option<StreamInfo> {
     let sample_rate = match params.codec {
         // FFmpeg's Opus decoder always runs at 48 kHz.
-        CODEC_TYPE_OPUS => 48_000,
-        CODEC_TYPE_VORBIS => params.sample_rate?,
+        CODEC_ID_OPUS => 48_000,
+        CODEC_ID_VORBIS => params.sample_rate?,
         _ => return None,
     };
     Some(StreamInfo {
         sample_rate,
-        layout: ChannelLayout::vorbis_for(params.channels?.count()),
+        layout: ChannelLayout::vorbis_for(params.channels.as_ref()?.count()),
         format: InputFormat::F32,
-        duration: ffmpeg_duration(params, 0),
+        duration: ffmpeg_duration(info, params, 0),
     })
 }
 
-/// Codec configurations Symphonia 0.5 decodes differently from FFmpeg beyond rounding: its
-/// Vorbis decoder's output for more than two channels does not match FFmpeg's at all, and its AAC
-/// decoder ignores SBR/PS, so HE-AAC would come out as the band-limited core only.
-fn symphonia_is_unreliable(params: &CodecParameters) -> bool {
+/// Codec configurations Symphonia decodes differently from FFmpeg beyond rounding: its Vorbis
+/// decoder's output for more than two channels does not match FFmpeg's at all, and its AAC
+/// decoder has no SBR/PS, so HE-AAC would come out as the band-limited core only (0.6 refuses an
+/// explicitly signalled HE-AAC itself; this check does not depend on it).
+fn symphonia_is_unreliable(params: &AudioCodecParameters) -> bool {
     match params.codec {
-        CODEC_TYPE_VORBIS => params.channels.is_some_and(|c| c.count() > 2),
-        CODEC_TYPE_AAC => params.extra_data.as_deref().is_some_and(is_he_aac_config),
+        CODEC_ID_VORBIS => params.channels.as_ref().is_some_and(|c| c.count() > 2),
+        CODEC_ID_AAC => params.extra_data.as_deref().is_some_and(is_he_aac_config),
         _ => false,
     }
 }
@@ -254,15 +274,13 @@ fn is_he_aac_config(config: &[u8]) -> bool {
 }
 
 /// The stream duration FFmpeg reports (and fpcalc prints as DURATION) for this track.
-fn ffmpeg_duration(params: &CodecParameters, priming: u64) -> Option<f64> {
+fn ffmpeg_duration(info: &Track, params: &AudioCodecParameters, priming: u64) -> Option<f64> {
     let rate = f64::from(params.sample_rate?);
-    let frames = params.n_frames?;
-    let frames = if matches!(
-        params.codec,
-        CODEC_TYPE_MP3 | CODEC_TYPE_MP2 | CODEC_TYPE_MP1
-    ) {
+    // Symphonia counts the playable frames, without encoder delay and padding.
+    let frames = info.num_frames?;
+    let frames = if matches!(params.codec, CODEC_ID_MP3 | CODEC_ID_MP2 | CODEC_ID_MP1) {
         // MP3 (Xing/LAME): FFmpeg counts whole frames, encoder delay and padding included.
-        frames + u64::from(params.delay.unwrap_or(0)) + u64::from(params.padding.unwrap_or(0))
+        frames + u64::from(info.delay.unwrap_or(0)) + u64::from(info.padding.unwrap_or(0))
     } else {
         // MP4: the priming named by the edit list is not part of the duration.
         frames.saturating_sub(priming)
@@ -289,7 +307,7 @@ struct Feeder {
 }
 
 impl Feeder {
-    fn new(params: &CodecParameters, priming: u64) -> Self {
+    fn new(params: &AudioCodecParameters, priming: u64) -> Self {
         Self {
             skip: priming,
             bits_per_sample: params.bits_per_sample,
@@ -307,14 +325,13 @@ impl Feeder {
     /// Feeds one decoded buffer, converted like FFmpeg's decoder output, to the sink.
     fn feed(
         &mut self,
-        audio: AudioBufferRef<'_>,
+        audio: GenericAudioBufferRef<'_>,
         sink: &mut dyn AudioSink,
     ) -> Result<ControlFlow<()>, FingerprintError> {
         let frames = audio.frames();
         if frames == 0 {
             return Ok(ControlFlow::Continue(()));
         }
-        let spec = *audio.spec();
         self.decoded_frames += frames as u64;
         let skip = self.skip.min(frames as u64) as usize;
         self.skip -= skip as u64;
@@ -323,52 +340,58 @@ impl Feeder {
         }
         let format = self.ffmpeg_format(&audio);
         if !self.started {
-            self.rate = spec.rate;
-            let mask = self.channel_mask.unwrap_or(u64::from(spec.channels.bits()));
-            let layout = ChannelLayout::from_mask(mask, spec.channels.count());
-            sink.start(spec.rate, layout, format)?;
+            let spec = audio.spec();
+            self.rate = spec.rate();
+            let channels = spec.channels();
+            let mask = self.channel_mask.unwrap_or(match channels {
+                Channels::Positioned(positions) => positions.bits(),
+                // Unpositioned channels: `from_mask` falls back to FFmpeg's default layout.
+                _ => 0,
+            });
+            let layout = ChannelLayout::from_mask(mask, channels.count());
+            sink.start(self.rate, layout, format)?;
             self.started = true;
         }
         let flow = match audio {
-            AudioBufferRef::S16(buf) => push(sink, &buf, skip),
-            AudioBufferRef::F32(buf) => push(sink, &buf, skip),
-            AudioBufferRef::U8(buf) => push(sink, &buf, skip),
-            AudioBufferRef::S32(buf) => match format {
+            GenericAudioBufferRef::S16(buf) => push(sink, buf, skip),
+            GenericAudioBufferRef::F32(buf) => push(sink, buf, skip),
+            GenericAudioBufferRef::U8(buf) => push(sink, buf, skip),
+            GenericAudioBufferRef::S32(buf) => match format {
                 // 16-bit FLAC arrives left-aligned in i32; FFmpeg hands out plain int16.
                 InputFormat::S16 => {
-                    convert(&buf, skip, &mut self.scratch_i16, |v: i32| (v >> 16) as i16);
+                    convert(buf, skip, &mut self.scratch_i16, |v: i32| (v >> 16) as i16);
                     push_owned(sink, &self.scratch_i16)
                 }
-                _ => push(sink, &buf, skip),
+                _ => push(sink, buf, skip),
             },
-            AudioBufferRef::S24(buf) => {
-                convert(&buf, skip, &mut self.scratch_i32, |v: i24| v.inner() << 8);
+            GenericAudioBufferRef::S24(buf) => {
+                convert(buf, skip, &mut self.scratch_i32, |v: i24| v.inner() << 8);
                 push_owned(sink, &self.scratch_i32)
             }
-            AudioBufferRef::U24(buf) => {
-                convert(&buf, skip, &mut self.scratch_i32, |v: u24| {
+            GenericAudioBufferRef::U24(buf) => {
+                convert(buf, skip, &mut self.scratch_i32, |v: u24| {
                     (v.inner() as i32 - (1 << 23)) << 8
                 });
                 push_owned(sink, &self.scratch_i32)
             }
-            AudioBufferRef::U32(buf) => {
-                convert(&buf, skip, &mut self.scratch_i32, |v: u32| {
+            GenericAudioBufferRef::U32(buf) => {
+                convert(buf, skip, &mut self.scratch_i32, |v: u32| {
                     (v ^ 0x8000_0000) as i32
                 });
                 push_owned(sink, &self.scratch_i32)
             }
-            AudioBufferRef::U16(buf) => {
-                convert(&buf, skip, &mut self.scratch_i16, |v: u16| {
+            GenericAudioBufferRef::U16(buf) => {
+                convert(buf, skip, &mut self.scratch_i16, |v: u16| {
                     (v ^ 0x8000) as i16
                 });
                 push_owned(sink, &self.scratch_i16)
             }
-            AudioBufferRef::S8(buf) => {
-                convert(&buf, skip, &mut self.scratch_u8, |v: i8| (v as u8) ^ 0x80);
+            GenericAudioBufferRef::S8(buf) => {
+                convert(buf, skip, &mut self.scratch_u8, |v: i8| (v as u8) ^ 0x80);
                 push_owned(sink, &self.scratch_u8)
             }
-            AudioBufferRef::F64(buf) => {
-                convert(&buf, skip, &mut self.scratch_f32, |v: f64| v as f32);
+            GenericAudioBufferRef::F64(buf) => {
+                convert(buf, skip, &mut self.scratch_f32, |v: f64| v as f32);
                 push_owned(sink, &self.scratch_f32)
             }
         };
@@ -376,18 +399,18 @@ impl Feeder {
     }
 
     /// The sample format FFmpeg's decoder produces for this stream.
-    fn ffmpeg_format(&self, audio: &AudioBufferRef<'_>) -> InputFormat {
+    fn ffmpeg_format(&self, audio: &GenericAudioBufferRef<'_>) -> InputFormat {
         match audio {
-            AudioBufferRef::U8(_) | AudioBufferRef::S8(_) => InputFormat::U8,
-            AudioBufferRef::S16(_) | AudioBufferRef::U16(_) => InputFormat::S16,
-            AudioBufferRef::S24(_) | AudioBufferRef::U24(_) | AudioBufferRef::U32(_) => {
-                InputFormat::S32
-            }
-            AudioBufferRef::S32(_) => match self.bits_per_sample {
+            GenericAudioBufferRef::U8(_) | GenericAudioBufferRef::S8(_) => InputFormat::U8,
+            GenericAudioBufferRef::S16(_) | GenericAudioBufferRef::U16(_) => InputFormat::S16,
+            GenericAudioBufferRef::S24(_)
+            | GenericAudioBufferRef::U24(_)
+            | GenericAudioBufferRef::U32(_) => InputFormat::S32,
+            GenericAudioBufferRef::S32(_) => match self.bits_per_sample {
                 Some(bits) if bits <= 16 => InputFormat::S16,
                 _ => InputFormat::S32,
             },
-            AudioBufferRef::F32(_) | AudioBufferRef::F64(_) => InputFormat::F32,
+            GenericAudioBufferRef::F32(_) | GenericAudioBufferRef::F64(_) => InputFormat::F32,
         }
     }
 }
@@ -427,9 +450,7 @@ fn push<T: Sample + PlaneSample>(
     buf: &AudioBuffer<T>,
     skip: usize,
 ) -> ControlFlow<()> {
-    let planes: Vec<&[T]> = (0..buf.spec().channels.count())
-        .map(|c| &buf.chan(c)[skip..])
-        .collect();
+    let planes: Vec<&[T]> = buf.iter_planes().map(|plane| &plane[skip..]).collect();
     sink.push(T::block(&planes))
 }
 
@@ -446,11 +467,10 @@ fn convert<S: Sample, T>(
     scratch: &mut Vec<Vec<T>>,
     f: impl Fn(S) -> T,
 ) {
-    let channels = buf.spec().channels.count();
-    scratch.resize_with(channels, Vec::new);
-    for (c, dst) in scratch.iter_mut().enumerate() {
+    scratch.resize_with(buf.num_planes(), Vec::new);
+    for (plane, dst) in buf.iter_planes().zip(scratch.iter_mut()) {
         dst.clear();
-        dst.extend(buf.chan(c)[skip..].iter().map(|&v| f(v)));
+        dst.extend(plane[skip..].iter().map(|&v| f(v)));
     }
 }
 

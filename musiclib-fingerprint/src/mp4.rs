@@ -3,7 +3,7 @@
 //! AAC streams start with encoder priming (1024 samples from FFmpeg's encoder, 2112 from Apple's
 //! and Nero's) that the edit list (`moov/trak/edts/elst`, its first non-empty edit's
 //! `media_time`) says to skip. FFmpeg's mov demuxer honours it, so fpcalc never sees those
-//! samples; Symphonia 0.5 parses the box but does not apply it, so we drop them ourselves.
+//! samples; Symphonia (0.6 too) parses the box but does not apply it, so we drop them ourselves.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -37,11 +37,13 @@ pub(crate) fn priming_samples(path: &Path, sample_rate: u32) -> Option<u64> {
 }
 
 /// Checks the sample tables of an MP4 file before a decoder trusts them: each table's entry
-/// count must fit in its box, and chunk numbers start at 1. symphonia 0.5 allocates
-/// `entry_count` entries up front and subtracts 1 from `first_chunk` unchecked, so a forged
+/// count must fit in its box, and chunk numbers start at 1. symphonia 0.5 allocated
+/// `entry_count` entries up front and subtracted 1 from `first_chunk` unchecked, so a forged
 /// count could exhaust memory (an abort, not a recoverable panic) and a zero would overflow.
-/// Not an MP4 (no `moov`) passes, and so does a file that cannot be opened (the decoder
-/// reports that, as an I/O error).
+/// symphonia 0.6 caps that allocation, stops at the end of the box and refuses chunk 0; the
+/// check stays so that such a file is refused the same way, naming the table, whatever the
+/// demuxer does with it. Not an MP4 (no `moov`) passes, and so does a file that cannot be
+/// opened (the decoder reports that, as an I/O error).
 pub fn check_sample_tables_in_file(path: &Path) -> Result<(), String> {
     let Ok(mut file) = File::open(path) else {
         return Ok(());

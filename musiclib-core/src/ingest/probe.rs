@@ -287,10 +287,10 @@ fn check_decodable<R>(reader: R, facts: &AudioFacts, name_hint: &str) -> Result<
 where
     R: symphonia::core::io::MediaSource + 'static,
 {
-    use symphonia::core::formats::{FormatOptions, SeekMode, SeekTo};
+    use symphonia::core::formats::probe::Hint;
+    use symphonia::core::formats::{FormatOptions, SeekMode, SeekTo, TrackType};
     use symphonia::core::io::MediaSourceStream;
     use symphonia::core::meta::MetadataOptions;
-    use symphonia::core::probe::Hint;
     use symphonia::core::units::Time;
 
     if !matches!(
@@ -307,24 +307,19 @@ where
     {
         hint.with_extension(ext);
     }
-    let format_options = FormatOptions {
-        enable_gapless: false,
-        ..Default::default()
-    };
-    let Ok(probed) = symphonia::default::get_probe().format(
+    let Ok(mut format) = symphonia::default::get_probe().probe(
         &hint,
         stream,
-        &format_options,
-        &MetadataOptions::default(),
+        FormatOptions::default(),
+        MetadataOptions::default(),
     ) else {
         // Symphonia's demuxers are stricter than lofty's reader on some valid files; trust lofty.
         return Ok(());
     };
-    let mut format = probed.format;
-    let Some(track) = format.default_track() else {
+    let Some(track) = format.default_track(TrackType::Audio) else {
         return Err("the file has no audio track".into());
     };
-    let track_id = track.id;
+    let (track_id, time_base) = (track.id, track.time_base);
     let duration_s = facts.duration_ms as f64 / 1000.0;
     if duration_s > 2.0 {
         let target = duration_s - 1.0;
@@ -332,27 +327,22 @@ where
             .seek(
                 SeekMode::Coarse,
                 SeekTo::Time {
-                    time: Time::from(target),
+                    time: Time::from_millis(facts.duration_ms - 1000),
                     track_id: Some(track_id),
                 },
             )
             .map_err(|_| truncated(duration_s))?;
-        let time_base = format
-            .tracks()
-            .iter()
-            .find(|track| track.id == track_id)
-            .and_then(|track| track.codec_params.time_base);
-        if let Some(time_base) = time_base {
-            let reached = time_base.calc_time(seeked.actual_ts);
-            let reached_s = reached.seconds as f64 + reached.frac;
-            if reached_s + 10.0 < target {
+        let reached = time_base.and_then(|time_base| time_base.calc_time(seeked.actual_ts));
+        if let Some(reached) = reached {
+            if reached.as_secs_f64() + 10.0 < target {
                 return Err(truncated(duration_s));
             }
         }
     }
+    // The end of the stream (no packet) right after that seek means the audio stops early.
     match format.next_packet() {
-        Ok(_) => Ok(()),
-        Err(_) => Err(truncated(duration_s)),
+        Ok(Some(_)) => Ok(()),
+        Ok(None) | Err(_) => Err(truncated(duration_s)),
     }
 }
 

@@ -151,8 +151,8 @@ backend_test! {
         let alice = user(&library, "alice").await;
         let original = corpus_file(&corpus, "library/Mira Kowalczyk/Łódź Sessions (2018)/01 - Żółta Łódka.m4a");
         let stsc = original.windows(4).position(|window| window == b"stsc").expect("an stsc box");
-        // Found by fuzzing: an entry count far beyond the box (symphonia would try to
-        // allocate it all), and a chunk numbered 0 (symphonia would underflow).
+        // Found by fuzzing: an entry count far beyond the box (symphonia 0.5 tried to
+        // allocate it all), and a chunk numbered 0 (symphonia 0.5 underflowed).
         let mut huge = original.clone();
         huge[stsc + 8..stsc + 12].copy_from_slice(&0x7FFF_FFFFu32.to_be_bytes());
         let mut zero = original.clone();
