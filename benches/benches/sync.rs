@@ -48,19 +48,25 @@ async fn load(library: &TestLibrary, caller: &Caller, track: &str) {
         .fetch_one(db)
         .await
         .unwrap();
-    sqlx::query(&disable).execute(db).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(disable))
+        .execute(db)
+        .await
+        .unwrap();
     let insert = format!(
         "INSERT INTO play_events (user_id, track_id, played_at, seconds_played, client_event_id, synced_at)
          SELECT $1, $2, g, 30.0, 'bulk-' || CAST(g AS TEXT), $3 + g FROM ({series}) AS numbers"
     );
-    sqlx::query(&insert)
+    sqlx::query(sqlx::AssertSqlSafe(insert.as_str()))
         .bind(user)
         .bind(track)
         .bind(base)
         .execute(db)
         .await
         .unwrap();
-    sqlx::query(&enable).execute(db).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(enable))
+        .execute(db)
+        .await
+        .unwrap();
     sqlx::query("UPDATE sync_clock SET last_stamp = $1 WHERE id = 1")
         .bind(base + STORED)
         .execute(db)

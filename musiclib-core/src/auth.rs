@@ -343,8 +343,10 @@ impl Accounts {
     /// seconds per process (a short cache), so a removed account's token stops working
     /// within that time on other replicas.
     pub async fn authenticate(&self, token: &str) -> Result<Caller> {
-        let mut validation = Validation::default();
-        validation.leeway = 5;
+        let validation = Validation {
+            leeway: 5,
+            ..Validation::default()
+        };
         let claims = jsonwebtoken::decode::<Claims>(
             token,
             &DecodingKey::from_secret(&self.settings.jwt_secret),

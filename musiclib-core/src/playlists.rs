@@ -494,7 +494,7 @@ impl Playlists {
                     ));
                 }
                 let wanted: Vec<&str> = track_ids.iter().map(TrackId::as_str).collect();
-                let known = known_ids(&mut **tx, self.db.kind(), Table::Tracks, &wanted).await?;
+                let known = known_ids(tx, self.db.kind(), Table::Tracks, &wanted).await?;
                 let mut missing: Vec<&str> = Vec::new();
                 for id in &wanted {
                     if !known.contains(*id) && !missing.contains(id) {

@@ -61,10 +61,13 @@ pub fn scale_out_configured() -> bool {
         && std::env::var("MUSICLIB_TEST_S3_ENDPOINT").is_ok()
 }
 
+/// A change a test makes to the library's configuration before it starts.
+type ConfigEdit = Box<dyn FnOnce(&mut Config) + Send>;
+
 /// Builds a [`TestLibrary`].
 pub struct TestLibraryBuilder {
     backend: Backend,
-    configure: Vec<Box<dyn FnOnce(&mut Config) + Send>>,
+    configure: Vec<ConfigEdit>,
     unavailable_queue: bool,
 }
 

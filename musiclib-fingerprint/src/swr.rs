@@ -935,7 +935,7 @@ fn build_filter_bank<T: Internal>(
         for (i, &t) in tab.iter().enumerate() {
             bank[ph * stride + i] = T::coef(t * T::FILTER_SCALE / norm);
         }
-        if phase_count % 2 == 0 && ph > 0 {
+        if phase_count.is_multiple_of(2) && ph > 0 {
             for i in 0..taps {
                 bank[(phase_count - ph) * stride + taps - 1 - i] = bank[ph * stride + i];
             }

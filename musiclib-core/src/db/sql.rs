@@ -266,7 +266,10 @@ impl Sql {
         &self.text
     }
 
-    fn arguments(&self) -> Result<AnyArguments<'_>> {
+    /// The statement's text and values, ready for sqlx. The text is assembled only from
+    /// fixed fragments; every value travels as a bound argument, which is what makes
+    /// asserting it safe.
+    fn into_query(self) -> Result<(sqlx::AssertSqlSafe<String>, AnyArguments)> {
         let mut arguments = AnyArguments::default();
         for arg in &self.args {
             match arg {
@@ -276,7 +279,7 @@ impl Sql {
             }
             .map_err(|error| Error::internal_with("cannot bind a statement's value", error))?;
         }
-        Ok(arguments)
+        Ok((sqlx::AssertSqlSafe(self.text), arguments))
     }
 
     /// Runs the statement; returns the number of rows it changed.
@@ -284,9 +287,8 @@ impl Sql {
     where
         E: sqlx::Executor<'c, Database = sqlx::Any>,
     {
-        let done = sqlx::query_with(&self.text, self.arguments()?)
-            .execute(executor)
-            .await?;
+        let (text, arguments) = self.into_query()?;
+        let done = sqlx::query_with(text, arguments).execute(executor).await?;
         Ok(done.rows_affected())
     }
 
@@ -296,7 +298,8 @@ impl Sql {
         O: for<'r> sqlx::FromRow<'r, AnyRow> + Send + Unpin,
         E: sqlx::Executor<'c, Database = sqlx::Any>,
     {
-        Ok(sqlx::query_as_with(&self.text, self.arguments()?)
+        let (text, arguments) = self.into_query()?;
+        Ok(sqlx::query_as_with(text, arguments)
             .fetch_all(executor)
             .await?)
     }
@@ -307,7 +310,8 @@ impl Sql {
         O: for<'r> sqlx::FromRow<'r, AnyRow> + Send + Unpin,
         E: sqlx::Executor<'c, Database = sqlx::Any>,
     {
-        Ok(sqlx::query_as_with(&self.text, self.arguments()?)
+        let (text, arguments) = self.into_query()?;
+        Ok(sqlx::query_as_with(text, arguments)
             .fetch_optional(executor)
             .await?)
     }
@@ -318,7 +322,8 @@ impl Sql {
         T: for<'r> sqlx::Decode<'r, sqlx::Any> + sqlx::Type<sqlx::Any> + Send + Unpin,
         E: sqlx::Executor<'c, Database = sqlx::Any>,
     {
-        Ok(sqlx::query_scalar_with(&self.text, self.arguments()?)
+        let (text, arguments) = self.into_query()?;
+        Ok(sqlx::query_scalar_with(text, arguments)
             .fetch_one(executor)
             .await?)
     }
@@ -329,7 +334,8 @@ impl Sql {
         T: for<'r> sqlx::Decode<'r, sqlx::Any> + sqlx::Type<sqlx::Any> + Send + Unpin,
         E: sqlx::Executor<'c, Database = sqlx::Any>,
     {
-        Ok(sqlx::query_scalar_with(&self.text, self.arguments()?)
+        let (text, arguments) = self.into_query()?;
+        Ok(sqlx::query_scalar_with(text, arguments)
             .fetch_optional(executor)
             .await?)
     }
@@ -340,7 +346,8 @@ impl Sql {
         T: for<'r> sqlx::Decode<'r, sqlx::Any> + sqlx::Type<sqlx::Any> + Send + Unpin,
         E: sqlx::Executor<'c, Database = sqlx::Any>,
     {
-        Ok(sqlx::query_scalar_with(&self.text, self.arguments()?)
+        let (text, arguments) = self.into_query()?;
+        Ok(sqlx::query_scalar_with(text, arguments)
             .fetch_all(executor)
             .await?)
     }

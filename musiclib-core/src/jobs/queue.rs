@@ -164,7 +164,7 @@ impl SqlQueue {
 impl JobQueue for SqlQueue {
     async fn enqueue(&self, job: NewJob) -> Result<JobId> {
         let mut conn = self.db.pool().acquire().await?;
-        match self.insert(&mut *conn, &job).await {
+        match self.insert(&mut conn, &job).await {
             Ok(id) => Ok(id),
             Err(error) if error.is_unique_violation() => {
                 let live: Option<String> = self
@@ -176,7 +176,7 @@ impl JobQueue for SqlQueue {
                 match live {
                     Some(id) => Ok(JobId::from_db(id)),
                     // It finished between the insert and the read: enqueue again.
-                    None => self.insert(&mut *conn, &job).await,
+                    None => self.insert(&mut conn, &job).await,
                 }
             }
             Err(error) => Err(error),
@@ -188,7 +188,7 @@ impl JobQueue for SqlQueue {
         for job in &jobs {
             // A dedup clash means the same work is already live: skip it.
             self.db.sql("SAVEPOINT enqueue").execute(&mut *tx).await?;
-            match self.insert(&mut *tx, job).await {
+            match self.insert(&mut tx, job).await {
                 Ok(_) => {
                     self.db
                         .sql("RELEASE SAVEPOINT enqueue")

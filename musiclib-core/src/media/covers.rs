@@ -261,10 +261,10 @@ fn draw_placeholder(size: u32) -> Bytes {
     let image = image::RgbImage::from_fn(size, size, |x, y| {
         let distance = ((x as f32 - centre).powi(2) + (y as f32 - centre).powi(2)).sqrt() / radius;
         let shade = match distance {
-            d if d > 1.0 => 38,                      // background
-            d if d < 0.12 => 30,                     // spindle hole
-            d if d < 0.34 => 132,                    // label
-            d if ((d * 40.0) as u32) % 3 == 0 => 58, // grooves
+            d if d > 1.0 => 38,                               // background
+            d if d < 0.12 => 30,                              // spindle hole
+            d if d < 0.34 => 132,                             // label
+            d if ((d * 40.0) as u32).is_multiple_of(3) => 58, // grooves
             _ => 46,
         };
         image::Rgb([shade, shade, shade.saturating_add(10)])

@@ -165,7 +165,8 @@ impl Social {
 
     /// The caller's saved play queue, if any.
     pub async fn play_queue(&self, caller: &Caller) -> Result<Option<PlayQueue>> {
-        let row: Option<(String, Option<String>, i64, Option<String>, i64)> = self
+        type QueueRow = (String, Option<String>, i64, Option<String>, i64);
+        let row: Option<QueueRow> = self
             .db
             .sql(
                 "SELECT track_ids, current_id, position_ms, changed_by, updated_at FROM play_queues WHERE user_id = $1",

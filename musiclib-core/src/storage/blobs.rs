@@ -397,8 +397,11 @@ const MAPPED_FILES: usize = 256;
 /// take pages from a mapping) until it is dropped.
 #[derive(Debug, Default)]
 struct MappedFiles {
-    maps: std::sync::Mutex<std::collections::HashMap<PathBuf, ((u64, u64), Arc<memmap2::Mmap>)>>,
+    maps: std::sync::Mutex<std::collections::HashMap<PathBuf, (FileIdentity, Arc<memmap2::Mmap>)>>,
 }
+
+/// A file's device and inode: what tells a replaced file from the one that was mapped.
+type FileIdentity = (u64, u64);
 
 /// A map as the owner of [`Bytes`].
 struct MapOwner(Arc<memmap2::Mmap>);

@@ -50,7 +50,7 @@ async fn published(library: &musiclib_core::Library, id: &str) -> Option<(String
         "SELECT storage_uri, size_bytes FROM renditions WHERE track_id = $1 AND kind = 'hls'",
     )
     .bind(id)
-    .fetch_optional(musiclib_core::testing::pool(&library))
+    .fetch_optional(musiclib_core::testing::pool(library))
     .await
     .unwrap()
 }

@@ -10,7 +10,7 @@ const SHORT_WAV: &str = "library/Unsorted/voice memo 2024-03-01.wav";
 
 async fn transcode_jobs(library: &musiclib_core::Library) -> i64 {
     sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE kind = 'transcode_track'")
-        .fetch_one(musiclib_core::testing::pool(&library))
+        .fetch_one(musiclib_core::testing::pool(library))
         .await
         .unwrap()
 }

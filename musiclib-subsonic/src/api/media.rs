@@ -77,12 +77,13 @@ pub(crate) async fn stream(request: &Request) -> Outcome {
     let plan = delivery(format, max_kbps, offset, original_kbps);
     let response = match plan {
         Delivery::Original => send_audio(request, &library.media().track_audio(&id).await?).await?,
-        Delivery::Opus { quality, offset } if offset == 0.0 => {
-            match library.media().rendition_for_stream(&id, quality).await? {
-                Some(rendition) => send_audio(request, &rendition).await?,
-                None => live(library, &id, quality, 0.0).await?,
-            }
-        }
+        Delivery::Opus {
+            quality,
+            offset: 0.0,
+        } => match library.media().rendition_for_stream(&id, quality).await? {
+            Some(rendition) => send_audio(request, &rendition).await?,
+            None => live(library, &id, quality, 0.0).await?,
+        },
         Delivery::Opus { quality, offset } => live(library, &id, quality, offset).await?,
     };
     Ok(Reply::Media(response))

@@ -184,6 +184,9 @@ fn schema() -> PathBuf {
     shared.join("conformance/subsonic-rest-api-1.16.1.xsd")
 }
 
+/// Checks one attribute's value.
+type ValueRule = fn(&str) -> bool;
+
 /// Attributes OpenSubsonic adds to 1.16.1 elements, which the official schema does not
 /// declare, and how each must look (OpenSubsonic's own types). This list is the test's, from
 /// the OpenSubsonic specification, not the server's: an attribute the server adds that is
@@ -191,7 +194,7 @@ fn schema() -> PathBuf {
 /// `userRating` is the schema's on songs and directories but OpenSubsonic's on `AlbumID3`,
 /// whose element name (`album`) the schema also uses for directories: it is checked here
 /// (1–5) wherever it appears. `type` on songs is the schema's and is never set aside.
-const OPENSUBSONIC_ATTRIBUTES: &[(&str, fn(&str) -> bool)] = &[
+const OPENSUBSONIC_ATTRIBUTES: &[(&str, ValueRule)] = &[
     ("serverVersion", |value| !value.is_empty()),
     ("openSubsonic", |value| value == "true"),
     ("mediaType", |value| {
