@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh Debian machine or in CI:
-#   - installs what is missing (Debian packages; moto for the S3-compatible server),
+#   - installs what is missing (a Rust toolchain, Debian packages, moto for the S3-compatible
+#     server),
 #   - starts a private PostgreSQL and an S3-compatible server (moto) on loopback,
 #   - generates the test corpus (shared/corpus/make-corpus.sh),
 #   - builds once and runs every test on SQLite + local disk and on PostgreSQL + S3,
@@ -18,10 +19,9 @@ state="$repo/target/ci"
 mkdir -p "$state"
 
 log() { printf '\n==> %s\n' "$*" >&2; }
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # ---------------------------------------------------------------- dependencies
-command -v cargo >/dev/null || { echo "cargo is required (install Rust with rustup)" >&2; exit 1; }
+. .ci/toolchain.sh
 need=()
 command -v ffmpeg >/dev/null || need+=(ffmpeg)
 command -v curl >/dev/null || need+=(curl)
@@ -31,8 +31,7 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
   log "installing ${need[*]}"
-  as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  apt_install "${need[@]}"
 fi
 moto="$(command -v moto_server || true)"
 if [ -z "$moto" ] || ! "$moto" --help >/dev/null 2>&1; then
