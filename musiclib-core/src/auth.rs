@@ -8,6 +8,7 @@
 //! - `secrets`: encryption at rest of secrets the server must read back (app passwords).
 
 pub mod legacy;
+mod manage;
 pub mod policy;
 mod secrets;
 
@@ -50,6 +51,8 @@ pub struct User {
     pub is_admin: bool,
     /// Creation time.
     pub created_at: Timestamp,
+    /// Since when the account is disabled (it cannot sign in), if it is.
+    pub disabled_at: Option<Timestamp>,
 }
 
 /// The authenticated caller of an operation. What it may do is decided by [`policy`].
@@ -75,6 +78,9 @@ struct Claims {
     sub: String,
     iat: u64,
     exp: u64,
+    /// The account's `token_version` when issued (absent in tokens of older releases: 0).
+    #[serde(default)]
+    ver: i64,
 }
 
 /// Validated user name: trimmed, NFC, 1–64 characters, no control characters.
@@ -147,13 +153,15 @@ fn dummy_hash() -> &'static str {
     HASH.get_or_init(|| hash_password("not a real password, only for timing").unwrap_or_default())
 }
 
-#[derive(sqlx::FromRow)]
+#[derive(Clone, sqlx::FromRow)]
 struct UserRow {
     id: String,
     username: String,
     is_admin: i64,
     created_at: i64,
     password_hash: String,
+    disabled_at: Option<i64>,
+    token_version: i64,
 }
 
 impl From<UserRow> for User {
@@ -163,11 +171,13 @@ impl From<UserRow> for User {
             username: row.username,
             is_admin: crate::db::flag(row.is_admin),
             created_at: Timestamp::from_micros(row.created_at),
+            disabled_at: row.disabled_at.map(Timestamp::from_micros),
         }
     }
 }
 
-const USER_COLUMNS: &str = "id, username, is_admin, created_at, password_hash";
+const USER_COLUMNS: &str =
+    "id, username, is_admin, created_at, password_hash, disabled_at, token_version";
 
 /// How long a request may reuse an account read by an earlier one. Changes made in this
 /// process apply at once; other replicas see them within this time.
@@ -187,8 +197,8 @@ pub(crate) struct AccountSettings {
 pub struct Accounts {
     db: Db,
     settings: Arc<AccountSettings>,
-    /// Accounts of recent tokens (see [`Accounts::authenticate`]).
-    users: Arc<TtlCache<UserId, User>>,
+    /// Accounts of recent tokens with their token versions (see [`Accounts::authenticate`]).
+    users: Arc<TtlCache<UserId, (User, i64)>>,
     /// Legacy-interface accounts with their app passwords, by name or key digest.
     legacy: Arc<TtlCache<String, legacy::LegacyAccount>>,
 }
@@ -218,7 +228,7 @@ impl Accounts {
             ));
         }
         let user = self.insert_user(username, password, false).await?;
-        self.issue_token(user)
+        self.issue_token(user, 0)
     }
 
     /// Creates an account on the server's own authority: the CLI's `user create` and the
@@ -309,12 +319,18 @@ impl Accounts {
         let password = password.to_string();
         let valid = blocking(move || verify_password(&password, &hash)).await?;
         match row {
-            Some(row) if valid => self.issue_token(row.into()),
+            Some(row) if valid && row.disabled_at.is_some() => Err(Error::Unauthenticated(
+                "this account is disabled; ask an admin".into(),
+            )),
+            Some(row) if valid => {
+                let version = row.token_version;
+                self.issue_token(row.into(), version)
+            }
             _ => Err(Error::Unauthenticated("wrong user name or password".into())),
         }
     }
 
-    fn issue_token(&self, user: User) -> Result<AccessToken> {
+    fn issue_token(&self, user: User, version: i64) -> Result<AccessToken> {
         let ttl = self.settings.token_ttl;
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -324,6 +340,7 @@ impl Accounts {
             sub: user.id.to_string(),
             iat: now,
             exp: now + ttl.as_secs(),
+            ver: version,
         };
         let token = jsonwebtoken::encode(
             &Header::default(),
@@ -338,10 +355,11 @@ impl Accounts {
         })
     }
 
-    /// Verifies an access token and returns its caller. Expired, forged or orphaned tokens
-    /// fail with `Unauthenticated`. The account is read from the database at most every few
-    /// seconds per process (a short cache), so a removed account's token stops working
-    /// within that time on other replicas.
+    /// Verifies an access token and returns its caller. Expired, forged or orphaned tokens,
+    /// tokens of a disabled account and tokens issued before a password change fail with
+    /// `Unauthenticated`. The account is read from the database at most every few seconds
+    /// per process (a short cache, cleared by every change made in this process), so a
+    /// change made through another replica applies there within that time.
     pub async fn authenticate(&self, token: &str) -> Result<Caller> {
         let validation = Validation {
             leeway: 5,
@@ -362,19 +380,38 @@ impl Accounts {
         let user_id = UserId::parse(&claims.sub)
             .map_err(|_| Error::Unauthenticated("the access token is invalid".into()))?;
         // Every stream and segment request authenticates: reuse a recent lookup.
-        if let Some(user) = self.users.get(&user_id) {
-            return Ok(Caller { user });
-        }
-        match self.get_user(&user_id).await {
-            Ok(user) => {
-                self.users.insert(user_id, user.clone());
-                Ok(Caller { user })
+        let (user, version) = match self.users.get(&user_id) {
+            Some(account) => account,
+            None => {
+                let row = self
+                    .db
+                    .sql(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1"))
+                    .bind(&user_id)
+                    .fetch_optional::<UserRow, _>(self.db.pool())
+                    .await?
+                    .ok_or_else(|| {
+                        Error::Unauthenticated("the account of this token no longer exists".into())
+                    })?;
+                let account = (User::from(row.clone()), row.token_version);
+                self.users.insert(user_id, account.clone());
+                account
             }
-            Err(Error::NotFound { .. }) => Err(Error::Unauthenticated(
-                "the account of this token no longer exists".into(),
-            )),
-            Err(error) => Err(error),
+        };
+        if user.disabled_at.is_some() {
+            return Err(Error::Unauthenticated("this account is disabled".into()));
         }
+        if claims.ver != version {
+            return Err(Error::Unauthenticated(
+                "the access token was revoked by a password change; sign in again".into(),
+            ));
+        }
+        Ok(Caller { user })
+    }
+
+    /// Forgets every cached account, after a change to one.
+    fn forget_accounts(&self) {
+        self.users.clear();
+        self.legacy.clear();
     }
 }
 

@@ -16,9 +16,11 @@ use crate::db::{DatabaseKind, Db};
 use crate::enrichment::Enrichment;
 use crate::ingest::Ingest;
 use crate::jobs::{JobQueue, Jobs, SqlQueue};
+use crate::maintenance::Maintenance;
 use crate::media::{Media, Transcoder};
 use crate::playlists::Playlists;
 use crate::recommend::Recommend;
+use crate::settings::Settings;
 use crate::social::Social;
 use crate::storage::{Storage, StorageKind};
 use crate::{Config, Result};
@@ -43,6 +45,8 @@ struct Inner {
     playlists: Playlists,
     social: Social,
     recommend: Recommend,
+    settings: Settings,
+    maintenance: Maintenance,
     admin: Admin,
 }
 
@@ -114,6 +118,8 @@ impl Library {
         );
         let social = Social::new(db.clone(), catalog.clone(), playlists.clone());
         let recommend = Recommend::new(db.clone(), catalog.clone());
+        let settings = Settings::new(db.clone());
+        let maintenance = Maintenance::new(db.clone(), storage.clone());
         Ok(Library {
             inner: Arc::new(Inner {
                 config,
@@ -128,6 +134,8 @@ impl Library {
                 playlists,
                 social,
                 recommend,
+                settings,
+                maintenance,
                 admin: Admin,
             }),
         })
@@ -176,6 +184,16 @@ impl Library {
     /// Tracks to play next (random, top, similar).
     pub fn recommend(&self) -> &Recommend {
         &self.inner.recommend
+    }
+
+    /// Per-user settings.
+    pub fn settings(&self) -> &Settings {
+        &self.inner.settings
+    }
+
+    /// Statistics, duplicates, broken files, missing metadata, cleanup.
+    pub fn maintenance(&self) -> &Maintenance {
+        &self.inner.maintenance
     }
 
     /// Background jobs.

@@ -320,14 +320,19 @@ impl Playlists {
         // Visible first (404 before any write), then the blob, then the row.
         self.get(caller, id).await?;
         let key = layout::playlist_cover(id, extension);
+        let size = bytes.len() as i64;
         self.storage.blobs().put_bytes(&key, bytes).await?;
         let stored = async {
             let mut tx = self.db.begin().await?;
             let row = self.lock_owned(&mut tx, caller, id).await?;
             self.db
-                .sql("UPDATE playlists SET cover_uri = $2, updated_at = {now} WHERE id = $1")
+                .sql(
+                    "UPDATE playlists SET cover_uri = $2, cover_size_bytes = $3, updated_at = {now}
+                     WHERE id = $1",
+                )
                 .bind(id.as_str())
                 .bind(&key)
+                .bind(size)
                 .execute(&mut *tx)
                 .await?;
             tx.commit().await?;
@@ -552,6 +557,20 @@ impl Playlists {
             .execute(&mut **tx)
             .await?;
         Ok(())
+    }
+
+    /// The cover keys of `owner`'s playlists, which go with the owner's account (their rows
+    /// cascade with it). Runs inside the account's deletion.
+    pub(crate) async fn cover_keys_of_owner(
+        &self,
+        tx: &mut Tx,
+        owner: &UserId,
+    ) -> Result<Vec<String>> {
+        self.db
+            .sql("SELECT cover_uri FROM playlists WHERE owner_id = $1 AND cover_uri IS NOT NULL")
+            .bind(owner)
+            .fetch_scalars(&mut **tx)
+            .await
     }
 
     /// Removes a deleted track from every playlist, each removal recorded as a remove (the

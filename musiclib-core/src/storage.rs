@@ -34,6 +34,11 @@ impl Storage {
         self.blobs.kind()
     }
 
+    /// The root folder of local storage; `None` on S3.
+    pub(crate) fn local_root(&self) -> Option<PathBuf> {
+        self.blobs.local_path("")
+    }
+
     /// The blob store.
     pub(crate) fn blobs(&self) -> &BlobStore {
         &self.blobs

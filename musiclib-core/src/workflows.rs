@@ -3,7 +3,7 @@
 //! commit (caches, blobs). One place to read what a deletion touches.
 
 use crate::auth::Caller;
-use crate::{Library, Result, TrackId};
+use crate::{Library, Result, TrackId, UserId};
 
 impl Library {
     /// Deletes a track (the uploader or an admin): its row with a tombstone
@@ -29,6 +29,21 @@ impl Library {
         self.storage()
             .delete_unreferenced(std::iter::once(track.storage_uri).chain(rendition_keys))
             .await;
+        Ok(())
+    }
+
+    /// Deletes an account (an admin, never their own). Its personal data goes with it:
+    /// playlists (and their covers), likes, plays, stars and ratings, play queue, settings.
+    /// The tracks it uploaded stay in the shared library, with no uploader (so only admins
+    /// may change them); jobs it queued run on.
+    pub async fn delete_user(&self, caller: &Caller, id: &UserId) -> Result<()> {
+        caller.may_administer_account(id)?;
+        let mut tx = self.db().begin().await?;
+        let covers = self.playlists().cover_keys_of_owner(&mut tx, id).await?;
+        self.accounts().delete_in(&mut tx, id).await?;
+        tx.commit().await?;
+        self.accounts().forget_deleted();
+        self.storage().delete_unreferenced(covers).await;
         Ok(())
     }
 }

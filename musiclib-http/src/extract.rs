@@ -111,17 +111,28 @@ pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiErro
     serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         let path = error.path().to_string();
         let inner = error.into_inner();
-        if inner.is_syntax() || inner.is_eof() {
+        if inner.is_eof() || (inner.is_syntax() && (path == "." || path.contains('?'))) {
             ApiError::invalid("body", format!("malformed JSON: {inner}"))
+        } else if inner.is_syntax() {
+            // A value of the wrong kind where serde_json expected another (a number for an
+            // enum's name, say) is reported as syntax: name the field.
+            ApiError::invalid(path, format!("malformed or wrong kind of value: {inner}"))
         } else {
-            let field = if path == "." {
-                "body".to_string()
-            } else {
-                path
+            let message = clean_serde_message(&inner.to_string());
+            // An unknown field's path already ends in its name; at the top it is ".".
+            let field = match (path.as_str(), unknown_field(&message)) {
+                (".", Some(unknown)) => unknown.to_string(),
+                (".", None) => "body".to_string(),
+                _ => path,
             };
-            ApiError::invalid(field, clean_serde_message(&inner.to_string()))
+            ApiError::invalid(field, message)
         }
     })
+}
+
+/// The name in serde's "unknown field `name`, expected …", so the error names the field.
+fn unknown_field(message: &str) -> Option<&str> {
+    message.strip_prefix("unknown field `")?.split('`').next()
 }
 
 /// Drops serde's " at line 1 column 7" suffix, which means nothing to an API client.

@@ -1,13 +1,16 @@
 //! `/api/v1`: one module per resource, each with its routes and handlers side by side.
 //! A future `/api/v2` gets sibling modules instead of edits here.
 
+pub mod admin;
 pub mod albums;
 pub mod auth;
 pub mod covers;
 pub mod dto;
 pub mod playlists;
 pub mod search;
+pub mod settings;
 pub mod sources;
+pub mod storage;
 pub mod stream;
 pub mod sync;
 pub mod tracks;
@@ -32,7 +35,9 @@ use utoipa_axum::router::OpenApiRouter;
         (name = "playlists", description = "Versioned playlists: a stale version answers 409"),
         (name = "likes", description = "Likes and play history (append-only event logs)"),
         (name = "sync", description = "Offline sync: delta pull and idempotent push"),
-        (name = "admin"), (name = "health"),
+        (name = "storage", description = "Library statistics and upkeep"),
+        (name = "settings", description = "Per-user settings and scrobbling"),
+        (name = "admin", description = "Superusers only: accounts, services, server settings"), (name = "health"),
     )
 )]
 struct ApiDoc;
@@ -66,11 +71,14 @@ impl Modify for BearerAuth {
 pub(crate) fn routes() -> OpenApiRouter<Library> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(auth::routes())
+        .merge(admin::routes())
         .merge(tracks::routes())
         .merge(albums::routes())
         .merge(covers::routes())
         .merge(search::routes())
+        .merge(settings::routes())
         .merge(sources::routes())
+        .merge(storage::routes())
         .merge(stream::routes())
         .merge(playlists::routes())
         .merge(sync::routes())

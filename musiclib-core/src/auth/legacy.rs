@@ -116,6 +116,9 @@ pub(crate) struct LegacyAccount {
 impl LegacyAccount {
     /// The caller, when the account has an app password and `check` accepts it.
     fn caller_if(self, check: impl FnOnce(&str) -> bool) -> Option<Caller> {
+        if self.user.disabled_at.is_some() {
+            return None;
+        }
         let password = self.password?;
         check(&password).then_some(Caller { user: self.user })
     }

@@ -14,6 +14,8 @@
 //! | change a playlist | | yes | |
 //! | reveal / rotate an app password | | their own | rotate anyone's |
 //! | scan a source, server settings | | | yes |
+//! | add, list, disable, delete accounts | | | yes, not their own |
+//! | change a login password | | their own | |
 
 use super::Caller;
 use crate::{Error, Result, UserId};
@@ -74,6 +76,18 @@ impl Caller {
         }
     }
 
+    /// Whether the caller may disable, enable or delete `user`'s account: an admin may,
+    /// but not their own (a server must keep an admin who can sign in).
+    pub fn may_administer_account(&self, user: &UserId) -> Result<()> {
+        self.require_admin()?;
+        if &self.user.id == user {
+            return Err(Error::Conflict(
+                "admins cannot disable or delete their own account".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// How the caller stands towards a playlist of `owner`.
     pub fn playlist_access(&self, owner: &str, public: bool) -> PlaylistAccess {
         if owner == self.user.id.as_str() {
@@ -99,6 +113,7 @@ mod tests {
                 username: "someone".into(),
                 is_admin,
                 created_at: Timestamp::from_micros(0),
+                disabled_at: None,
             },
         }
     }
@@ -124,6 +139,22 @@ mod tests {
         assert!(owner.may_manage_user(&owner.user.id).is_ok());
         assert!(other.may_manage_user(&owner.user.id).is_err());
         assert!(admin.may_manage_user(&owner.user.id).is_ok());
+
+        assert!(admin.may_administer_account(&owner.user.id).is_ok());
+        assert_eq!(
+            owner
+                .may_administer_account(&other.user.id)
+                .unwrap_err()
+                .code(),
+            "forbidden"
+        );
+        assert_eq!(
+            admin
+                .may_administer_account(&admin.user.id)
+                .unwrap_err()
+                .code(),
+            "conflict"
+        );
 
         let id = owner.user.id.as_str();
         assert_eq!(owner.playlist_access(id, false), PlaylistAccess::Owner);

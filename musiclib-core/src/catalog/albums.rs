@@ -56,23 +56,15 @@ impl Catalog {
             AlbumSortKey::Year => format!("al.year {dir}, al.title_key {dir}, al.id {dir}"),
             AlbumSortKey::CreatedAt => format!("al.created_at {dir}, al.id {dir}"),
         };
-        let pool = self.db.pool();
-        let total: i64 = filters
-            .prefixed("SELECT COUNT(*) FROM albums al")
-            .fetch_scalar(pool)
-            .await?;
-        let mut select = filters.prefixed(ALBUM_SELECT);
-        select.push(&format!(
-            " ORDER BY {order} LIMIT {} OFFSET {}",
-            page.limit(),
-            page.offset()
-        ));
-        let rows: Vec<AlbumRow> = select.fetch_all(pool).await?;
-        Ok(Paged {
-            items: rows.into_iter().map(Album::from).collect(),
-            total,
-            page,
-        })
+        filters
+            .fetch_page::<AlbumRow, _>(
+                self.db.pool(),
+                "SELECT COUNT(*) FROM albums al",
+                ALBUM_SELECT,
+                &order,
+                page,
+            )
+            .await
     }
 
     /// One album, with its track count and duration.

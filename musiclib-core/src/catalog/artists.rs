@@ -18,23 +18,15 @@ impl Catalog {
                 .push_bind(like_pattern(&q))
                 .push(" ESCAPE '\\'");
         }
-        let pool = self.db.pool();
-        let total: i64 = filters
-            .prefixed("SELECT COUNT(*) FROM artists ar")
-            .fetch_scalar(pool)
-            .await?;
-        let mut select = filters.prefixed(ARTIST_SELECT);
-        select.push(&format!(
-            " ORDER BY ar.name_key, ar.id LIMIT {} OFFSET {}",
-            page.limit(),
-            page.offset()
-        ));
-        let rows: Vec<ArtistRow> = select.fetch_all(pool).await?;
-        Ok(Paged {
-            items: rows.into_iter().map(Artist::from).collect(),
-            total,
-            page,
-        })
+        filters
+            .fetch_page::<ArtistRow, _>(
+                self.db.pool(),
+                "SELECT COUNT(*) FROM artists ar",
+                ARTIST_SELECT,
+                "ar.name_key, ar.id",
+                page,
+            )
+            .await
     }
 
     /// One artist, with album and track counts.

@@ -129,23 +129,15 @@ impl Catalog {
         order: &str,
         page: Page,
     ) -> Result<Paged<Track>> {
-        let pool = self.db.pool();
-        let total: i64 = filters
-            .prefixed("SELECT COUNT(*) FROM tracks t")
-            .fetch_scalar(pool)
-            .await?;
-        let mut select = filters.prefixed(TRACK_SELECT);
-        select.push(&format!(
-            " ORDER BY {order} LIMIT {} OFFSET {}",
-            page.limit(),
-            page.offset()
-        ));
-        let rows: Vec<TrackRow> = select.fetch_all(pool).await?;
-        Ok(Paged {
-            items: rows.into_iter().map(Track::from).collect(),
-            total,
-            page,
-        })
+        filters
+            .fetch_page::<TrackRow, _>(
+                self.db.pool(),
+                "SELECT COUNT(*) FROM tracks t",
+                TRACK_SELECT,
+                order,
+                page,
+            )
+            .await
     }
 
     /// One track; not found when there is none.

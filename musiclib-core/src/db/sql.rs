@@ -15,6 +15,7 @@ use sqlx::any::{AnyArguments, AnyRow};
 use sqlx::Arguments as _;
 
 use super::DatabaseKind;
+use crate::domain::{Page, Paged};
 use crate::{Error, Result};
 
 /// Most values one statement binds in an `IN` list (reads of many ids go in chunks of it).
@@ -338,6 +339,34 @@ impl Sql {
         Ok(sqlx::query_scalar_with(text, arguments)
             .fetch_optional(executor)
             .await?)
+    }
+
+    /// One page of rows and the count of them all: this statement is the filter (`WHERE …`
+    /// or nothing), `count` and `select` the heads it follows, `order` the `ORDER BY` list.
+    pub(crate) async fn fetch_page<O, T>(
+        &self,
+        pool: &sqlx::AnyPool,
+        count: &str,
+        select: &str,
+        order: &str,
+        page: Page,
+    ) -> Result<Paged<T>>
+    where
+        O: for<'r> sqlx::FromRow<'r, AnyRow> + Send + Unpin + Into<T>,
+    {
+        let total: i64 = self.prefixed(count).fetch_scalar(pool).await?;
+        let mut rows = self.prefixed(select);
+        rows.push(&format!(
+            " ORDER BY {order} LIMIT {} OFFSET {}",
+            page.limit(),
+            page.offset()
+        ));
+        let rows: Vec<O> = rows.fetch_all(pool).await?;
+        Ok(Paged {
+            items: rows.into_iter().map(Into::into).collect(),
+            total,
+            page,
+        })
     }
 
     /// The first column of every row.

@@ -169,11 +169,12 @@ impl Media {
         let updated = self
             .db
             .sql(
-                "UPDATE albums SET cover_uri = $2, cover_updated_at = {now}, updated_at = {now}
-             WHERE id = $1 AND cover_uri IS NULL",
+                "UPDATE albums SET cover_uri = $2, cover_size_bytes = $3, cover_updated_at = {now},
+                 updated_at = {now} WHERE id = $1 AND cover_uri IS NULL",
             )
             .bind(album_id)
             .bind(key.as_str())
+            .bind(image.bytes.len() as i64)
             .execute(self.db.pool())
             .await?;
         if updated == 0 && written {

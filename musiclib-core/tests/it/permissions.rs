@@ -20,6 +20,8 @@ struct World {
     private: Vec<PlaylistId>,
     public: PlaylistId,
     owner: Caller,
+    /// Accounts to disable and delete, one per caller.
+    accounts: Vec<musiclib_core::UserId>,
 }
 
 type Operation = for<'a> fn(
@@ -154,6 +156,54 @@ fn table() -> Vec<(&'static str, Operation, [&'static str; 3])> {
             },
             [OK, "not_found", "not_found"],
         ),
+        (
+            "list accounts",
+            |l, _, c, _| {
+                Box::pin(async move { l.accounts().list_users(c, Page::default()).await.map(drop) })
+            },
+            ["forbidden", "forbidden", OK],
+        ),
+        (
+            "add an account",
+            |l, _, c, _| {
+                Box::pin(async move {
+                    l.accounts()
+                        .add_user(c, "newcomer", "long enough", false)
+                        .await
+                        .map(drop)
+                })
+            },
+            ["forbidden", "forbidden", OK],
+        ),
+        (
+            "disable an account",
+            |l, w, c, role| {
+                Box::pin(async move {
+                    l.accounts()
+                        .set_disabled(c, &w.accounts[role], true)
+                        .await
+                        .map(drop)
+                })
+            },
+            ["forbidden", "forbidden", OK],
+        ),
+        (
+            "disable one's own account",
+            |l, _, c, _| {
+                Box::pin(async move {
+                    l.accounts()
+                        .set_disabled(c, &c.user.id, true)
+                        .await
+                        .map(drop)
+                })
+            },
+            ["forbidden", "forbidden", "conflict"],
+        ),
+        (
+            "delete an account",
+            |l, w, c, role| Box::pin(async move { l.delete_user(c, &w.accounts[role]).await }),
+            ["forbidden", "forbidden", OK],
+        ),
     ]
 }
 
@@ -178,7 +228,11 @@ backend_test! {
             private.push(library.playlists().create(&owner, NewPlaylist { name: name.into(), ..Default::default() }).await.unwrap().id);
         }
         let public = library.playlists().create(&owner, NewPlaylist { name: "shared".into(), public: true, ..Default::default() }).await.unwrap().id;
-        let world = World { tracks, job, private, public, owner: owner.clone() };
+        let mut accounts = Vec::new();
+        for name in ["x", "y", "z"] {
+            accounts.push(user(&library, name).await.user.id);
+        }
+        let world = World { tracks, job, private, public, owner: owner.clone(), accounts };
 
         let callers = [("owner", &owner), ("other user", &other), ("admin", &admin)];
         let mut failures = Vec::new();

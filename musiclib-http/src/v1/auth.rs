@@ -5,15 +5,16 @@ use axum::http::StatusCode;
 use musiclib_core::Library;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::dto::{Credentials, LegacyPasswordOut, TokenOut, UserOut};
+use super::dto::{Credentials, LegacyPasswordOut, PasswordChangeIn, TokenOut, UserOut};
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{Auth, JsonOrForm};
+use crate::extract::{Auth, Json, JsonOrForm};
 
 pub(super) fn routes() -> OpenApiRouter<Library> {
     OpenApiRouter::new()
         .routes(routes!(register))
         .routes(routes!(login))
         .routes(routes!(me))
+        .routes(routes!(change_password))
         .routes(routes!(reveal_legacy_password, rotate_legacy_password))
         .routes(routes!(admin_rotate_legacy_password))
 }
@@ -61,6 +62,25 @@ async fn login(
     responses((status = 200, body = UserOut), (status = 401, body = ErrorBody)))]
 async fn me(Auth(caller): Auth) -> axum::Json<UserOut> {
     axum::Json(caller.user.into())
+}
+
+/// Changes the caller's login password. Every token issued before stops working (on every
+/// device); the answer carries a fresh token for this one.
+#[utoipa::path(post, path = "/users/me/password", tag = "auth", request_body = PasswordChangeIn, security(("bearer" = [])),
+    responses((status = 200, description = "Changed; a new token", body = TokenOut),
+        (status = 401, body = ErrorBody),
+        (status = 403, description = "The current password is wrong", body = ErrorBody),
+        (status = 422, description = "The new password is too short or too long", body = ErrorBody)))]
+async fn change_password(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    Json(change): Json<PasswordChangeIn>,
+) -> Result<axum::Json<TokenOut>, ApiError> {
+    let token = library
+        .accounts()
+        .change_password(&caller, &change.current_password, &change.new_password)
+        .await?;
+    Ok(axum::Json(token.into()))
 }
 
 /// The caller's app password for the Subsonic interface (`/rest`), made on first use. It is

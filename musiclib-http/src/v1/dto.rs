@@ -65,6 +65,12 @@ pub struct UserOut {
     pub username: String,
     /// Superuser flag.
     pub is_admin: bool,
+    /// Superuser flag (the same as `is_admin`, under the name `POST /admin/users` takes).
+    pub is_superuser: bool,
+    /// Whether the account is disabled (it cannot sign in).
+    pub disabled: bool,
+    /// Since when it is disabled.
+    pub disabled_at: Option<String>,
     /// Creation time.
     pub created_at: String,
 }
@@ -75,9 +81,22 @@ impl From<musiclib_core::auth::User> for UserOut {
             id: user.id.to_string(),
             username: user.username,
             is_admin: user.is_admin,
+            is_superuser: user.is_admin,
+            disabled: user.disabled_at.is_some(),
+            disabled_at: user.disabled_at.map(|at| at.to_rfc3339()),
             created_at: user.created_at.to_rfc3339(),
         }
     }
+}
+
+/// A change of the caller's login password.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PasswordChangeIn {
+    /// The password in use now.
+    pub current_password: String,
+    /// The new one (8–1024 characters).
+    pub new_password: String,
 }
 
 /// Credentials for registration and login (JSON, or form-encoded for OAuth2 password flow).

@@ -1,5 +1,4 @@
-//! Sources (the local folder scan), jobs, and the admin settings that come from the
-//! environment.
+//! Sources (the local folder scan) and jobs.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -17,8 +16,6 @@ pub(super) fn routes() -> OpenApiRouter<Library> {
         .routes(routes!(list_sources))
         .routes(routes!(scan_source))
         .routes(routes!(get_job))
-        .routes(routes!(patch_admin_settings))
-        .routes(routes!(patch_admin_source))
 }
 
 /// A configured ingest source.
@@ -110,28 +107,4 @@ async fn get_job(
 ) -> Result<axum::Json<JobOut>, ApiError> {
     let job = library.jobs().get(&caller, &JobId::parse(&id)?).await?;
     Ok(axum::Json(job.into()))
-}
-
-/// Always 501: server settings come from the environment.
-#[utoipa::path(patch, path = "/admin/settings", tag = "admin", security(("bearer" = [])),
-    responses((status = 401, body = ErrorBody), (status = 403, description = "Not an admin", body = ErrorBody),
-        (status = 501, description = "Always, for an admin: settings come from the environment", body = ErrorBody)))]
-async fn patch_admin_settings(
-    State(library): State<Library>,
-    Auth(caller): Auth,
-) -> Result<StatusCode, ApiError> {
-    match library.admin().change_settings(&caller)? {}
-}
-
-/// Always 501: sources are configured in the environment.
-#[utoipa::path(patch, path = "/admin/sources/{source}", tag = "admin", security(("bearer" = [])),
-    params(("source" = String, Path, description = "Source name")),
-    responses((status = 401, body = ErrorBody), (status = 403, description = "Not an admin", body = ErrorBody),
-        (status = 501, description = "Always, for an admin: sources are configured in the environment", body = ErrorBody)))]
-async fn patch_admin_source(
-    State(library): State<Library>,
-    Auth(caller): Auth,
-    Path(source): Path<String>,
-) -> Result<StatusCode, ApiError> {
-    match library.admin().change_source(&caller, &source)? {}
 }

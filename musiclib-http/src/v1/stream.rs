@@ -7,7 +7,6 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use musiclib_core::media::Quality;
 use musiclib_core::{Library, TrackId};
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -97,9 +96,10 @@ async fn hls_segment(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct StreamQuery {
-    /// `low` (Opus 64 kbit/s), `medium` (128) or `high` (192): served from the rendition cache
-    /// when built; otherwise the original is served and the rendition is built in the
-    /// background. The `x-rendition` response header says which was sent.
+    /// `original`, `low` (Opus 64 kbit/s), `medium` (128) or `high` (192); absent: the
+    /// caller's `streaming_quality` setting (default `original`). A rendition is served from
+    /// the cache when built; otherwise the original is served and the rendition is built in
+    /// the background. The `x-rendition` response header says which was sent.
     quality: Option<String>,
     /// Access token, for players that cannot send an Authorization header.
     #[allow(dead_code)]
@@ -125,14 +125,17 @@ pub struct StreamQuery {
         (status = 422, description = "An unknown quality", body = ErrorBody)))]
 async fn stream(
     State(library): State<Library>,
-    _auth: MediaAuth,
+    MediaAuth(caller): MediaAuth,
     method: Method,
     Path(id): Path<String>,
     Query(query): Query<StreamQuery>,
     request: HeaderMap,
 ) -> Result<Response, ApiError> {
     let id = TrackId::parse(&id)?;
-    let quality = query.quality.as_deref().map(Quality::parse).transpose()?;
+    let quality = library
+        .settings()
+        .stream_quality(&caller, query.quality.as_deref())
+        .await?;
     let rendition = match quality {
         Some(quality) => library.media().rendition_for_stream(&id, quality).await?,
         None => None,

@@ -36,9 +36,11 @@ macro_rules! both_backends {
     };
 }
 
+mod accounts;
 mod api;
 mod covers;
 mod hls;
 mod permissions;
+mod settings;
 mod stream;
 mod sync;

@@ -23,6 +23,8 @@ struct World {
     private: Vec<String>,
     public: String,
     owner_id: String,
+    /// Accounts to disable and delete, one per role.
+    accounts: Vec<String>,
 }
 
 struct Row {
@@ -98,6 +100,34 @@ fn rows() -> Vec<Row> {
             path: |w, _| format!("/api/v1/admin/users/{}/legacy-password", w.owner_id),
             body: Some(json!({})),
             expect: [401, 200, 403, 200],
+        },
+        Row {
+            operation: "list accounts",
+            method: "GET",
+            path: |_, _| "/api/v1/admin/users".into(),
+            body: None,
+            expect: [401, 403, 403, 200],
+        },
+        Row {
+            operation: "add an account",
+            method: "POST",
+            path: |_, _| "/api/v1/admin/users".into(),
+            body: Some(json!({"username": "newcomer", "password": "long enough"})),
+            expect: [401, 403, 403, 201],
+        },
+        Row {
+            operation: "disable an account",
+            method: "PATCH",
+            path: |w, role| format!("/api/v1/admin/users/{}", w.accounts[role]),
+            body: Some(json!({"disabled": true})),
+            expect: [401, 403, 403, 200],
+        },
+        Row {
+            operation: "delete an account",
+            method: "DELETE",
+            path: |w, role| format!("/api/v1/admin/users/{}", w.accounts[role]),
+            body: None,
+            expect: [401, 403, 403, 204],
         },
         Row {
             operation: "change server settings",
@@ -214,7 +244,14 @@ async fn world(app: &App, owner: &str, owner_id: &str) -> World {
             json!({"name": "everyone's", "public": true}),
         )
         .await;
+    let mut accounts = Vec::new();
+    for role in 0..ROLES.len() {
+        let token = app.register(&format!("account-{role}")).await;
+        let (_, me) = app.get("/api/v1/users/me", Some(&token)).await;
+        accounts.push(me["id"].as_str().unwrap().to_string());
+    }
     World {
+        accounts,
         tracks,
         job: job["job_id"].as_str().unwrap().to_string(),
         private,

@@ -252,6 +252,32 @@ async fn quality_misses_then_hits(backend: Backend) {
             .await;
         assert_eq!(headers["x-rendition"], format!("opus-{quality}").as_str());
     }
+    // The user's streaming_quality is what a request without `quality` gets; `original`
+    // overrides it.
+    let plain = format!("/api/v1/stream/{id}");
+    let (_, headers, _) = app.raw(request("HEAD", &plain, Some(&token), &[])).await;
+    assert_eq!(headers["x-rendition"], "original");
+    let (status, body) = app
+        .json(
+            "PATCH",
+            "/api/v1/settings",
+            Some(&token),
+            serde_json::json!({"streaming_quality": "low"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, headers, _) = app.raw(request("HEAD", &plain, Some(&token), &[])).await;
+    assert_eq!(headers["x-rendition"], "opus-low");
+    let (_, headers, _) = app
+        .raw(request(
+            "HEAD",
+            &format!("{plain}?quality=original"),
+            Some(&token),
+            &[],
+        ))
+        .await;
+    assert_eq!(headers["x-rendition"], "original");
+
     let (_, health) = app.get("/api/v1/health", None).await;
     assert_eq!(health["transcoder"], "available");
 }

@@ -1,0 +1,8 @@
+-- Library statistics (GET /storage).
+-- Sizes of covers (NULL for covers written before sizes were kept: cleanup_storage fills
+-- them in when it walks the covers).
+ALTER TABLE albums ADD COLUMN cover_size_bytes BIGINT;
+ALTER TABLE playlists ADD COLUMN cover_size_bytes BIGINT;
+-- The statistics group every track by these: the index covers that query, so it reads the
+-- index rather than the rows.
+CREATE INDEX tracks_stats ON tracks (format, source, metadata_status, size_bytes, duration_ms);

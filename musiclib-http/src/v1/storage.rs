@@ -1,0 +1,192 @@
+//! `/storage`: what the library holds and what needs care. Reading is for any signed-in
+//! user; cleanup is an admin's.
+
+use axum::extract::State;
+use musiclib_core::maintenance::{self, MetadataField};
+use musiclib_core::Library;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use super::dto::{Page, TrackOut};
+use crate::error::{ApiError, ErrorBody};
+use crate::extract::{Auth, Query};
+
+pub(super) fn routes() -> OpenApiRouter<Library> {
+    OpenApiRouter::new()
+        .routes(routes!(statistics))
+        .routes(routes!(missing_metadata))
+}
+
+/// Library statistics.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StorageOut {
+    /// Tracks, placeholders included.
+    pub track_count: i64,
+    /// Artists.
+    pub artist_count: i64,
+    /// Albums.
+    pub album_count: i64,
+    /// Bytes stored, by kind.
+    pub footprint: FootprintOut,
+    /// Total duration of all tracks, in seconds.
+    pub total_playtime_seconds: i64,
+    /// Tracks and original bytes per audio format (`unknown`: no audio yet), most first.
+    pub by_format: Vec<BreakdownOut>,
+    /// Per source (`upload`, `local_folder`, `remote`), most first.
+    pub by_source: Vec<BreakdownOut>,
+    /// Per metadata status (`pending`, `enriched`, `failed`, `manual`), most first.
+    pub by_metadata_status: Vec<BreakdownOut>,
+    /// The 10 most common genres, most tracks first.
+    pub top_genres: Vec<GenreOut>,
+    /// The volume holding local storage; absent on an object store (S3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk: Option<DiskOut>,
+}
+
+/// Bytes stored, by kind.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FootprintOut {
+    /// Original audio.
+    pub originals_bytes: i64,
+    /// Opus and HLS renditions (a cache).
+    pub renditions_bytes: i64,
+    /// Album and playlist covers.
+    pub covers_bytes: i64,
+    /// All three.
+    pub total_bytes: i64,
+}
+
+/// One group of a breakdown.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BreakdownOut {
+    /// The group (`flac`, `upload`, `enriched`, …).
+    pub key: String,
+    /// Tracks in it.
+    pub track_count: i64,
+    /// Their original bytes.
+    pub bytes: i64,
+}
+
+/// A genre and its track count.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GenreOut {
+    /// The genre as tagged.
+    pub genre: String,
+    /// Tracks with it.
+    pub track_count: i64,
+}
+
+/// Capacity of the volume holding local storage.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DiskOut {
+    /// Size of the volume.
+    pub capacity_bytes: u64,
+    /// In use (by anything on the volume).
+    pub used_bytes: u64,
+    /// Still writable by the server.
+    pub free_bytes: u64,
+}
+
+fn breakdown(rows: Vec<maintenance::Breakdown>) -> Vec<BreakdownOut> {
+    rows.into_iter()
+        .map(|row| BreakdownOut {
+            key: row.key,
+            track_count: row.tracks,
+            bytes: row.bytes,
+        })
+        .collect()
+}
+
+/// Library statistics and the storage volume's capacity.
+#[utoipa::path(get, path = "/storage", tag = "storage", security(("bearer" = [])),
+    responses((status = 200, body = StorageOut), (status = 401, body = ErrorBody)))]
+async fn statistics(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+) -> Result<axum::Json<StorageOut>, ApiError> {
+    let stats = library.maintenance().statistics(&caller).await?;
+    Ok(axum::Json(StorageOut {
+        track_count: stats.tracks,
+        artist_count: stats.artists,
+        album_count: stats.albums,
+        footprint: FootprintOut {
+            originals_bytes: stats.footprint.originals_bytes,
+            renditions_bytes: stats.footprint.renditions_bytes,
+            covers_bytes: stats.footprint.covers_bytes,
+            total_bytes: stats.footprint.total_bytes,
+        },
+        total_playtime_seconds: stats.playtime_seconds,
+        by_format: breakdown(stats.by_format),
+        by_source: breakdown(stats.by_source),
+        by_metadata_status: breakdown(stats.by_metadata_status),
+        top_genres: stats
+            .top_genres
+            .into_iter()
+            .map(|genre| GenreOut {
+                genre: genre.genre,
+                track_count: genre.tracks,
+            })
+            .collect(),
+        disk: stats.disk.map(|disk| DiskOut {
+            capacity_bytes: disk.capacity_bytes,
+            used_bytes: disk.used_bytes,
+            free_bytes: disk.free_bytes,
+        }),
+    }))
+}
+
+/// Which tracks to list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct MissingQuery {
+    /// Comma-separated fields: tracks lacking any of them (default: all of title, artist,
+    /// album, year, genre, cover).
+    fields: Option<String>,
+    /// Page size, 1–200 (default 50).
+    limit: Option<i64>,
+    /// Offset (default 0).
+    offset: Option<i64>,
+}
+
+/// A track and the metadata it lacks.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MissingOut {
+    /// The track.
+    pub track: TrackOut,
+    /// Every field it lacks: title, artist, album, year, genre, cover.
+    pub missing: Vec<String>,
+}
+
+/// Tracks lacking metadata, oldest first, each with the fields it lacks.
+#[utoipa::path(get, path = "/storage/missing-metadata", tag = "storage", params(MissingQuery), security(("bearer" = [])),
+    responses((status = 200, body = Page<MissingOut>), (status = 401, body = ErrorBody),
+        (status = 422, description = "An unknown field, or a bad page", body = ErrorBody)))]
+async fn missing_metadata(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    Query(query): Query<MissingQuery>,
+) -> Result<axum::Json<Page<MissingOut>>, ApiError> {
+    let fields = query
+        .fields
+        .as_deref()
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .map(|name| MetadataField::parse(name, "fields"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let page = musiclib_core::domain::Page::new(query.limit, query.offset)?;
+    let tracks = library
+        .maintenance()
+        .missing_metadata(&caller, &fields, page)
+        .await?;
+    Ok(axum::Json(Page::from_core(tracks, |item| MissingOut {
+        track: item.track.into(),
+        missing: item
+            .missing
+            .into_iter()
+            .map(|field| field.as_str().to_string())
+            .collect(),
+    })))
+}
