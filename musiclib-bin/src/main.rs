@@ -52,10 +52,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Command::Scan => wiring::scan(settings).await,
             Command::Fingerprint { .. } => unreachable!("handled before settings are read"),
             Command::Config => {
-                println!("{:#?}", settings.config);
-                println!("bind_address: {}", settings.bind_address);
-                println!("worker_concurrency: {}", settings.worker_concurrency);
-                println!("enrich_concurrency: {}", settings.enrich_concurrency);
+                // The same list as GET /api/v1/admin/settings, secrets redacted.
+                for setting in settings.config.effective() {
+                    println!("{}={}", setting.name, setting.value.unwrap_or_default());
+                }
+                println!("BIND_ADDRESS={}", settings.bind_address);
+                println!("WORKER_CONCURRENCY={}", settings.worker_concurrency);
+                println!("ENRICH_CONCURRENCY={}", settings.enrich_concurrency);
                 Ok(())
             }
         }

@@ -1,15 +1,210 @@
-//! Server administration: operations only an admin may run. Server settings and sources come
-//! from the environment (ARCHITECTURE.md, "Configuration"), so changing them here is refused
-//! as not supported, after the permission check every admin operation makes.
+//! Server administration: operations only an admin may run (each starts with
+//! `caller.require_admin()`). The state of every dependency, the source registry, the
+//! effective server settings (secrets redacted), and the library-wide reindex. Server settings
+//! and sources come from the environment, so changing them here is refused as not supported.
+
+mod reindex;
+
+use std::sync::Arc;
+
+pub use reindex::Reindex;
 
 use crate::auth::Caller;
-use crate::{Error, Result};
+use crate::config::EffectiveSetting;
+use crate::db::Db;
+use crate::ingest::{Ingest, SourceInfo};
+use crate::jobs::Jobs;
+use crate::media::Media;
+use crate::storage::{Storage, StorageKind};
+use crate::{Config, Error, JobId, Result};
+
+/// How a dependency stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServiceState {
+    /// Working (checked just now).
+    Ok,
+    /// Set up; an outside web service, not probed (it is called when work needs it, and its
+    /// failures are recorded on that work).
+    Configured,
+    /// Turned off by the settings, or lacking what it needs (a key).
+    Disabled,
+    /// Not answering.
+    Unavailable,
+}
+
+impl ServiceState {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServiceState::Ok => "ok",
+            ServiceState::Configured => "configured",
+            ServiceState::Disabled => "disabled",
+            ServiceState::Unavailable => "unavailable",
+        }
+    }
+}
+
+/// One dependency of the server and how it stands.
+#[derive(Debug, Clone)]
+pub struct ServiceStatus {
+    /// `database`, `storage`, `job_queue`, `transcoder`, `acoustid`, `coverartarchive`, …
+    pub name: &'static str,
+    /// How it stands.
+    pub state: ServiceState,
+    /// What it is and what was seen (never a secret).
+    pub detail: String,
+}
 
 /// The administration service.
 #[derive(Clone, Debug)]
-pub struct Admin;
+pub struct Admin {
+    config: Arc<Config>,
+    db: Db,
+    storage: Storage,
+    jobs: Jobs,
+    media: Media,
+    ingest: Ingest,
+}
 
 impl Admin {
+    pub(crate) fn new(
+        config: Arc<Config>,
+        db: Db,
+        storage: Storage,
+        jobs: Jobs,
+        media: Media,
+        ingest: Ingest,
+    ) -> Admin {
+        Admin {
+            config,
+            db,
+            storage,
+            jobs,
+            media,
+            ingest,
+        }
+    }
+
+    /// Every dependency with its state: the database, storage and job queue are checked
+    /// now, the transcoder is run once per process; outside web services are reported as
+    /// configured or disabled.
+    pub async fn services(&self, caller: &Caller) -> Result<Vec<ServiceStatus>> {
+        caller.require_admin()?;
+        let (database, storage, queue) =
+            tokio::join!(self.db.ping(), self.storage.check(), self.jobs.counts());
+        let backend = self.db.kind().as_str();
+        let mut services = vec![
+            match database {
+                Ok(()) => status("database", ServiceState::Ok, backend),
+                Err(error) => status(
+                    "database",
+                    ServiceState::Unavailable,
+                    format!("{backend}: {}", crate::error_chain(&error)),
+                ),
+            },
+            match storage {
+                Ok(()) => status("storage", ServiceState::Ok, self.storage_detail()),
+                Err(error) => status(
+                    "storage",
+                    ServiceState::Unavailable,
+                    format!("{}: {}", self.storage_detail(), crate::error_chain(&error)),
+                ),
+            },
+            match queue {
+                Ok(counts) => status(
+                    "job_queue",
+                    ServiceState::Ok,
+                    format!(
+                        "{} queued, {} running, {} failed",
+                        counts.queued, counts.running, counts.failed
+                    ),
+                ),
+                Err(error) => status(
+                    "job_queue",
+                    ServiceState::Unavailable,
+                    crate::error_chain(&error),
+                ),
+            },
+            if self.media.transcoder_ready().await {
+                status(
+                    "transcoder",
+                    ServiceState::Ok,
+                    format!("ffmpeg ({})", self.config.transcoding.ffmpeg.display()),
+                )
+            } else {
+                status(
+                    "transcoder",
+                    ServiceState::Unavailable,
+                    format!(
+                        "ffmpeg ({}) does not run: originals stream, renditions and HLS do not",
+                        self.config.transcoding.ffmpeg.display()
+                    ),
+                )
+            },
+        ];
+        let enrichment = &self.config.enrichment;
+        services.push(match enrichment.acoustid_api_key {
+            Some(_) => status(
+                "acoustid",
+                ServiceState::Configured,
+                &enrichment.acoustid_base_url,
+            ),
+            None => status(
+                "acoustid",
+                ServiceState::Disabled,
+                "ACOUSTID_API_KEY is not set: fingerprint lookups are skipped",
+            ),
+        });
+        services.push(if enrichment.coverart_enabled {
+            status(
+                "coverartarchive",
+                ServiceState::Configured,
+                &enrichment.coverart_base_url,
+            )
+        } else {
+            status(
+                "coverartarchive",
+                ServiceState::Disabled,
+                "COVERART_ENABLED is false",
+            )
+        });
+        Ok(services)
+    }
+
+    fn storage_detail(&self) -> String {
+        match self.storage.kind() {
+            StorageKind::Local => format!(
+                "local ({})",
+                self.storage
+                    .local_root()
+                    .map(|root| root.display().to_string())
+                    .unwrap_or_default()
+            ),
+            StorageKind::S3 => "s3".to_string(),
+        }
+    }
+
+    /// The source registry: every ingest source, whether it is enabled, and its tracks.
+    pub async fn sources(&self, caller: &Caller) -> Result<Vec<SourceInfo>> {
+        caller.require_admin()?;
+        self.ingest.sources().await
+    }
+
+    /// The effective server settings, secrets redacted.
+    pub fn settings(&self, caller: &Caller) -> Result<Vec<EffectiveSetting>> {
+        caller.require_admin()?;
+        Ok(self.config.effective())
+    }
+
+    /// Starts a reindex of the whole library (see [`Reindex`]); a reindex already queued or
+    /// running is returned instead of a second one.
+    pub async fn reindex(&self, caller: &Caller) -> Result<JobId> {
+        caller.require_admin()?;
+        self.jobs
+            .enqueue::<Reindex>(&reindex::Payload::default(), Some(&caller.user.id))
+            .await
+    }
+
     /// Refuses to change server settings, which come from the environment: not supported
     /// (after the admin check).
     pub fn change_settings(&self, caller: &Caller) -> Result<std::convert::Infallible> {
@@ -30,5 +225,13 @@ impl Admin {
         Err(Error::NotSupported(
             "sources are configured in the environment; change them there and restart".into(),
         ))
+    }
+}
+
+fn status(name: &'static str, state: ServiceState, detail: impl Into<String>) -> ServiceStatus {
+    ServiceStatus {
+        name,
+        state,
+        detail: detail.into(),
     }
 }

@@ -7,6 +7,7 @@
 //!   legacy interface (newest, most played, starred…); `genres`.
 //! - `search`: the library search.
 //! - `edit`: manual edits ([`TrackPatch`], [`TrackMetadata`]) and the rules they check.
+//! - `refresh`: a track re-read from its file (reindex, rescan of a changed file).
 //! - `resolve`: [`Resolver`]; `rows`: row structs and their conversion into domain types.
 //!
 //! Deleting a track crosses services (playlists, renditions, storage) and is
@@ -18,6 +19,7 @@ mod artists;
 mod edit;
 mod genres;
 pub mod query;
+mod refresh;
 mod resolve;
 pub(crate) mod rows;
 mod search;

@@ -52,6 +52,103 @@ impl std::fmt::Debug for Config {
     }
 }
 
+/// What a secret setting shows wherever settings are shown (logs, `musiclib config`,
+/// `GET /admin/settings`).
+pub const REDACTED: &str = "<redacted>";
+
+/// One effective server setting, under the name operators set it by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EffectiveSetting {
+    /// The setting's name (the environment variable).
+    pub name: &'static str,
+    /// Its value as text (`None`: unset); a secret shows [`REDACTED`] when set.
+    pub value: Option<String>,
+    /// Whether it is a secret.
+    pub secret: bool,
+}
+
+impl Config {
+    /// Every setting this configuration holds, by its operator-facing name, secrets
+    /// redacted (and a database URL's password hidden).
+    pub fn effective(&self) -> Vec<EffectiveSetting> {
+        fn plain(name: &'static str, value: impl ToString) -> EffectiveSetting {
+            EffectiveSetting {
+                name,
+                value: Some(value.to_string()),
+                secret: false,
+            }
+        }
+        fn optional(name: &'static str, value: Option<impl ToString>) -> EffectiveSetting {
+            EffectiveSetting {
+                name,
+                value: value.map(|value| value.to_string()),
+                secret: false,
+            }
+        }
+        fn secret(name: &'static str, set: bool) -> EffectiveSetting {
+            EffectiveSetting {
+                name,
+                value: set.then(|| REDACTED.to_string()),
+                secret: true,
+            }
+        }
+        let mut settings = vec![
+            plain("DATA_DIR", self.data_dir.display()),
+            plain("DATABASE_URL", redact_url(&self.database_url)),
+        ];
+        match &self.storage {
+            StorageConfig::Local { root } => {
+                settings.push(plain("STORAGE_BACKEND", "local"));
+                settings.push(plain("LOCAL_STORAGE_PATH", root.display()));
+            }
+            StorageConfig::S3(s3) => {
+                settings.push(plain("STORAGE_BACKEND", "s3"));
+                settings.push(plain("S3_BUCKET", &s3.bucket));
+                settings.push(optional("S3_ENDPOINT", s3.endpoint.as_ref()));
+                settings.push(plain("S3_REGION", &s3.region));
+                settings.push(optional("S3_ACCESS_KEY_ID", s3.access_key_id.as_ref()));
+                settings.push(secret(
+                    "S3_SECRET_ACCESS_KEY",
+                    s3.secret_access_key.is_some(),
+                ));
+                settings.push(optional("S3_PREFIX", s3.prefix.as_ref()));
+            }
+        }
+        let enrichment = &self.enrichment;
+        settings.extend([
+            optional(
+                "LOCAL_MEDIA_IMPORT_PATH",
+                self.local_media_import_path
+                    .as_ref()
+                    .map(|path| path.display()),
+            ),
+            plain("ALLOW_REGISTRATION", self.allow_registration),
+            secret("JWT_SECRET", !self.jwt_secret.is_empty()),
+            plain("TOKEN_TTL_HOURS", self.token_ttl.as_secs() / 3600),
+            secret("LEGACY_SECRET_KEY", !self.legacy_secret_key.is_empty()),
+            plain("MAX_UPLOAD_BYTES", self.max_upload_bytes),
+            plain("FFMPEG_PATH", self.transcoding.ffmpeg.display()),
+            plain(
+                "RENDITION_CACHE_MAX_BYTES",
+                self.transcoding.rendition_cache_max_bytes,
+            ),
+            plain("JOB_MAX_ATTEMPTS", self.jobs.max_attempts),
+            plain("JOB_LEASE_SECONDS", self.jobs.lease.as_secs()),
+            secret("ACOUSTID_API_KEY", enrichment.acoustid_api_key.is_some()),
+            plain("ACOUSTID_BASE_URL", &enrichment.acoustid_base_url),
+            plain("ACOUSTID_TRUST_SCORE", enrichment.acoustid_trust_score),
+            plain(
+                "ACOUSTID_REQUESTS_PER_SECOND",
+                enrichment.acoustid_requests_per_second,
+            ),
+            plain("COVERART_ENABLED", enrichment.coverart_enabled),
+            plain("COVERART_BASE_URL", &enrichment.coverart_base_url),
+            plain("LRCLIB_BASE_URL", &enrichment.lrclib_base_url),
+        ]);
+        settings
+    }
+}
+
 /// Hides the password of a connection URL.
 pub fn redact_url(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {

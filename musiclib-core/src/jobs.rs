@@ -24,6 +24,7 @@ use tokio::sync::Notify;
 pub use registry::{JobKind, Pool};
 pub use worker::{spawn_workers, JobContext, Outcome, Worker, WorkerPlan};
 
+pub use queue::JobCounts;
 pub(crate) use queue::{JobQueue, NewJob, SqlQueue};
 
 use crate::auth::Caller;
@@ -211,6 +212,11 @@ impl Jobs {
                 tracing::warn!(kind = K::NAME, count, error = %crate::error_chain(&error), "could not enqueue jobs")
             }
         }
+    }
+
+    /// How many jobs are in each state (for admins' service report).
+    pub(crate) async fn counts(&self) -> Result<JobCounts> {
+        self.queue.counts().await
     }
 
     /// The most recent job of kind `K`, if any.

@@ -120,6 +120,14 @@ impl Library {
         let recommend = Recommend::new(db.clone(), catalog.clone());
         let settings = Settings::new(db.clone());
         let maintenance = Maintenance::new(db.clone(), storage.clone());
+        let admin = Admin::new(
+            Arc::new(config.clone()),
+            db.clone(),
+            storage.clone(),
+            jobs.clone(),
+            media.clone(),
+            ingest.clone(),
+        );
         Ok(Library {
             inner: Arc::new(Inner {
                 config,
@@ -136,7 +144,7 @@ impl Library {
                 recommend,
                 settings,
                 maintenance,
-                admin: Admin,
+                admin,
             }),
         })
     }

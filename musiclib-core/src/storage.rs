@@ -34,6 +34,19 @@ impl Storage {
         self.blobs.kind()
     }
 
+    /// Checks the blob store answers: the root folder exists (local), or the bucket answers
+    /// a read (S3).
+    pub(crate) async fn check(&self) -> Result<()> {
+        match self.local_root() {
+            Some(root) if !root.is_dir() => Err(Error::Unavailable(format!(
+                "the storage folder {} is missing",
+                root.display()
+            ))),
+            Some(_) => Ok(()),
+            None => self.blobs.head(".musiclib-probe").await.map(drop),
+        }
+    }
+
     /// The root folder of local storage; `None` on S3.
     pub(crate) fn local_root(&self) -> Option<PathBuf> {
         self.blobs.local_path("")

@@ -174,6 +174,11 @@ struct UnavailableQueue;
 
 #[async_trait::async_trait]
 impl JobQueue for UnavailableQueue {
+    async fn counts(&self) -> crate::Result<crate::jobs::JobCounts> {
+        Err(crate::Error::Unavailable(
+            "the job queue is down (test)".into(),
+        ))
+    }
     async fn enqueue(&self, _job: NewJob) -> crate::Result<crate::JobId> {
         Err(crate::Error::Unavailable(
             "the job queue is down (test)".into(),
@@ -319,6 +324,26 @@ pub async fn insert_synthetic_tracks(library: &Library, count: usize) {
     use crate::catalog::{NewTrack, Resolver};
     use crate::domain::Source;
     use crate::ingest::{AudioFacts, EmbeddedTags};
+    const FORMATS: [(&str, &str); 4] = [
+        ("mp3", "audio/mpeg"),
+        ("flac", "audio/flac"),
+        ("ogg", "audio/ogg"),
+        ("m4a", "audio/mp4"),
+    ];
+    const GENRES: [&str; 12] = [
+        "Rock",
+        "Jazz",
+        "Classical",
+        "Electronic",
+        "Folk",
+        "Hip-Hop",
+        "Ambient",
+        "Pop",
+        "Blues",
+        "Soul",
+        "Metal",
+        "Reggae",
+    ];
     let db = library.db();
     for start in (0..count).step_by(1000) {
         let mut tx = db.begin().await.expect("begin");
@@ -332,13 +357,16 @@ pub async fn insert_synthetic_tracks(library: &Library, count: usize) {
                 album: Some(album),
                 year: Some(1970 + (index % 50) as i64),
                 track_number: Some((index % 10 + 1) as i64),
+                // Skewed, so the top genres have an order.
+                genre: Some(GENRES[(index * index / 7) % GENRES.len()].to_string()),
                 ..Default::default()
             };
+            let (format, mime_type) = FORMATS[index % FORMATS.len()];
             let track = NewTrack {
                 id: crate::TrackId::new(),
                 facts: AudioFacts {
-                    format: "mp3",
-                    mime_type: "audio/mpeg",
+                    format,
+                    mime_type,
                     duration_ms: 180_000,
                     bitrate_kbps: Some(320),
                     sample_rate: Some(44100),
@@ -361,6 +389,17 @@ pub async fn insert_synthetic_tracks(library: &Library, count: usize) {
         }
         tx.commit().await.expect("commit");
     }
+}
+
+/// Runs one statement with text arguments (for tests that put rows in a state the API
+/// cannot, without depending on sqlx).
+pub async fn execute(library: &Library, statement: &str, args: &[&str]) -> u64 {
+    let db = library.db();
+    let mut sql = db.sql(statement);
+    for arg in args {
+        sql = sql.bind(*arg);
+    }
+    sql.execute(db.pool()).await.expect("test statement")
 }
 
 /// Every user's stored app password columns (`legacy_password_enc`, `legacy_key_digest`),

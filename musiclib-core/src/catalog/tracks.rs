@@ -272,6 +272,13 @@ impl Catalog {
     }
 
     /// Tracks in the library.
+    pub(crate) async fn count_with_audio(&self) -> Result<i64> {
+        self.db
+            .sql("SELECT COUNT(*) FROM tracks WHERE storage_uri <> ''")
+            .fetch_scalar(self.db.pool())
+            .await
+    }
+
     pub(crate) async fn track_count(&self) -> Result<i64> {
         self.db
             .sql("SELECT COUNT(*) FROM tracks")

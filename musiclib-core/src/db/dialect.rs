@@ -103,6 +103,22 @@ impl DatabaseKind {
         }
     }
 
+    /// Statements that rebuild the library search index from `tracks.search_text`:
+    /// SQLite's FTS5 table is refilled; PostgreSQL's trigram index is kept by every
+    /// transaction and needs nothing.
+    pub(crate) fn rebuild_track_search(self) -> &'static [&'static str] {
+        match self {
+            DatabaseKind::Sqlite => &[
+                "DELETE FROM tracks_search",
+                "INSERT INTO track_search_ids (track_id)
+                 SELECT id FROM tracks WHERE id NOT IN (SELECT track_id FROM track_search_ids)",
+                "INSERT INTO tracks_search (rowid, search_text)
+                 SELECT m.seq, t.search_text FROM tracks t JOIN track_search_ids m ON m.track_id = t.id",
+            ],
+            DatabaseKind::Postgres => &[],
+        }
+    }
+
     /// `ON CONFLICT (conflict) DO UPDATE SET c = excluded.c` for each column of `update`
     /// (an insert that replaces those columns of the existing row).
     pub(crate) fn upsert(self, conflict: &str, update: &[&str]) -> String {

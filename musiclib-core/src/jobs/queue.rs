@@ -75,6 +75,21 @@ pub(crate) trait JobQueue: Send + Sync + std::fmt::Debug {
     async fn get(&self, id: &JobId) -> Result<Job>;
     /// The most recently created job of `kind`.
     async fn latest(&self, kind: &str) -> Result<Option<Job>>;
+    /// How many jobs are in each state.
+    async fn counts(&self) -> Result<JobCounts>;
+}
+
+/// How many jobs are in each state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JobCounts {
+    /// Waiting to run.
+    pub queued: i64,
+    /// Leased to a worker.
+    pub running: i64,
+    /// Finished.
+    pub succeeded: i64,
+    /// Gave up.
+    pub failed: i64,
 }
 
 /// The database-backed queue.
@@ -316,6 +331,25 @@ impl JobQueue for SqlQueue {
             .await?
             .map(Job::from)
             .ok_or_else(|| Error::not_found("job", id))
+    }
+
+    async fn counts(&self) -> Result<JobCounts> {
+        let rows: Vec<(String, i64)> = self
+            .db
+            .sql("SELECT state, COUNT(*) FROM jobs GROUP BY state")
+            .fetch_all(self.db.pool())
+            .await?;
+        let mut counts = JobCounts::default();
+        for (state, count) in rows {
+            match state.as_str() {
+                "queued" => counts.queued = count,
+                "running" => counts.running = count,
+                "succeeded" => counts.succeeded = count,
+                "failed" => counts.failed = count,
+                _ => {}
+            }
+        }
+        Ok(counts)
     }
 
     async fn latest(&self, kind: &str) -> Result<Option<Job>> {

@@ -7,7 +7,8 @@
 //!
 //! The spec names six kinds: `enrich_task`, `scan_local_folder`, `transcode_track` (here
 //! now), and `cleanup_storage`, `download_task`, `materialize_track`, which come with the
-//! capabilities that run them. Stored names and payload shapes are a contract with jobs
+//! capabilities that run them. Beside them, `reindex_library` (`POST /admin/reindex`).
+//! Stored names and payload shapes are a contract with jobs
 //! already queued in a database: a payload may gain optional fields, never lose or rename one.
 
 use std::future::Future;
@@ -83,6 +84,7 @@ registry!(
     crate::enrichment::EnrichTrack,
     crate::ingest::ScanLocalFolder,
     crate::media::TranscodeTrack,
+    crate::admin::Reindex,
 );
 
 /// The stored names of the kinds `pool`'s workers take (every kind for the general pool).
@@ -123,10 +125,12 @@ mod tests {
                     "download_task",
                     "materialize_track",
                     "transcode_track",
-                    "cleanup_storage"
+                    "cleanup_storage",
+                    // Beyond the spec's six: the admin reindex.
+                    "reindex_library",
                 ]
                 .contains(name),
-                "{name} is not a job kind of the spec"
+                "{name} is not a known job kind"
             );
         }
         assert_eq!(kinds_of(Pool::Network), vec!["enrich_task"]);

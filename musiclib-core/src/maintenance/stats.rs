@@ -98,7 +98,8 @@ impl Maintenance {
             .db
             .sql(
                 "SELECT format, source, metadata_status, COUNT(*) AS tracks,
-                        SUM(size_bytes) AS bytes, SUM(duration_ms) AS duration_ms
+                        CAST(COALESCE(SUM(size_bytes), 0) AS BIGINT) AS bytes,
+                        CAST(COALESCE(SUM(duration_ms), 0) AS BIGINT) AS duration_ms
                  FROM tracks GROUP BY format, source, metadata_status",
             )
             .fetch_all(pool)
@@ -107,9 +108,11 @@ impl Maintenance {
             .db
             .sql(
                 "SELECT (SELECT COUNT(*) FROM artists), (SELECT COUNT(*) FROM albums),
-                        (SELECT SUM(size_bytes) FROM renditions),
-                        (SELECT SUM(cover_size_bytes) FROM albums WHERE cover_uri IS NOT NULL),
-                        (SELECT SUM(cover_size_bytes) FROM playlists WHERE cover_uri IS NOT NULL)",
+                        (SELECT CAST(COALESCE(SUM(size_bytes), 0) AS BIGINT) FROM renditions),
+                        (SELECT CAST(COALESCE(SUM(cover_size_bytes), 0) AS BIGINT) FROM albums
+                         WHERE cover_uri IS NOT NULL),
+                        (SELECT CAST(COALESCE(SUM(cover_size_bytes), 0) AS BIGINT) FROM playlists
+                         WHERE cover_uri IS NOT NULL)",
             )
             .fetch_optional(pool)
             .await?

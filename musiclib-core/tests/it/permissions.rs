@@ -107,6 +107,21 @@ fn table() -> Vec<(&'static str, Operation, [&'static str; 3])> {
             ["forbidden", "forbidden", "not_supported"],
         ),
         (
+            "read the service report",
+            |l, _, c, _| Box::pin(async move { l.admin().services(c).await.map(drop) }),
+            ["forbidden", "forbidden", OK],
+        ),
+        (
+            "read server settings",
+            |l, _, c, _| Box::pin(async move { l.admin().settings(c).map(drop) }),
+            ["forbidden", "forbidden", OK],
+        ),
+        (
+            "reindex",
+            |l, _, c, _| Box::pin(async move { l.admin().reindex(c).await.map(drop) }),
+            ["forbidden", "forbidden", OK],
+        ),
+        (
             "read a private playlist",
             |l, w, c, _| {
                 Box::pin(async move { l.playlists().get(c, &w.private[0]).await.map(drop) })

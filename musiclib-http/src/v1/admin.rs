@@ -4,11 +4,12 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use musiclib_core::{Library, UserId};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::dto::{Page, PageParams, UserOut};
+use super::dto::{JobQueued, Page, PageParams, UserOut};
+use super::sources::SourceOut;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Auth, Json, Query};
 
@@ -16,6 +17,10 @@ pub(super) fn routes() -> OpenApiRouter<Library> {
     OpenApiRouter::new()
         .routes(routes!(list_users, create_user))
         .routes(routes!(update_user, delete_user))
+        .routes(routes!(services))
+        .routes(routes!(sources))
+        .routes(routes!(settings))
+        .routes(routes!(reindex))
         .routes(routes!(patch_admin_settings))
         .routes(routes!(patch_admin_source))
 }
@@ -114,6 +119,110 @@ async fn delete_user(
 ) -> Result<StatusCode, ApiError> {
     library.delete_user(&caller, &UserId::parse(&id)?).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// A dependency of the server and how it stands.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ServiceOut {
+    /// `database`, `storage`, `job_queue`, `transcoder`, `acoustid`, `coverartarchive`.
+    pub name: String,
+    /// `ok` (checked now), `configured` (an outside web service, set up; not probed),
+    /// `disabled`, or `unavailable`.
+    pub state: String,
+    /// What it is and what was seen; the job queue's counts of queued, running and failed
+    /// jobs. Never a secret.
+    pub detail: String,
+}
+
+/// One effective server setting.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SettingOut {
+    /// The environment variable that sets it.
+    pub name: String,
+    /// Its value (null: unset); a secret that is set shows `<redacted>`.
+    pub value: Option<String>,
+    /// Whether it is a secret.
+    pub secret: bool,
+}
+
+/// Admin only: every dependency and how it stands now.
+#[utoipa::path(get, path = "/admin/services", tag = "admin", security(("bearer" = [])),
+    responses((status = 200, body = Vec<ServiceOut>), (status = 401, body = ErrorBody),
+        (status = 403, description = "Not an admin", body = ErrorBody)))]
+async fn services(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+) -> Result<axum::Json<Vec<ServiceOut>>, ApiError> {
+    let services = library.admin().services(&caller).await?;
+    Ok(axum::Json(
+        services
+            .into_iter()
+            .map(|service| ServiceOut {
+                name: service.name.to_string(),
+                state: service.state.as_str().to_string(),
+                detail: service.detail,
+            })
+            .collect(),
+    ))
+}
+
+/// Admin only: the source registry.
+#[utoipa::path(get, path = "/admin/sources", tag = "admin", security(("bearer" = [])),
+    responses((status = 200, body = Vec<SourceOut>), (status = 401, body = ErrorBody),
+        (status = 403, description = "Not an admin", body = ErrorBody)))]
+async fn sources(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+) -> Result<axum::Json<Vec<SourceOut>>, ApiError> {
+    let sources = library.admin().sources(&caller).await?;
+    Ok(axum::Json(
+        sources.into_iter().map(SourceOut::from).collect(),
+    ))
+}
+
+/// Admin only: the effective server settings, every secret redacted. They come from the
+/// environment (or the TOML file): `PATCH` answers 501.
+#[utoipa::path(get, path = "/admin/settings", tag = "admin", security(("bearer" = [])),
+    responses((status = 200, body = Vec<SettingOut>), (status = 401, body = ErrorBody),
+        (status = 403, description = "Not an admin", body = ErrorBody)))]
+async fn settings(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+) -> Result<axum::Json<Vec<SettingOut>>, ApiError> {
+    let settings = library.admin().settings(&caller)?;
+    Ok(axum::Json(
+        settings
+            .into_iter()
+            .map(|setting| SettingOut {
+                name: setting.name.to_string(),
+                value: setting.value,
+                secret: setting.secret,
+            })
+            .collect(),
+    ))
+}
+
+/// Admin only: starts a reindex (job `reindex_library`): every stored file's tags are read
+/// again (tags win where they have a value; manual edits are kept) and the search index is
+/// rebuilt. Follow it at `GET /jobs/{id}`; a reindex already queued or running is returned.
+#[utoipa::path(post, path = "/admin/reindex", tag = "admin", security(("bearer" = [])),
+    responses((status = 202, body = JobQueued), (status = 401, body = ErrorBody),
+        (status = 403, description = "Not an admin", body = ErrorBody),
+        (status = 503, description = "The job queue is unavailable", body = ErrorBody)))]
+async fn reindex(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+) -> Result<(StatusCode, axum::Json<JobQueued>), ApiError> {
+    let job_id = library.admin().reindex(&caller).await?;
+    let job = library.jobs().get(&caller, &job_id).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(JobQueued {
+            job_id: job_id.to_string(),
+            state: job.state.as_str().into(),
+            note: None,
+        }),
+    ))
 }
 
 /// Always 501: server settings come from the environment.

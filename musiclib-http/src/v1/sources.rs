@@ -42,17 +42,20 @@ async fn list_sources(
 ) -> Result<axum::Json<Vec<SourceOut>>, ApiError> {
     let sources = library.ingest().sources().await?;
     Ok(axum::Json(
-        sources
-            .into_iter()
-            .map(|source| SourceOut {
-                name: source.source.to_string(),
-                enabled: source.enabled,
-                scannable: source.scannable,
-                path: source.path.map(|path| path.display().to_string()),
-                track_count: source.track_count,
-            })
-            .collect(),
+        sources.into_iter().map(SourceOut::from).collect(),
     ))
+}
+
+impl From<musiclib_core::ingest::SourceInfo> for SourceOut {
+    fn from(source: musiclib_core::ingest::SourceInfo) -> SourceOut {
+        SourceOut {
+            name: source.source.to_string(),
+            enabled: source.enabled,
+            scannable: source.scannable,
+            path: source.path.map(|path| path.display().to_string()),
+            track_count: source.track_count,
+        }
+    }
 }
 
 /// Starts an import of a source (admin only; today `local_folder`). Returns at once with the

@@ -37,10 +37,12 @@ macro_rules! both_backends {
 }
 
 mod accounts;
+mod admin;
 mod api;
 mod covers;
 mod hls;
 mod permissions;
 mod settings;
+mod storage;
 mod stream;
 mod sync;
