@@ -25,6 +25,7 @@ use crate::db::Db;
 use crate::domain::Source;
 use crate::enrichment::{EnrichPayload, EnrichTrack};
 use crate::jobs::{JobState, Jobs};
+use crate::media::Media;
 use crate::storage::Storage;
 use crate::{Result, TrackId, UserId};
 
@@ -40,6 +41,8 @@ pub struct Ingest {
     storage: Storage,
     jobs: Jobs,
     catalog: Catalog,
+    /// Renditions and cached audio facts of a re-read file go stale.
+    media: Media,
     max_upload_bytes: u64,
     /// The folder `scan_local_folder` imports (`LOCAL_MEDIA_IMPORT_PATH`).
     import_path: Option<PathBuf>,
@@ -75,6 +78,7 @@ impl Ingest {
         storage: Storage,
         jobs: Jobs,
         catalog: Catalog,
+        media: Media,
         max_upload_bytes: u64,
         import_path: Option<PathBuf>,
     ) -> Ingest {
@@ -83,6 +87,7 @@ impl Ingest {
             storage,
             jobs,
             catalog,
+            media,
             max_upload_bytes,
             import_path,
         }

@@ -103,6 +103,7 @@ impl Library {
             storage.clone(),
             jobs.clone(),
             catalog.clone(),
+            media.clone(),
             config.max_upload_bytes,
             config.local_media_import_path.clone(),
         );

@@ -1,12 +1,27 @@
 //! Importing `LOCAL_MEDIA_IMPORT_PATH` (spec: Sources, local folder scan rules 1–5).
 //!
 //! Walk the folder without leaving it (a symlink is followed only when its target stays
-//! inside), skip what is not audio, skip what is already imported (dedup on the relative
-//! path), then probe and copy new files with bounded concurrency and insert them in batches.
-//! A bad file is counted and reported; the others go on.
+//! inside), skip what is not audio, skip what is already imported and unchanged (dedup on
+//! the relative path; size and modification time tell a change), then probe and copy new
+//! files with bounded concurrency and insert them in batches. A bad file is counted and
+//! reported; the others go on.
+//!
+//! A rescan also follows what changed in the folder, as users of folder-based servers expect:
+//! - a known file whose size or modification time changed is read again
+//!   (`Catalog::refresh_from_file`: its tags win, a manual edit is kept; stale renditions
+//!   go);
+//! - a known file that is gone is marked `missing`, never deleted: its likes, plays and
+//!   playlist entries stay, and the stored copy still plays;
+//! - a new file with the content (SHA-256) of a vanished one is that track, moved: it is
+//!   relinked to the new path instead of imported twice;
+//! - a missing file that is back is `available` again.
+//!
+//! A folder with no audio file at all while tracks are known from it looks unmounted: nothing
+//! is marked missing, and the report says why.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use futures::{stream, StreamExt};
 use serde::{Deserialize, Serialize};
@@ -46,6 +61,18 @@ pub struct ScanReport {
     pub errors: Vec<ScanFileError>,
     /// Ids of the imported tracks are not listed; their enrichment jobs were queued.
     pub enrichment_jobs_queued: u64,
+    /// Known files whose size or modification time changed, read again.
+    pub changed: u64,
+    /// Known files gone from the folder, now marked `missing`.
+    pub missing: u64,
+    /// Vanished files found under a new path (same content), relinked to their tracks.
+    pub relinked: u64,
+    /// Missing files that are back.
+    pub restored: u64,
+    /// Why no file was marked missing although some are gone, when the folder looks
+    /// unavailable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
     /// Whether the walk has finished (false while the job runs).
     pub done: bool,
 }
@@ -80,10 +107,47 @@ struct Candidate {
     mtime: Option<i64>,
 }
 
-/// A candidate whose blob is stored, ready for its row.
-struct Prepared {
-    track: NewTrack,
+/// A candidate whose blob is stored, ready for its row; or a vanished track found again.
+enum Prepared {
+    /// A new track.
+    New(Box<NewTrack>),
+    /// The file of a vanished track, under a new path.
+    Moved {
+        id: TrackId,
+        relative: String,
+        mtime: Option<i64>,
+    },
 }
+
+/// What the database knows of an imported file.
+#[derive(Debug, Clone)]
+struct Known {
+    id: String,
+    size: Option<i64>,
+    mtime: Option<i64>,
+    sha256: Option<String>,
+    availability: String,
+}
+
+#[derive(sqlx::FromRow)]
+struct KnownRow {
+    id: String,
+    source_id: String,
+    size_bytes: Option<i64>,
+    source_mtime: Option<i64>,
+    content_sha256: Option<String>,
+    availability: String,
+}
+
+/// A known file whose size or modification time changed.
+#[derive(Debug)]
+struct Changed {
+    id: TrackId,
+    candidate: Candidate,
+}
+
+/// Vanished tracks by content hash, taken by the first new file with that content.
+type Vanished = Arc<Mutex<HashMap<String, Vec<TrackId>>>>;
 
 /// The `scan_local_folder` job: imports `LOCAL_MEDIA_IMPORT_PATH`.
 #[derive(Debug)]
@@ -163,18 +227,43 @@ impl Ingest {
             .map_err(|error| Error::io(&root, error))?;
         let mut report = ScanReport::default();
 
-        let known: HashSet<String> = self
+        let rows: Vec<KnownRow> = self
             .db
-            .sql("SELECT source_id FROM tracks WHERE source = 'local_folder'")
-            .fetch_scalars(self.db.pool())
-            .await?
+            .sql(
+                "SELECT id, source_id, size_bytes, source_mtime, content_sha256, availability
+                 FROM tracks WHERE source = 'local_folder'",
+            )
+            .fetch_all(self.db.pool())
+            .await?;
+        let known: HashMap<String, Known> = rows
             .into_iter()
+            .map(|row| {
+                (
+                    row.source_id,
+                    Known {
+                        id: row.id,
+                        size: row.size_bytes,
+                        mtime: row.source_mtime,
+                        sha256: row.content_sha256,
+                        availability: row.availability,
+                    },
+                )
+            })
             .collect();
         let walk_root = root.clone();
-        let (candidates, walk_report) =
-            tokio::task::spawn_blocking(move || walk(&walk_root, &known))
-                .await
-                .map_err(Error::task("folder walk"))?;
+        let (walked, known) = tokio::task::spawn_blocking(move || {
+            let walked = walk(&walk_root, &known);
+            (walked, known)
+        })
+        .await
+        .map_err(Error::task("folder walk"))?;
+        let Walked {
+            candidates,
+            changed,
+            present,
+            audio_files,
+            report: walk_report,
+        } = walked;
         report.seen = walk_report.seen;
         report.skipped = walk_report.skipped;
         report.already_imported = walk_report.already_imported;
@@ -183,12 +272,60 @@ impl Ingest {
         }
         progress(&report);
 
+        // Known files that are not there any more. An empty folder while tracks are known
+        // looks unmounted: then nothing is marked missing.
+        // (Tracks already missing may still turn up under a new path.)
+        let absent: Vec<&Known> = known
+            .iter()
+            .filter(|(path, _)| !present.contains(*path))
+            .map(|(_, known)| known)
+            .collect();
+        let gone = absent
+            .iter()
+            .filter(|known| known.availability != "missing")
+            .count();
+        let folder_looks_unavailable = audio_files == 0 && gone > 0;
+        let vanished: Vanished = Arc::new(Mutex::new(HashMap::new()));
+        if folder_looks_unavailable {
+            report.warning = Some(format!(
+                "the folder has no audio file while {gone} tracks were imported from it: is it unmounted? No track was marked missing"
+            ));
+        } else {
+            let mut by_hash = vanished.lock().expect("not poisoned");
+            for known in &absent {
+                if let Some(sha) = known.sha256.as_ref().filter(|sha| !sha.is_empty()) {
+                    by_hash
+                        .entry(sha.clone())
+                        .or_default()
+                        .push(TrackId::from_db(known.id.clone()));
+                }
+            }
+        }
+        // Missing files that are back.
+        let back: Vec<String> = present
+            .iter()
+            .filter_map(|path| known.get(path))
+            .filter(|known| known.availability == "missing")
+            .map(|known| known.id.clone())
+            .collect();
+        report.restored += self.set_availability(&back, "available").await?;
+
+        for change in changed {
+            let relative = change.candidate.relative.clone();
+            match self.reread_changed(change).await {
+                Ok(()) => report.changed += 1,
+                Err(message) => report.fail(&relative, message),
+            }
+        }
+        progress(&report);
+
         let mut prepared = stream::iter(candidates)
             .map(|candidate| {
                 let library = self.clone();
+                let vanished = vanished.clone();
                 async move {
                     let relative = candidate.relative.clone();
-                    (relative, library.prepare(candidate).await)
+                    (relative, library.prepare(candidate, &vanished).await)
                 }
             })
             .buffer_unordered(CONCURRENCY);
@@ -205,19 +342,162 @@ impl Ingest {
             }
         }
         self.commit_batch(batch, &mut report).await?;
+
+        // Whatever vanished and was not found under a new path is missing.
+        if !folder_looks_unavailable {
+            let still_vanished: HashSet<String> = vanished
+                .lock()
+                .expect("not poisoned")
+                .values()
+                .flatten()
+                .map(|id| id.to_string())
+                .collect();
+            // Absent and not relinked (a track without a hash cannot be found again).
+            let missing: Vec<String> = absent
+                .iter()
+                .filter(|known| known.availability != "missing")
+                .filter(|known| {
+                    known.sha256.as_ref().is_none_or(String::is_empty)
+                        || still_vanished.contains(&known.id)
+                })
+                .map(|known| known.id.clone())
+                .collect();
+            report.missing += self.set_availability(&missing, "missing").await?;
+        }
         report.done = true;
         progress(&report);
         Ok(report)
     }
 
-    /// Probes and stores one file. Errors are per-file messages for the report.
-    async fn prepare(&self, candidate: Candidate) -> std::result::Result<Prepared, String> {
+    /// Sets the availability of local-folder tracks; returns how many changed.
+    async fn set_availability(&self, ids: &[String], availability: &str) -> Result<u64> {
+        let mut changed = 0;
+        for chunk in ids.chunks(500) {
+            let mut sql = self.db.sql("UPDATE tracks SET availability = ");
+            sql.push_bind(availability)
+                .push(", updated_at = {now} WHERE source = 'local_folder' AND availability <> ")
+                .push_bind(availability)
+                .push(" AND id IN (")
+                .push_list(chunk.iter().map(String::as_str))
+                .push(")");
+            changed += sql.execute(self.db.pool()).await?;
+        }
+        Ok(changed)
+    }
+
+    /// Reads a changed file again: its blob is replaced (atomically), the track refreshed
+    /// from it (tags win, a manual edit is kept), its renditions dropped (they were made from
+    /// the old audio). Errors are per-file messages for the report.
+    async fn reread_changed(&self, change: Changed) -> std::result::Result<(), String> {
+        let Changed { id, candidate } = change;
         let absolute = candidate.absolute.clone();
         let size = candidate.size;
         let (facts, sha256, bytes) =
             tokio::task::spawn_blocking(move || read_and_probe(&absolute, size))
                 .await
                 .map_err(|error| format!("probe task failed: {error}"))??;
+        let current = self
+            .catalog
+            .get_track(&id)
+            .await
+            .map_err(|error| crate::error_chain(&error))?;
+        let key = layout::audio(&id, facts.format);
+        let stored = match bytes {
+            Some(bytes) => self.storage.blobs().put_bytes(&key, bytes.into()).await,
+            None => self
+                .storage
+                .blobs()
+                .put_file(&key, &candidate.absolute)
+                .await
+                .map(|_| ()),
+        };
+        stored
+            .map_err(|error| format!("could not store the file: {}", crate::error_chain(&error)))?;
+        let file = crate::catalog::FileFacts {
+            size_bytes: candidate.size as i64,
+            sha256,
+            mtime: candidate.mtime,
+        };
+        let outcome = async {
+            let rendition_keys = self
+                .catalog_and_media_refresh(&id, &facts, &file, &key)
+                .await?;
+            Ok::<_, Error>(rendition_keys)
+        }
+        .await;
+        let rendition_keys = match outcome {
+            Ok(keys) => keys,
+            Err(error) => {
+                if key != current.storage_uri {
+                    self.storage.delete_unreferenced([key]).await;
+                }
+                return Err(crate::error_chain(&error));
+            }
+        };
+        self.media.forget_track(&id);
+        let mut stale = rendition_keys;
+        if key != current.storage_uri {
+            // Another format: the old blob is no longer referenced.
+            stale.push(current.storage_uri);
+        }
+        self.storage.delete_unreferenced(stale).await;
+        Ok(())
+    }
+
+    /// The database part of a re-read: the track's fields and blob key, and its renditions'
+    /// rows (whose keys are returned, to delete after commit).
+    async fn catalog_and_media_refresh(
+        &self,
+        id: &TrackId,
+        facts: &probe::AudioFacts,
+        file: &crate::catalog::FileFacts,
+        key: &str,
+    ) -> Result<Vec<String>> {
+        self.catalog
+            .refresh_from_file(id, facts, Some(file))
+            .await?;
+        let mut tx = self.db.begin().await?;
+        self.db
+            .sql(
+                "UPDATE tracks SET storage_uri = $2, format = $3, mime_type = $4,
+                     availability = 'available', updated_at = {now} WHERE id = $1",
+            )
+            .bind(id)
+            .bind(key)
+            .bind(facts.format)
+            .bind(facts.mime_type)
+            .execute(&mut *tx)
+            .await?;
+        let keys = self.media.delete_renditions(&mut tx, id).await?;
+        tx.commit().await?;
+        Ok(keys)
+    }
+
+    /// Probes and stores one file, unless it is a vanished track's file under a new path.
+    /// Errors are per-file messages for the report.
+    async fn prepare(
+        &self,
+        candidate: Candidate,
+        vanished: &Vanished,
+    ) -> std::result::Result<Prepared, String> {
+        let absolute = candidate.absolute.clone();
+        let size = candidate.size;
+        let (facts, sha256, bytes) =
+            tokio::task::spawn_blocking(move || read_and_probe(&absolute, size))
+                .await
+                .map_err(|error| format!("probe task failed: {error}"))??;
+        let moved = vanished
+            .lock()
+            .expect("not poisoned")
+            .get_mut(&sha256)
+            .and_then(Vec::pop);
+        if let Some(id) = moved {
+            return Ok(Prepared::Moved {
+                id,
+                relative: candidate.relative,
+                mtime: candidate.mtime,
+            });
+        }
         let track_id = TrackId::new();
         let key = layout::audio(&track_id, facts.format);
         let stored = match bytes {
@@ -235,20 +515,18 @@ impl Ingest {
             .file_name()
             .map(|name| name.to_string_lossy().into_owned())
             .unwrap_or_default();
-        Ok(Prepared {
-            track: NewTrack {
-                id: track_id,
-                facts,
-                storage_uri: key,
-                source: Source::LocalFolder,
-                source_id: candidate.relative,
-                size_bytes: candidate.size as i64,
-                sha256,
-                mtime: candidate.mtime,
-                added_by: None,
-                fallback_title: title_from_file_name(&file_name),
-            },
-        })
+        Ok(Prepared::New(Box::new(NewTrack {
+            id: track_id,
+            facts,
+            storage_uri: key,
+            source: Source::LocalFolder,
+            source_id: candidate.relative,
+            size_bytes: candidate.size as i64,
+            sha256,
+            mtime: candidate.mtime,
+            added_by: None,
+            fallback_title: title_from_file_name(&file_name),
+        })))
     }
 
     /// Inserts a batch in one transaction, then enqueues its enrichment. On a database error
@@ -258,12 +536,38 @@ impl Ingest {
             return Ok(());
         }
         let db = &self.db;
+        let mut moved = Vec::new();
+        let batch: Vec<NewTrack> = batch
+            .into_iter()
+            .filter_map(|prepared| match prepared {
+                Prepared::New(track) => Some(*track),
+                Prepared::Moved {
+                    id,
+                    relative,
+                    mtime,
+                } => {
+                    moved.push((id, relative, mtime));
+                    None
+                }
+            })
+            .collect();
         let result: Result<Vec<bool>> = async {
             let mut tx = db.begin().await?;
+            for (id, relative, mtime) in &moved {
+                db.sql(
+                    "UPDATE tracks SET source_id = $2, source_mtime = $3, availability = 'available',
+                         updated_at = {now} WHERE id = $1",
+                )
+                .bind(id)
+                .bind(relative.as_str())
+                .bind(*mtime)
+                .execute(&mut *tx)
+                .await?;
+            }
             let mut resolver = Resolver::new(db.clone());
             let mut inserted = Vec::with_capacity(batch.len());
-            for prepared in &batch {
-                inserted.push(insert_track(&mut tx, db, &mut resolver, &prepared.track).await?);
+            for track in &batch {
+                inserted.push(insert_track(&mut tx, db, &mut resolver, track).await?);
             }
             tx.commit().await?;
             Ok(inserted)
@@ -273,23 +577,22 @@ impl Ingest {
             Ok(inserted) => inserted,
             Err(error) => {
                 self.storage
-                    .delete_unreferenced(
-                        batch.into_iter().map(|prepared| prepared.track.storage_uri),
-                    )
+                    .delete_unreferenced(batch.into_iter().map(|track| track.storage_uri))
                     .await;
                 return Err(error);
             }
         };
         let mut imported = Vec::new();
         let mut duplicates = Vec::new();
-        for (prepared, inserted) in batch.into_iter().zip(inserted) {
+        for (track, inserted) in batch.into_iter().zip(inserted) {
             if inserted {
-                imported.push(prepared.track.id);
+                imported.push(track.id);
             } else {
                 // Imported meanwhile by a concurrent scan: drop this copy.
-                duplicates.push(prepared.track.storage_uri);
+                duplicates.push(track.storage_uri);
             }
         }
+        report.relinked += moved.len() as u64;
         report.imported += imported.len() as u64;
         report.skipped += duplicates.len() as u64;
         report.already_imported += duplicates.len() as u64;
@@ -341,10 +644,27 @@ struct WalkReport {
     errors: Vec<ScanFileError>,
 }
 
-/// Walks `root` (canonical), returning new audio files and the counts of the rest.
-fn walk(root: &Path, known: &HashSet<String>) -> (Vec<Candidate>, WalkReport) {
+/// What a walk found.
+struct Walked {
+    /// Audio files not imported yet.
+    candidates: Vec<Candidate>,
+    /// Imported files whose size or modification time changed.
+    changed: Vec<Changed>,
+    /// Relative paths of the imported files found (changed or not).
+    present: HashSet<String>,
+    /// Audio files found in all.
+    audio_files: u64,
+    report: WalkReport,
+}
+
+/// Walks `root` (canonical), sorting audio files into new, changed and unchanged known ones,
+/// and counting the rest.
+fn walk(root: &Path, known: &HashMap<String, Known>) -> Walked {
     let mut report = WalkReport::default();
     let mut candidates = Vec::new();
+    let mut changed = Vec::new();
+    let mut present = HashSet::new();
+    let mut audio_files = 0;
     let walker = walkdir::WalkDir::new(root)
         .follow_links(false)
         .sort_by_file_name()
@@ -401,11 +721,7 @@ fn walk(root: &Path, known: &HashSet<String>) -> (Vec<Candidate>, WalkReport) {
         } else {
             entry.path().to_path_buf()
         };
-        if known.contains(&relative) {
-            report.skipped += 1;
-            report.already_imported += 1;
-            continue;
-        }
+        audio_files += 1;
         let metadata = match std::fs::metadata(&absolute) {
             Ok(metadata) => metadata,
             Err(error) => {
@@ -421,14 +737,39 @@ fn walk(root: &Path, known: &HashSet<String>) -> (Vec<Candidate>, WalkReport) {
             .ok()
             .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
             .map(|duration| duration.as_micros() as i64);
-        candidates.push(Candidate {
+        let candidate = Candidate {
             absolute,
             relative,
             size: metadata.len(),
             mtime,
-        });
+        };
+        match known.get(&candidate.relative) {
+            None => candidates.push(candidate),
+            Some(known) => {
+                present.insert(candidate.relative.clone());
+                let same_size = known.size == Some(candidate.size as i64);
+                // Tracks imported before modification times were kept have none: only a
+                // size change tells then.
+                let same_time = known.mtime.is_none() || known.mtime == candidate.mtime;
+                if same_size && same_time {
+                    report.skipped += 1;
+                    report.already_imported += 1;
+                } else {
+                    changed.push(Changed {
+                        id: TrackId::from_db(known.id.clone()),
+                        candidate,
+                    });
+                }
+            }
+        }
     }
-    (candidates, report)
+    Walked {
+        candidates,
+        changed,
+        present,
+        audio_files,
+        report,
+    }
 }
 
 fn is_hidden(name: &std::ffi::OsStr) -> bool {

@@ -101,3 +101,149 @@ backend_test! {
         assert!(enriched >= 25, "only {enriched} enriched");
     }
 }
+
+/// Tracks of the local folder by their relative path.
+async fn folder_tracks(library: &TestLibrary) -> HashMap<String, musiclib_core::domain::Track> {
+    library
+        .catalog()
+        .list_tracks(
+            &TrackFilter {
+                source: Some(Source::LocalFolder),
+                ..Default::default()
+            },
+            None,
+            Page::new(Some(200), None).unwrap(),
+        )
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|track| (track.source_id.clone(), track))
+        .collect()
+}
+
+backend_test! {
+    #[services]
+    async fn rescan_follows_changes_in_the_folder(backend: Backend) {
+        let corpus = corpus();
+        let folder = tempfile::tempdir().unwrap();
+        let root = folder.path().to_path_buf();
+        let put = |name: &str, source: &str| {
+            let path = root.join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, corpus_file(&corpus, source)).unwrap();
+        };
+        let song = |n: u32| match n {
+            1 => "library/Los Señores del Ritmo/Canción de Mañana (2021)/01 - Mañana Dorada.mp3",
+            2 => "library/Los Señores del Ritmo/Canción de Mañana (2021)/02 - Corazón en Fuga.mp3",
+            3 => "library/Los Señores del Ritmo/Canción de Mañana (2021)/03 - Ñandú Bailarín.mp3",
+            _ => "library/Aurora Lane/Northern Lights (2019)/01 - First Light.flac",
+        };
+        put("edited.mp3", song(1));
+        put("retagged.mp3", song(2));
+        put("deleted.mp3", song(3));
+        put("moving.flac", song(4));
+        let import = root.clone();
+        let library = TestLibrary::builder(backend)
+            .config(move |config| config.local_media_import_path = Some(import))
+            .build()
+            .await;
+        let alice = user(&library, "alice").await;
+        let admin = musiclib_core::auth::Caller {
+            user: library.accounts().create_user("root", "root-password", true).await.unwrap(),
+        };
+        let first = library.ingest().scan_local_folder(|_| {}).await.expect("scan");
+        assert_eq!(first.imported, 4, "{first:#?}");
+        let before = folder_tracks(&library).await;
+
+        // A manual edit, and a play of the track whose file will vanish.
+        library
+            .catalog()
+            .set_track_metadata(&admin, &before["edited.mp3"].id, &musiclib_core::catalog::TrackMetadata {
+                title: "Mine".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let deleted_id = before["deleted.mp3"].id.clone();
+        library
+            .social()
+            .record_play(&alice, musiclib_core::social::NewPlay {
+                track_id: deleted_id.to_string(),
+                played_at: musiclib_core::Timestamp::from_micros(1_000_000),
+                seconds_played: Some(120.0),
+                client_event_id: "play-1".into(),
+            })
+            .await
+            .unwrap();
+
+        // An unchanged rescan changes nothing.
+        let unchanged = library.ingest().scan_local_folder(|_| {}).await.expect("rescan");
+        assert_eq!(
+            (unchanged.imported, unchanged.changed, unchanged.missing, unchanged.relinked),
+            (0, 0, 0, 0),
+            "{unchanged:#?}"
+        );
+        assert_eq!(unchanged.already_imported, 4);
+
+        // Two files rewritten with other audio, one deleted, one moved.
+        put("edited.mp3", song(3));
+        put("retagged.mp3", song(3));
+        std::fs::remove_file(root.join("deleted.mp3")).unwrap();
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::rename(root.join("moving.flac"), root.join("sub/moved.flac")).unwrap();
+        let second = library.ingest().scan_local_folder(|_| {}).await.expect("rescan");
+        assert_eq!(second.changed, 2, "{second:#?}");
+        assert_eq!(second.missing, 1, "{second:#?}");
+        assert_eq!(second.relinked, 1, "{second:#?}");
+        assert_eq!(second.imported, 0, "{second:#?}");
+        assert!(second.warning.is_none());
+
+        let after = folder_tracks(&library).await;
+        assert_eq!(after.len(), 4);
+        // The manual edit is kept; the other re-read file shows its new tags.
+        let edited = &after["edited.mp3"];
+        assert_eq!(edited.id, before["edited.mp3"].id);
+        assert_eq!(edited.title, "Mine");
+        assert_ne!(edited.size_bytes, before["edited.mp3"].size_bytes);
+        let retagged = &after["retagged.mp3"];
+        assert_eq!(retagged.id, before["retagged.mp3"].id);
+        assert_eq!(retagged.title, "Ñandú Bailarín");
+        assert_eq!(retagged.size_bytes, before["deleted.mp3"].size_bytes);
+        assert_eq!(
+            musiclib_core::testing::blob_bytes(&library, &retagged.storage_uri).await.len() as i64,
+            retagged.size_bytes.unwrap()
+        );
+        // The vanished file's track stays, missing, with its play.
+        let deleted = &after["deleted.mp3"];
+        assert_eq!(deleted.id, deleted_id);
+        assert_eq!(deleted.availability.as_str(), "missing");
+        let history = library.social().history(&alice, Page::default()).await.unwrap();
+        assert_eq!(history.items.len(), 1);
+        // The moved file is the same track at its new path.
+        let moved = &after["sub/moved.flac"];
+        assert_eq!(moved.id, before["moving.flac"].id);
+        assert_eq!(moved.availability.as_str(), "available");
+        assert!(!after.contains_key("moving.flac"));
+
+        // The file is back: available again.
+        put("deleted.mp3", song(3));
+        let third = library.ingest().scan_local_folder(|_| {}).await.expect("rescan");
+        assert_eq!(third.restored, 1, "{third:#?}");
+        assert_eq!(folder_tracks(&library).await["deleted.mp3"].availability.as_str(), "available");
+
+        // An emptied folder (an unmounted disk) marks nothing missing, and says why.
+        for entry in std::fs::read_dir(&root).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                std::fs::remove_dir_all(path).unwrap();
+            } else {
+                std::fs::remove_file(path).unwrap();
+            }
+        }
+        let empty = library.ingest().scan_local_folder(|_| {}).await.expect("rescan");
+        assert_eq!(empty.missing, 0, "{empty:#?}");
+        assert!(empty.warning.as_deref().is_some_and(|warning| warning.contains("unmounted")), "{empty:#?}");
+        assert!(folder_tracks(&library).await.values().all(|track| track.availability.as_str() == "available"));
+    }
+}
