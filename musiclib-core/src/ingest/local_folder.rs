@@ -119,22 +119,20 @@ enum Prepared {
     },
 }
 
-/// What the database knows of an imported file.
-#[derive(Debug, Clone)]
+/// What a rescan compares of every imported file: its size and modification time. (Read for
+/// every file on every scan, so kept to two numbers: the rest is read only for the few files
+/// that changed or went.)
+#[derive(Debug, Clone, Copy)]
 struct Known {
-    id: String,
     size: Option<i64>,
     mtime: Option<i64>,
-    sha256: Option<String>,
-    availability: String,
 }
 
-#[derive(sqlx::FromRow)]
-struct KnownRow {
+/// The rest of what the database knows of an imported file.
+#[derive(Debug, Clone, sqlx::FromRow)]
+struct KnownTrack {
     id: String,
     source_id: String,
-    size_bytes: Option<i64>,
-    source_mtime: Option<i64>,
     content_sha256: Option<String>,
     availability: String,
 }
@@ -227,39 +225,40 @@ impl Ingest {
             .map_err(|error| Error::io(&root, error))?;
         let mut report = ScanReport::default();
 
-        let rows: Vec<KnownRow> = self
-            .db
-            .sql(
-                "SELECT id, source_id, size_bytes, source_mtime, content_sha256, availability
-                 FROM tracks WHERE source = 'local_folder'",
-            )
-            .fetch_all(self.db.pool())
-            .await?;
+        // The walk (file system) and what the database knows, side by side.
+        let walk_root = root.clone();
+        let walking = tokio::task::spawn_blocking(move || walk(&walk_root));
+        let loading = async {
+            let rows: Vec<(String, Option<i64>, Option<i64>)> = self
+                .db
+                .sql(
+                    "SELECT source_id, size_bytes, source_mtime FROM tracks
+                     WHERE source = 'local_folder'",
+                )
+                .fetch_all(self.db.pool())
+                .await?;
+            let missing: Vec<String> = self
+                .db
+                .sql(
+                    "SELECT source_id FROM tracks
+                     WHERE source = 'local_folder' AND availability = 'missing'",
+                )
+                .fetch_scalars(self.db.pool())
+                .await?;
+            Ok::<_, Error>((rows, missing))
+        };
+        let (walked, loaded) = tokio::join!(walking, loading);
+        let (files, walk_report) = walked.map_err(Error::task("folder walk"))?;
+        let (rows, missing) = loaded?;
         let known: HashMap<String, Known> = rows
             .into_iter()
-            .map(|row| {
-                (
-                    row.source_id,
-                    Known {
-                        id: row.id,
-                        size: row.size_bytes,
-                        mtime: row.source_mtime,
-                        sha256: row.content_sha256,
-                        availability: row.availability,
-                    },
-                )
-            })
+            .map(|(path, size, mtime)| (path, Known { size, mtime }))
             .collect();
-        let walk_root = root.clone();
-        let (walked, known) = tokio::task::spawn_blocking(move || {
-            let walked = walk(&walk_root, &known);
-            (walked, known)
-        })
-        .await
-        .map_err(Error::task("folder walk"))?;
+        let missing_before: HashSet<String> = missing.into_iter().collect();
+        let walked = classify(files, &known, walk_report);
         let Walked {
             candidates,
-            changed,
+            changed: changed_paths,
             present,
             audio_files,
             report: walk_report,
@@ -272,13 +271,34 @@ impl Ingest {
         }
         progress(&report);
 
-        // Known files that are not there any more. An empty folder while tracks are known
-        // looks unmounted: then nothing is marked missing.
-        // (Tracks already missing may still turn up under a new path.)
-        let absent: Vec<&Known> = known
+        // Known files that are not there any more (tracks already missing may still turn up
+        // under a new path). An empty folder while tracks are known looks unmounted: then
+        // nothing is marked missing.
+        let absent_paths: Vec<&str> = known
+            .keys()
+            .filter(|path| !present.contains(*path))
+            .map(String::as_str)
+            .collect();
+        let changed_lookup: Vec<&str> = changed_paths
             .iter()
-            .filter(|(path, _)| !present.contains(*path))
-            .map(|(_, known)| known)
+            .map(|candidate| candidate.relative.as_str())
+            .collect();
+        let back_paths: Vec<&str> = present
+            .iter()
+            .filter(|path| missing_before.contains(*path))
+            .map(String::as_str)
+            .collect();
+        let details = self
+            .known_tracks(
+                absent_paths
+                    .iter()
+                    .chain(&changed_lookup)
+                    .chain(&back_paths),
+            )
+            .await?;
+        let absent: Vec<&KnownTrack> = absent_paths
+            .iter()
+            .filter_map(|path| details.get(*path))
             .collect();
         let gone = absent
             .iter()
@@ -293,7 +313,7 @@ impl Ingest {
         } else {
             let mut by_hash = vanished.lock().expect("not poisoned");
             for known in &absent {
-                if let Some(sha) = known.sha256.as_ref().filter(|sha| !sha.is_empty()) {
+                if let Some(sha) = known.content_sha256.as_ref().filter(|sha| !sha.is_empty()) {
                     by_hash
                         .entry(sha.clone())
                         .or_default()
@@ -302,14 +322,17 @@ impl Ingest {
             }
         }
         // Missing files that are back.
-        let back: Vec<String> = present
+        let back: Vec<String> = back_paths
             .iter()
-            .filter_map(|path| known.get(path))
-            .filter(|known| known.availability == "missing")
+            .filter_map(|path| details.get(*path))
             .map(|known| known.id.clone())
             .collect();
         report.restored += self.set_availability(&back, "available").await?;
 
+        let changed = changed_paths.into_iter().filter_map(|candidate| {
+            let id = TrackId::from_db(details.get(&candidate.relative)?.id.clone());
+            Some(Changed { id, candidate })
+        });
         for change in changed {
             let relative = change.candidate.relative.clone();
             match self.reread_changed(change).await {
@@ -357,7 +380,7 @@ impl Ingest {
                 .iter()
                 .filter(|known| known.availability != "missing")
                 .filter(|known| {
-                    known.sha256.as_ref().is_none_or(String::is_empty)
+                    known.content_sha256.as_ref().is_none_or(String::is_empty)
                         || still_vanished.contains(&known.id)
                 })
                 .map(|known| known.id.clone())
@@ -367,6 +390,25 @@ impl Ingest {
         report.done = true;
         progress(&report);
         Ok(report)
+    }
+
+    /// Id, hash and availability of the local-folder tracks at `paths`, by path.
+    async fn known_tracks<'a>(
+        &self,
+        paths: impl Iterator<Item = &'a &'a str>,
+    ) -> Result<HashMap<String, KnownTrack>> {
+        let paths: Vec<&str> = paths.copied().collect();
+        let mut tracks = HashMap::new();
+        for chunk in paths.chunks(500) {
+            let mut sql = self.db.sql(
+                "SELECT id, source_id, content_sha256, availability FROM tracks
+                 WHERE source = 'local_folder' AND source_id IN (",
+            );
+            sql.push_list(chunk.iter().copied()).push(")");
+            let rows: Vec<KnownTrack> = sql.fetch_all(self.db.pool()).await?;
+            tracks.extend(rows.into_iter().map(|row| (row.source_id.clone(), row)));
+        }
+        Ok(tracks)
     }
 
     /// Sets the availability of local-folder tracks; returns how many changed.
@@ -649,7 +691,7 @@ struct Walked {
     /// Audio files not imported yet.
     candidates: Vec<Candidate>,
     /// Imported files whose size or modification time changed.
-    changed: Vec<Changed>,
+    changed: Vec<Candidate>,
     /// Relative paths of the imported files found (changed or not).
     present: HashSet<String>,
     /// Audio files found in all.
@@ -657,14 +699,12 @@ struct Walked {
     report: WalkReport,
 }
 
-/// Walks `root` (canonical), sorting audio files into new, changed and unchanged known ones,
-/// and counting the rest.
-fn walk(root: &Path, known: &HashMap<String, Known>) -> Walked {
+/// Walks `root` (canonical): every audio file with its size and modification time, and the
+/// counts of the rest.
+fn walk(root: &Path) -> (Vec<Candidate>, WalkReport) {
     let mut report = WalkReport::default();
     let mut candidates = Vec::new();
-    let mut changed = Vec::new();
-    let mut present = HashSet::new();
-    let mut audio_files = 0;
+    let mut found: Vec<(PathBuf, String)> = Vec::new();
     let walker = walkdir::WalkDir::new(root)
         .follow_links(false)
         .sort_by_file_name()
@@ -721,28 +761,61 @@ fn walk(root: &Path, known: &HashMap<String, Known>) -> Walked {
         } else {
             entry.path().to_path_buf()
         };
-        audio_files += 1;
-        let metadata = match std::fs::metadata(&absolute) {
-            Ok(metadata) => metadata,
-            Err(error) => {
-                report.errors.push(ScanFileError {
-                    path: relative,
-                    error: format!("cannot read: {error}"),
-                });
-                continue;
-            }
-        };
-        let mtime = metadata
-            .modified()
-            .ok()
-            .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
-            .map(|duration| duration.as_micros() as i64);
-        let candidate = Candidate {
-            absolute,
-            relative,
-            size: metadata.len(),
-            mtime,
-        };
+        found.push((absolute, relative));
+    }
+    // Stat the files on every core: on a warm cache a stat costs more than reading the
+    // directories, and a rescan stats every file to see what changed.
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let chunk = found.len().div_ceil(threads).max(1);
+    let stats: Vec<Vec<Result<Candidate, ScanFileError>>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = found
+            .chunks(chunk)
+            .map(|files| scope.spawn(move || files.iter().map(stat).collect()))
+            .collect();
+        workers
+            .into_iter()
+            .map(|worker| worker.join().unwrap_or_default())
+            .collect()
+    });
+    for result in stats.into_iter().flatten() {
+        match result {
+            Ok(candidate) => candidates.push(candidate),
+            Err(error) => report.errors.push(error),
+        }
+    }
+    (candidates, report)
+}
+
+/// A found file with its size and modification time.
+fn stat((absolute, relative): &(PathBuf, String)) -> Result<Candidate, ScanFileError> {
+    let metadata = std::fs::metadata(absolute).map_err(|error| ScanFileError {
+        path: relative.clone(),
+        error: format!("cannot read: {error}"),
+    })?;
+    let mtime = metadata
+        .modified()
+        .ok()
+        .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|duration| duration.as_micros() as i64);
+    Ok(Candidate {
+        absolute: absolute.clone(),
+        relative: relative.clone(),
+        size: metadata.len(),
+        mtime,
+    })
+}
+
+/// Sorts the audio files a walk found into new, changed and unchanged known ones.
+fn classify(
+    files: Vec<Candidate>,
+    known: &HashMap<String, Known>,
+    mut report: WalkReport,
+) -> Walked {
+    let mut candidates = Vec::new();
+    let mut changed = Vec::new();
+    let mut present = HashSet::new();
+    let audio_files = files.len() as u64;
+    for candidate in files {
         match known.get(&candidate.relative) {
             None => candidates.push(candidate),
             Some(known) => {
@@ -755,10 +828,7 @@ fn walk(root: &Path, known: &HashMap<String, Known>) -> Walked {
                     report.skipped += 1;
                     report.already_imported += 1;
                 } else {
-                    changed.push(Changed {
-                        id: TrackId::from_db(known.id.clone()),
-                        candidate,
-                    });
+                    changed.push(candidate);
                 }
             }
         }
