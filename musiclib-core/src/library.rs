@@ -120,7 +120,8 @@ impl Library {
         let social = Social::new(db.clone(), catalog.clone(), playlists.clone());
         let recommend = Recommend::new(db.clone(), catalog.clone());
         let settings = Settings::new(db.clone());
-        let maintenance = Maintenance::new(db.clone(), storage.clone());
+        let maintenance =
+            Maintenance::new(db.clone(), storage.clone(), catalog.clone(), jobs.clone());
         let admin = Admin::new(
             Arc::new(config.clone()),
             db.clone(),

@@ -3,14 +3,23 @@
 //! - `stats.rs`: library statistics (`GET /storage`): counts, footprint, playtime,
 //!   breakdowns, top genres, the volume's capacity.
 //! - `missing.rs`: tracks lacking metadata (`GET /storage/missing-metadata`).
+//! - `duplicates.rs`: tracks that are the same recording (`GET /storage/duplicates`).
+//! - `broken.rs`: the `check_files` job and the tracks whose stored file is broken
+//!   (`GET /storage/broken`).
 
+mod broken;
+mod duplicates;
 mod missing;
 mod stats;
 
+pub use broken::{BrokenTrack, CheckFiles, CheckReport, FileProblem};
+pub use duplicates::{DuplicateGroup, DuplicateReason, SAME_AUDIO};
 pub use missing::{MetadataField, MissingMetadata};
 pub use stats::{Breakdown, DiskUsage, Footprint, GenreCount, LibraryStats, TOP_GENRES};
 
+use crate::catalog::Catalog;
 use crate::db::Db;
+use crate::jobs::Jobs;
 use crate::storage::Storage;
 
 /// The maintenance service.
@@ -18,10 +27,17 @@ use crate::storage::Storage;
 pub struct Maintenance {
     db: Db,
     storage: Storage,
+    catalog: Catalog,
+    jobs: Jobs,
 }
 
 impl Maintenance {
-    pub(crate) fn new(db: Db, storage: Storage) -> Maintenance {
-        Maintenance { db, storage }
+    pub(crate) fn new(db: Db, storage: Storage, catalog: Catalog, jobs: Jobs) -> Maintenance {
+        Maintenance {
+            db,
+            storage,
+            catalog,
+            jobs,
+        }
     }
 }

@@ -97,6 +97,12 @@ impl Media {
         self.transcoder.ready().await
     }
 
+    /// Decodes a whole file with ffmpeg: `None` when it decodes cleanly, else ffmpeg's
+    /// complaint. Unavailable without ffmpeg.
+    pub(crate) async fn decode_check(&self, path: &std::path::Path) -> Result<Option<String>> {
+        self.transcoder.decode_check(path).await
+    }
+
     /// The media part of deleting a track, inside the deletion's transaction: its rendition
     /// rows. Returns their blob keys, to delete after commit.
     pub(crate) async fn delete_renditions(&self, tx: &mut Tx, id: &TrackId) -> Result<Vec<String>> {

@@ -438,6 +438,16 @@ pub async fn blob_keys(library: &Library, prefix: &str) -> Vec<String> {
         .expect("list blobs")
 }
 
+/// Deletes the blob at `key` (as a disk fault or an outside hand would).
+pub async fn delete_blob(library: &Library, key: &str) {
+    library
+        .storage()
+        .blobs()
+        .delete(key)
+        .await
+        .expect("delete a blob");
+}
+
 /// Whether a blob exists at `key`.
 pub async fn blob_exists(library: &Library, key: &str) -> bool {
     library

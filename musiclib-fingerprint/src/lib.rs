@@ -17,6 +17,7 @@
 //! resampler is not drained at the end of the file (fpcalc 1.5.1 stops at the decoder's
 //! end-of-file error before it would flush).
 
+pub mod compare;
 mod decode;
 mod ffmpeg;
 pub mod mp4;

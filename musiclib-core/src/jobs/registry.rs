@@ -7,7 +7,8 @@
 //!
 //! The spec names six kinds: `enrich_task`, `scan_local_folder`, `transcode_track` (here
 //! now), and `cleanup_storage`, `download_task`, `materialize_track`, which come with the
-//! capabilities that run them. Beside them, `reindex_library` (`POST /admin/reindex`).
+//! capabilities that run them. Beside them, `reindex_library` (`POST /admin/reindex`) and `check_files`
+//! (`POST /storage/broken/check`).
 //! Stored names and payload shapes are a contract with jobs
 //! already queued in a database: a payload may gain optional fields, never lose or rename one.
 
@@ -85,6 +86,7 @@ registry!(
     crate::ingest::ScanLocalFolder,
     crate::media::TranscodeTrack,
     crate::admin::Reindex,
+    crate::maintenance::CheckFiles,
 );
 
 /// The stored names of the kinds `pool`'s workers take (every kind for the general pool).
@@ -126,8 +128,9 @@ mod tests {
                     "materialize_track",
                     "transcode_track",
                     "cleanup_storage",
-                    // Beyond the spec's six: the admin reindex.
+                    // Beyond the spec's six: the admin reindex and the file check.
                     "reindex_library",
+                    "check_files",
                 ]
                 .contains(name),
                 "{name} is not a known job kind"

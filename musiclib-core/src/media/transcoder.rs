@@ -67,6 +67,29 @@ impl Transcoder {
         ))
     }
 
+    /// Decodes all of `source`, discarding the audio, holding a CPU slot: `Ok(None)` when
+    /// it decodes cleanly, `Ok(Some(reason))` with ffmpeg's first complaint when it does not.
+    pub(crate) async fn decode_check(&self, source: &Path) -> Result<Option<String>> {
+        let _slot = self.cpu.acquire().await;
+        let result = self
+            .command()
+            .arg("-i")
+            .arg(source)
+            .args(["-map", "0:a:0", "-f", "null", "-"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .await
+            .map_err(|error| self.start_error(error))?;
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        let complaint = stderr.lines().map(str::trim).find(|line| !line.is_empty());
+        Ok(match (result.status.success(), complaint) {
+            (true, None) => None,
+            (_, Some(line)) => Some(line.to_string()),
+            (false, None) => Some(format!("ffmpeg stopped with {}", result.status)),
+        })
+    }
+
     /// Encodes the audio of `source` as Opus at `kbps` into the Ogg file `output`, holding a
     /// CPU slot.
     pub(crate) async fn opus_file(&self, source: &Path, output: &Path, kbps: u32) -> Result<()> {

@@ -117,6 +117,13 @@ fn table() -> Vec<(&'static str, Operation, [&'static str; 3])> {
             ["forbidden", "forbidden", OK],
         ),
         (
+            "check every stored file",
+            |l, _, c, _| {
+                Box::pin(async move { l.maintenance().start_file_check(c).await.map(drop) })
+            },
+            ["forbidden", "forbidden", OK],
+        ),
+        (
             "reindex",
             |l, _, c, _| Box::pin(async move { l.admin().reindex(c).await.map(drop) }),
             ["forbidden", "forbidden", OK],

@@ -99,6 +99,53 @@ backend_test! {
         }
         let enriched = tracks.items.iter().filter(|track| track.metadata_status == MetadataStatus::Enriched).count();
         assert!(enriched >= 25, "only {enriched} enriched");
+
+        // Duplicates: exactly the manifest's pairs, each for its reason, the better copy kept.
+        let caller = user(&library, "reader").await;
+        let groups = library.maintenance().duplicates(&caller, Page::new(Some(200), None).unwrap()).await.unwrap();
+        let path_of: HashMap<String, String> = tracks
+            .items
+            .iter()
+            .map(|track| (track.id.to_string(), format!("library/{}", track.source_id)))
+            .collect();
+        let mut found: Vec<(Vec<String>, Vec<&str>, String)> = groups
+            .items
+            .iter()
+            .map(|group| {
+                let mut paths: Vec<String> = group.tracks.iter().map(|track| path_of[&track.id.to_string()].clone()).collect();
+                paths.sort();
+                let reasons = group.reasons.iter().map(|reason| reason.as_str()).collect();
+                (paths, reasons, path_of[&group.keeper.to_string()].clone())
+            })
+            .collect();
+        found.sort();
+        let mut expected: Vec<(Vec<String>, &str)> = manifest["fingerprint_similarity"]["duplicate_pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|pair| {
+                let mut paths = vec![pair["a"].as_str().unwrap().to_string(), pair["b"].as_str().unwrap().to_string()];
+                paths.sort();
+                (paths, pair["kind"].as_str().unwrap())
+            })
+            .collect();
+        expected.sort();
+        assert_eq!(
+            found.iter().map(|(paths, _, _)| paths.clone()).collect::<Vec<_>>(),
+            expected.iter().map(|(paths, _)| paths.clone()).collect::<Vec<_>>(),
+            "{found:#?}"
+        );
+        for ((paths, reasons, keeper), (_, kind)) in found.iter().zip(&expected) {
+            match *kind {
+                "identical-bytes" => assert!(reasons.contains(&"identical_bytes"), "{paths:?}: {reasons:?}"),
+                _ => assert!(reasons.contains(&"same_audio"), "{paths:?} ({kind}): {reasons:?}"),
+            }
+            // Lossless over lossy.
+            let lossless: Vec<&String> = paths.iter().filter(|path| path.ends_with(".flac")).collect();
+            if lossless.len() == 1 {
+                assert_eq!(keeper, lossless[0], "{paths:?}");
+            }
+        }
     }
 }
 

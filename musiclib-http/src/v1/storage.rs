@@ -2,13 +2,14 @@
 //! user; cleanup is an admin's.
 
 use axum::extract::State;
+use axum::http::StatusCode;
 use musiclib_core::maintenance::{self, MetadataField};
 use musiclib_core::Library;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::dto::{Page, TrackOut};
+use super::dto::{JobQueued, Page, PageParams, TrackOut};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Auth, Query};
 
@@ -16,6 +17,9 @@ pub(super) fn routes() -> OpenApiRouter<Library> {
     OpenApiRouter::new()
         .routes(routes!(statistics))
         .routes(routes!(missing_metadata))
+        .routes(routes!(duplicates))
+        .routes(routes!(broken))
+        .routes(routes!(check_files))
 }
 
 /// Library statistics.
@@ -189,4 +193,101 @@ async fn missing_metadata(
             .map(|field| field.as_str().to_string())
             .collect(),
     })))
+}
+
+/// Tracks that are one recording.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DuplicateGroupOut {
+    /// Why they are grouped: `identical_bytes`, `same_recording` (MusicBrainz), `same_audio`
+    /// (fingerprint).
+    pub reasons: Vec<String>,
+    /// The suggested copy to keep: lossless over lossy, then the higher bitrate, then the more
+    /// complete tags, then the oldest.
+    pub keeper_id: String,
+    /// The tracks, keeper first.
+    pub tracks: Vec<TrackOut>,
+}
+
+/// Groups of tracks that are the same recording, largest first.
+#[utoipa::path(get, path = "/storage/duplicates", tag = "storage", params(PageParams), security(("bearer" = [])),
+    responses((status = 200, body = Page<DuplicateGroupOut>), (status = 401, body = ErrorBody),
+        (status = 422, body = ErrorBody)))]
+async fn duplicates(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    Query(paging): Query<PageParams>,
+) -> Result<axum::Json<Page<DuplicateGroupOut>>, ApiError> {
+    let groups = library
+        .maintenance()
+        .duplicates(&caller, paging.page()?)
+        .await?;
+    Ok(axum::Json(Page::from_core(groups, |group| {
+        DuplicateGroupOut {
+            reasons: group
+                .reasons
+                .iter()
+                .map(|reason| reason.as_str().to_string())
+                .collect(),
+            keeper_id: group.keeper.to_string(),
+            tracks: group.tracks.into_iter().map(TrackOut::from).collect(),
+        }
+    })))
+}
+
+/// A track whose stored file is broken.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BrokenOut {
+    /// The track.
+    pub track: TrackOut,
+    /// `missing`, `size_mismatch`, `hash_mismatch` or `decode_failed`.
+    pub problem: String,
+    /// Why, readably.
+    pub reason: String,
+    /// When the file was checked.
+    pub checked_at: String,
+}
+
+/// Tracks whose stored file the last check (`POST /storage/broken/check`) found missing, of
+/// another size or hash than recorded, or not decoding to the end; most recent first.
+#[utoipa::path(get, path = "/storage/broken", tag = "storage", params(PageParams), security(("bearer" = [])),
+    responses((status = 200, body = Page<BrokenOut>), (status = 401, body = ErrorBody),
+        (status = 422, body = ErrorBody)))]
+async fn broken(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    Query(paging): Query<PageParams>,
+) -> Result<axum::Json<Page<BrokenOut>>, ApiError> {
+    let tracks = library
+        .maintenance()
+        .broken(&caller, paging.page()?)
+        .await?;
+    Ok(axum::Json(Page::from_core(tracks, |broken| BrokenOut {
+        track: broken.track.into(),
+        problem: broken.problem.as_str().to_string(),
+        reason: broken.reason,
+        checked_at: broken.checked_at.to_rfc3339(),
+    })))
+}
+
+/// Admin only: checks every stored file in the background (job `check_files`: presence,
+/// size, SHA-256, and a full decode with ffmpeg when it is installed), with progress on
+/// `GET /jobs/{id}`. A check already queued or running is returned.
+#[utoipa::path(post, path = "/storage/broken/check", tag = "storage", security(("bearer" = [])),
+    responses((status = 202, body = JobQueued), (status = 401, body = ErrorBody),
+        (status = 403, description = "Not an admin", body = ErrorBody),
+        (status = 503, description = "The job queue is unavailable", body = ErrorBody)))]
+async fn check_files(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+) -> Result<(StatusCode, axum::Json<JobQueued>), ApiError> {
+    let job_id = library.maintenance().start_file_check(&caller).await?;
+    let job = library.jobs().get(&caller, &job_id).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(JobQueued {
+            job_id: job_id.to_string(),
+            state: job.state.as_str().into(),
+            note: None,
+        }),
+    ))
 }

@@ -151,6 +151,20 @@ fn rows() -> Vec<Row> {
             expect: [401, 403, 403, 200],
         },
         Row {
+            operation: "read storage statistics",
+            method: "GET",
+            path: |_, _| "/api/v1/storage".into(),
+            body: None,
+            expect: [401, 200, 200, 200],
+        },
+        Row {
+            operation: "check every stored file",
+            method: "POST",
+            path: |_, _| "/api/v1/storage/broken/check".into(),
+            body: Some(json!({})),
+            expect: [401, 403, 403, 202],
+        },
+        Row {
             operation: "reindex",
             method: "POST",
             path: |_, _| "/api/v1/admin/reindex".into(),

@@ -206,6 +206,145 @@ async fn statistics_add_up(backend: Backend) {
         .get("/api/v1/storage/missing-metadata?limit=0", Some(&token))
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+
+    // Duplicates (the corpus test in core checks the groups): distinct files are none.
+    let (status, _) = app.get("/api/v1/storage/duplicates", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    musiclib_core::testing::drain_jobs(&app.library).await;
+    let (status, groups) = app.get("/api/v1/storage/duplicates", Some(&token)).await;
+    assert_eq!(status, StatusCode::OK, "{groups}");
+    assert_eq!(groups["total"], 0, "{groups}");
+    assert_eq!(groups["items"], serde_json::json!([]));
+    let (status, _) = app
+        .get("/api/v1/storage/duplicates?limit=500", Some(&token))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
 }
 
 both_backends!(services statistics, statistics_add_up);
+
+async fn broken_files_are_found(backend: Backend) {
+    use sha2::Digest as _;
+    let corpus = musiclib_core::testing::corpus();
+    let app = App::new(TestLibrary::new(backend).await).await;
+    let admin = app.admin_token().await;
+    let user = app.register("listener").await;
+    let mut tracks = Vec::new();
+    for file in [
+        "library/Aurora Lane/Northern Lights (2019)/01 - First Light.flac",
+        "library/Aurora Lane/Northern Lights (2019)/02 - Polar Drift.flac",
+        "library/Aurora Lane/Northern Lights (2019)/03 - Magnetosphere.flac",
+        "library/Aurora Lane/Northern Lights (2019)/04 - Ice Shelf.flac",
+        "library/Los Señores del Ritmo/Canción de Mañana (2021)/01 - Mañana Dorada.mp3",
+    ] {
+        let bytes = std::fs::read(corpus.join(file)).unwrap();
+        let (status, track) = app
+            .upload(&admin, file.rsplit('/').next().unwrap(), &bytes)
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{track}");
+        tracks.push((track, bytes));
+    }
+    let key = |index: usize| tracks[index].0["storage_uri"].as_str().unwrap().to_string();
+    let id = |index: usize| tracks[index].0["id"].as_str().unwrap().to_string();
+    // 0: gone. 1: cut short. 2: same size, other bytes. 3: damaged audio whose hash was
+    // recorded as it is now (imported damaged). 4: whole.
+    musiclib_core::testing::delete_blob(&app.library, &key(0)).await;
+    let short = tracks[1].1[..tracks[1].1.len() / 2].to_vec();
+    musiclib_core::testing::put_blob(&app.library, &key(1), short.into()).await;
+    let mut flipped = tracks[2].1.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0xff;
+    musiclib_core::testing::put_blob(&app.library, &key(2), flipped.into()).await;
+    let mut damaged = tracks[3].1.clone();
+    let start = damaged.len() / 3;
+    for byte in &mut damaged[start..start + 200_000] {
+        *byte = 0x55;
+    }
+    let digest = hex::encode(sha2::Sha256::digest(&damaged));
+    musiclib_core::testing::put_blob(&app.library, &key(3), damaged.into()).await;
+    musiclib_core::testing::execute(
+        &app.library,
+        "UPDATE tracks SET content_sha256 = $2 WHERE id = $1",
+        &[&id(3), &digest],
+    )
+    .await;
+
+    let (status, _) = app
+        .json(
+            "POST",
+            "/api/v1/storage/broken/check",
+            None,
+            serde_json::json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _) = app
+        .json(
+            "POST",
+            "/api/v1/storage/broken/check",
+            Some(&user),
+            serde_json::json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // Nothing is known before a check.
+    let (status, none) = app.get("/api/v1/storage/broken", Some(&user)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(none["total"], 0);
+    let (status, queued) = app
+        .json(
+            "POST",
+            "/api/v1/storage/broken/check",
+            Some(&admin),
+            serde_json::json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{queued}");
+    musiclib_core::testing::drain_jobs(&app.library).await;
+    let (_, job) = app
+        .get(
+            &format!("/api/v1/jobs/{}", queued["job_id"].as_str().unwrap()),
+            Some(&admin),
+        )
+        .await;
+    assert_eq!(job["kind"], "check_files");
+    assert_eq!(job["state"], "succeeded", "{job}");
+    assert_eq!(job["result"]["total"], 5, "{job}");
+    assert_eq!(job["result"]["checked"], 5, "{job}");
+    assert_eq!(job["result"]["broken"], 4, "{job}");
+    assert_eq!(job["result"]["decoded"], true, "{job}");
+
+    let (status, broken) = app.get("/api/v1/storage/broken", Some(&user)).await;
+    assert_eq!(status, StatusCode::OK, "{broken}");
+    assert_eq!(broken["total"], 4, "{broken}");
+    let problems: BTreeMap<String, String> = broken["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| {
+            assert!(
+                item["reason"]
+                    .as_str()
+                    .is_some_and(|reason| !reason.is_empty()),
+                "{item}"
+            );
+            assert!(item["checked_at"].is_string(), "{item}");
+            (
+                item["track"]["id"].as_str().unwrap().to_string(),
+                item["problem"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let expected: BTreeMap<String, String> = [
+        (id(0), "missing"),
+        (id(1), "size_mismatch"),
+        (id(2), "hash_mismatch"),
+        (id(3), "decode_failed"),
+    ]
+    .into_iter()
+    .map(|(id, problem)| (id, problem.to_string()))
+    .collect();
+    assert_eq!(problems, expected);
+}
+
+both_backends!(services broken, broken_files_are_found);
