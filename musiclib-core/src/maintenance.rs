@@ -4,15 +4,19 @@
 //!   breakdowns, top genres, the volume's capacity.
 //! - `missing.rs`: tracks lacking metadata (`GET /storage/missing-metadata`).
 //! - `duplicates.rs`: tracks that are the same recording (`GET /storage/duplicates`).
+//! - `cleanup.rs`: the `cleanup_storage` job (orphan blobs, vanished originals, with a refusal
+//!   when the store looks unavailable).
 //! - `broken.rs`: the `check_files` job and the tracks whose stored file is broken
 //!   (`GET /storage/broken`).
 
 mod broken;
+mod cleanup;
 mod duplicates;
 mod missing;
 mod stats;
 
 pub use broken::{BrokenTrack, CheckFiles, CheckReport, FileProblem};
+pub use cleanup::{CleanupPayload, CleanupReport, CleanupStorage};
 pub use duplicates::{DuplicateGroup, DuplicateReason, SAME_AUDIO};
 pub use missing::{MetadataField, MissingMetadata};
 pub use stats::{Breakdown, DiskUsage, Footprint, GenreCount, LibraryStats, TOP_GENRES};

@@ -25,13 +25,17 @@ struct BitReader<'a> {
 }
 
 impl BitReader<'_> {
+    /// The next `bits` (at most 8) bits.
     fn read(&mut self, bits: u32) -> Option<u32> {
-        let mut value = 0;
-        for bit in 0..bits {
-            let byte = *self.bytes.get(self.position / 8)?;
-            value |= u32::from((byte >> (self.position % 8)) & 1) << bit;
-            self.position += 1;
+        let end = self.position + bits as usize;
+        if end.div_ceil(8) > self.bytes.len() {
+            return None;
         }
+        let index = self.position / 8;
+        let low = u32::from(self.bytes[index]);
+        let high = u32::from(self.bytes.get(index + 1).copied().unwrap_or(0));
+        let value = ((low | (high << 8)) >> (self.position % 8)) & ((1 << bits) - 1);
+        self.position = end;
         Some(value)
     }
 }

@@ -5,8 +5,8 @@
 //! the `registry!` call below. A kind without a payload or a handler does not compile, and
 //! one not listed here is never claimed by a worker.
 //!
-//! The spec names six kinds: `enrich_task`, `scan_local_folder`, `transcode_track` (here
-//! now), and `cleanup_storage`, `download_task`, `materialize_track`, which come with the
+//! The spec names six kinds: `enrich_task`, `scan_local_folder`, `transcode_track`,
+//! `cleanup_storage` (here now), and `download_task`, `materialize_track`, which come with the
 //! capabilities that run them. Beside them, `reindex_library` (`POST /admin/reindex`) and `check_files`
 //! (`POST /storage/broken/check`).
 //! Stored names and payload shapes are a contract with jobs
@@ -87,6 +87,7 @@ registry!(
     crate::media::TranscodeTrack,
     crate::admin::Reindex,
     crate::maintenance::CheckFiles,
+    crate::maintenance::CleanupStorage,
 );
 
 /// The stored names of the kinds `pool`'s workers take (every kind for the general pool).

@@ -94,7 +94,14 @@ impl BlobStore {
         let mut builder = AmazonS3Builder::new()
             .with_bucket_name(&config.bucket)
             .with_region(&config.region)
-            .with_allow_http(config.allow_http);
+            .with_allow_http(config.allow_http)
+            // A few quick retries: a store that does not answer within seconds is down, and
+            // a request (a stream, a cleanup's listing) should say so rather than wait minutes.
+            .with_retry(object_store::RetryConfig {
+                max_retries: 3,
+                retry_timeout: std::time::Duration::from_secs(20),
+                ..Default::default()
+            });
         if let Some(endpoint) = &config.endpoint {
             // S3-compatible servers are usually addressed path-style.
             builder = builder
@@ -372,6 +379,16 @@ impl BlobStore {
 
     /// Lists every key under `prefix`.
     pub(crate) async fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        Ok(self
+            .list_meta(prefix)
+            .await?
+            .into_iter()
+            .map(|blob| blob.key)
+            .collect())
+    }
+
+    /// Lists every blob under `prefix` with its size.
+    pub(crate) async fn list_meta(&self, prefix: &str) -> Result<Vec<ListedBlob>> {
         let path = Self::object_path(prefix)?;
         let metas: Vec<_> = self
             .store
@@ -381,9 +398,21 @@ impl BlobStore {
             .map_err(Self::blob_error(prefix))?;
         Ok(metas
             .into_iter()
-            .map(|meta| meta.location.to_string())
+            .map(|meta| ListedBlob {
+                key: meta.location.to_string(),
+                size: meta.size,
+            })
             .collect())
     }
+}
+
+/// A blob as a listing shows it.
+#[derive(Debug, Clone)]
+pub(crate) struct ListedBlob {
+    /// Its key.
+    pub(crate) key: String,
+    /// Its size in bytes.
+    pub(crate) size: u64,
 }
 
 /// Size of the slices a mapped range is sent in.

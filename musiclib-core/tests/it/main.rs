@@ -4,6 +4,7 @@
 //! Modules:
 //! - `accounts`: registration, login, tokens.
 //! - `catalog`: upload, listing, filters, edits, deletion, search.
+//! - `cleanup`: the `cleanup_storage` job and its refusals.
 //! - `scan`: local-folder import against the generated corpus.
 //! - `enrichment`: tags, fingerprint, AcoustID (mocked), cover art.
 //! - `jobs`: the durable queue: leases, heartbeats, backoff, retries, concurrent workers,
@@ -17,6 +18,7 @@ mod support;
 
 mod accounts;
 mod catalog;
+mod cleanup;
 mod enrichment;
 mod hls;
 mod jobs;

@@ -124,6 +124,13 @@ fn table() -> Vec<(&'static str, Operation, [&'static str; 3])> {
             ["forbidden", "forbidden", OK],
         ),
         (
+            "clean up storage",
+            |l, _, c, _| {
+                Box::pin(async move { l.maintenance().start_cleanup(c, true).await.map(drop) })
+            },
+            ["forbidden", "forbidden", OK],
+        ),
+        (
             "reindex",
             |l, _, c, _| Box::pin(async move { l.admin().reindex(c).await.map(drop) }),
             ["forbidden", "forbidden", OK],

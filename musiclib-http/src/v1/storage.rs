@@ -20,6 +20,7 @@ pub(super) fn routes() -> OpenApiRouter<Library> {
         .routes(routes!(duplicates))
         .routes(routes!(broken))
         .routes(routes!(check_files))
+        .routes(routes!(cleanup))
 }
 
 /// Library statistics.
@@ -281,6 +282,50 @@ async fn check_files(
     Auth(caller): Auth,
 ) -> Result<(StatusCode, axum::Json<JobQueued>), ApiError> {
     let job_id = library.maintenance().start_file_check(&caller).await?;
+    let job = library.jobs().get(&caller, &job_id).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(JobQueued {
+            job_id: job_id.to_string(),
+            state: job.state.as_str().into(),
+            note: None,
+        }),
+    ))
+}
+
+/// A cleanup request.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CleanupIn {
+    /// Report what would be done, change nothing (default false).
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// Admin only: reconciles storage with the library (job `cleanup_storage`): deletes blobs no
+/// row references, marks tracks whose original is gone `missing` (never deletes a track), and
+/// refuses to delete anything when storage looks unavailable (a listing fails, or most
+/// referenced files are not there). The job's result on `GET /jobs/{id}` says what it found
+/// and did; a refusal is the job's error. The body is optional.
+#[utoipa::path(post, path = "/storage/cleanup", tag = "storage", request_body(content = Option<CleanupIn>), security(("bearer" = [])),
+    responses((status = 202, body = JobQueued), (status = 401, body = ErrorBody),
+        (status = 403, description = "Not an admin", body = ErrorBody),
+        (status = 422, description = "An unknown field or a wrong type", body = ErrorBody),
+        (status = 503, description = "The job queue is unavailable", body = ErrorBody)))]
+async fn cleanup(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    body: axum::body::Bytes,
+) -> Result<(StatusCode, axum::Json<JobQueued>), ApiError> {
+    let request: CleanupIn = if body.iter().all(u8::is_ascii_whitespace) {
+        CleanupIn::default()
+    } else {
+        crate::extract::parse_json(&body)?
+    };
+    let job_id = library
+        .maintenance()
+        .start_cleanup(&caller, request.dry_run)
+        .await?;
     let job = library.jobs().get(&caller, &job_id).await?;
     Ok((
         StatusCode::ACCEPTED,

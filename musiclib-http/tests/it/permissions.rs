@@ -165,6 +165,13 @@ fn rows() -> Vec<Row> {
             expect: [401, 403, 403, 202],
         },
         Row {
+            operation: "clean up storage",
+            method: "POST",
+            path: |_, _| "/api/v1/storage/cleanup".into(),
+            body: Some(json!({"dry_run": true})),
+            expect: [401, 403, 403, 202],
+        },
+        Row {
             operation: "reindex",
             method: "POST",
             path: |_, _| "/api/v1/admin/reindex".into(),

@@ -348,3 +348,45 @@ async fn broken_files_are_found(backend: Backend) {
 }
 
 both_backends!(services broken, broken_files_are_found);
+
+both_backends!(cleanup_requests, |backend: Backend| async move {
+    let app = App::new(TestLibrary::new(backend).await).await;
+    let admin = app.admin_token().await;
+    let (status, body) = app
+        .json(
+            "POST",
+            "/api/v1/storage/cleanup",
+            Some(&admin),
+            serde_json::json!({"dry": true}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["error"]["field"], "dry");
+    let (status, body) = app
+        .json(
+            "POST",
+            "/api/v1/storage/cleanup",
+            Some(&admin),
+            serde_json::json!({"dry_run": "yes"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    // No body is a real run; an empty store has nothing to do.
+    let request = axum::http::Request::post("/api/v1/storage/cleanup")
+        .header(axum::http::header::AUTHORIZATION, format!("Bearer {admin}"))
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let (status, queued) = app.call(request).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{queued}");
+    musiclib_core::testing::drain_jobs(&app.library).await;
+    let (_, job) = app
+        .get(
+            &format!("/api/v1/jobs/{}", queued["job_id"].as_str().unwrap()),
+            Some(&admin),
+        )
+        .await;
+    assert_eq!(job["kind"], "cleanup_storage");
+    assert_eq!(job["state"], "succeeded", "{job}");
+    assert_eq!(job["result"]["dry_run"], false);
+    assert_eq!(job["result"]["deleted"], 0);
+});

@@ -1,0 +1,193 @@
+//! The `cleanup_storage` job: orphans removed (after a dry run that changes nothing), tracks
+//! whose original is gone marked missing, and refusals when storage looks unavailable.
+
+use crate::backend_test;
+use crate::support::*;
+use musiclib_core::auth::Caller;
+use musiclib_core::jobs::JobState;
+use musiclib_core::JobId;
+
+const FILES: [&str; 4] = [
+    "library/Aurora Lane/Northern Lights (2019)/01 - First Light.flac",
+    "library/Aurora Lane/Northern Lights (2019)/02 - Polar Drift.flac",
+    "library/Los Señores del Ritmo/Canción de Mañana (2021)/01 - Mañana Dorada.mp3",
+    "library/Los Señores del Ritmo/Canción de Mañana (2021)/02 - Corazón en Fuga.mp3",
+];
+
+async fn admin(library: &TestLibrary) -> Caller {
+    Caller {
+        user: library
+            .accounts()
+            .create_user("root", "root-password", true)
+            .await
+            .unwrap(),
+    }
+}
+
+/// Uploads the files; returns the tracks.
+async fn upload_all(library: &TestLibrary, caller: &Caller) -> Vec<musiclib_core::domain::Track> {
+    let corpus = corpus();
+    let mut tracks = Vec::new();
+    for file in FILES {
+        let bytes = corpus_file(&corpus, file);
+        let outcome = library
+            .ingest()
+            .upload_track(
+                caller,
+                Some(file.rsplit('/').next().unwrap()),
+                bytes.as_slice(),
+            )
+            .await
+            .unwrap();
+        tracks.push(outcome.track);
+    }
+    tracks
+}
+
+/// Runs the queued jobs and returns the cleanup job as it ended.
+async fn run_cleanup(
+    library: &TestLibrary,
+    caller: &Caller,
+    dry_run: bool,
+) -> musiclib_core::jobs::Job {
+    let id: JobId = library
+        .maintenance()
+        .start_cleanup(caller, dry_run)
+        .await
+        .unwrap();
+    musiclib_core::testing::drain_jobs(library).await;
+    library.jobs().get(caller, &id).await.unwrap()
+}
+
+backend_test! {
+    #[services]
+    async fn orphans_go_and_lost_originals_are_marked(backend: Backend) {
+        let library = TestLibrary::new(backend).await;
+        let root = admin(&library).await;
+        let tracks = upload_all(&library, &root).await;
+        musiclib_core::testing::drain_jobs(&library).await;
+        // Orphans of three namespaces: a crash between blob and row would leave these.
+        let orphans = [
+            format!("audio/{}.mp3", musiclib_core::TrackId::new()),
+            format!("covers/thumbs/{}/64.jpg", musiclib_core::AlbumId::new()),
+            format!("renditions/{}/low.opus", musiclib_core::TrackId::new()),
+        ];
+        for key in &orphans {
+            musiclib_core::testing::put_blob(&library, key, bytes::Bytes::from_static(b"orphaned bytes")).await;
+        }
+
+        // A dry run reports them and changes nothing.
+        let dry = run_cleanup(&library, &root, true).await;
+        assert_eq!(dry.state, JobState::Succeeded, "{dry:?}");
+        let result = dry.result.clone().unwrap();
+        assert_eq!(result["dry_run"], true);
+        assert_eq!(result["orphans"]["originals"], 1, "{result}");
+        assert_eq!(result["orphans"]["thumbnails"], 1, "{result}");
+        assert_eq!(result["orphans"]["opus_renditions"], 1, "{result}");
+        assert_eq!(result["deleted"], 0);
+        for key in &orphans {
+            assert!(musiclib_core::testing::blob_exists(&library, key).await, "{key}");
+        }
+
+        // The real run deletes exactly them.
+        let done = run_cleanup(&library, &root, false).await;
+        assert_eq!(done.state, JobState::Succeeded, "{done:?}");
+        let result = done.result.clone().unwrap();
+        assert_eq!(result["deleted"], 3, "{result}");
+        for key in &orphans {
+            assert!(!musiclib_core::testing::blob_exists(&library, key).await, "{key}");
+        }
+        for track in &tracks {
+            assert!(musiclib_core::testing::blob_exists(&library, &track.storage_uri).await);
+        }
+
+        // One original lost (of four: not an outage): its track is marked missing, kept.
+        musiclib_core::testing::delete_blob(&library, &tracks[0].storage_uri).await;
+        let done = run_cleanup(&library, &root, false).await;
+        assert_eq!(done.state, JobState::Succeeded, "{done:?}");
+        assert_eq!(done.result.clone().unwrap()["missing_tracks"], 1);
+        let lost = library.catalog().get_track(&tracks[0].id).await.unwrap();
+        assert_eq!(lost.availability.as_str(), "missing");
+        let kept = library.catalog().get_track(&tracks[1].id).await.unwrap();
+        assert_eq!(kept.availability.as_str(), "available");
+
+        // Only admins start one.
+        let reader = user(&library, "reader").await;
+        assert_eq!(library.maintenance().start_cleanup(&reader, true).await.unwrap_err().code(), "forbidden");
+    }
+}
+
+backend_test! {
+    #[services]
+    async fn emptied_storage_is_left_alone(backend: Backend) {
+        let library = TestLibrary::new(backend).await;
+        let root = admin(&library).await;
+        let tracks = upload_all(&library, &root).await;
+        let orphan = format!("audio/{}.mp3", musiclib_core::TrackId::new());
+        // Every referenced file gone (an unmounted disk, a wrong bucket), one stray left.
+        for track in &tracks {
+            musiclib_core::testing::delete_blob(&library, &track.storage_uri).await;
+        }
+        musiclib_core::testing::put_blob(&library, &orphan, bytes::Bytes::from_static(b"stray")).await;
+        let refused = run_cleanup(&library, &root, false).await;
+        assert_eq!(refused.state, JobState::Failed, "{refused:?}");
+        let error = refused.error.clone().unwrap();
+        assert!(error.contains("refused") && error.contains("nothing was deleted"), "{error}");
+        // Nothing changed: the stray is still there, no track was marked.
+        assert!(musiclib_core::testing::blob_exists(&library, &orphan).await);
+        for track in &tracks {
+            let track = library.catalog().get_track(&track.id).await.unwrap();
+            assert_eq!(track.availability.as_str(), "available");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(musiclib_services),
+    ignore = "needs PostgreSQL, S3 and the corpus: run the README test command"
+)]
+async fn an_unreachable_object_store_changes_nothing() {
+    // Scale-out whose S3 endpoint does not answer (the server stopped): the listing fails, so
+    // nothing is deleted and no track is marked missing.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", dead.local_addr().unwrap());
+    drop(dead);
+    let library = TestLibrary::builder(Backend::ScaleOut)
+        .config(move |config| {
+            if let musiclib_core::config::StorageConfig::S3(s3) = &mut config.storage {
+                s3.endpoint = Some(endpoint);
+            }
+        })
+        .build()
+        .await;
+    let root = admin(&library).await;
+    musiclib_core::testing::insert_synthetic_tracks(&library, 5).await;
+    musiclib_core::testing::execute(
+        &library,
+        "UPDATE tracks SET storage_uri = 'audio/' || id || '.mp3', availability = 'available'",
+        &[],
+    )
+    .await;
+    let refused = run_cleanup(&library, &root, false).await;
+    assert_eq!(refused.state, JobState::Failed, "{refused:?}");
+    let error = refused.error.clone().unwrap();
+    assert!(
+        error.contains("cannot be listed") && error.contains("nothing was deleted"),
+        "{error}"
+    );
+    let missing: i64 = library
+        .catalog()
+        .list_tracks(
+            &musiclib_core::catalog::TrackFilter {
+                availability: Some(musiclib_core::domain::Availability::Missing),
+                ..Default::default()
+            },
+            None,
+            musiclib_core::domain::Page::default(),
+        )
+        .await
+        .unwrap()
+        .total;
+    assert_eq!(missing, 0);
+}
