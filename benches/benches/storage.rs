@@ -57,15 +57,24 @@ async fn run(backend: Backend, name: &str) {
     );
 }
 
-/// A reproducible fingerprint of 950 items.
+/// A reproducible fingerprint of 950 items shaped like Chromaprint's: each item differs from
+/// the one before in a few bits (about six), as consecutive frames of music do.
 fn fingerprint(seed: u64) -> Vec<u32> {
     let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut item = next() as u32;
     (0..950)
         .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u32
+            let random = next();
+            // Six random bit positions.
+            let flips = (0..6).fold(0u32, |bits, k| bits | 1 << ((random >> (k * 5)) & 31));
+            item ^= flips;
+            item
         })
         .collect()
 }

@@ -5,13 +5,16 @@
 //! - `sync`: the pull side of the sync protocol (`GET /sync/changes`).
 //! - `annotations`: stars and ratings (a star on a track is a like).
 //! - `listening`: now playing and the saved play queue.
+//! - `bookmarks`: positions to resume a track from.
 
 mod annotations;
+mod bookmarks;
 mod events;
 mod listening;
 mod sync;
 
 pub use annotations::{Annotation, Starred};
+pub use bookmarks::{Bookmark, MAX_BOOKMARK_COMMENT};
 pub use events::{
     LikeEvent, LikeState, LikedTrack, NewLike, NewPlay, PlayEvent, PushOutcome,
     MAX_CLIENT_EVENT_ID, MAX_PUSH_EVENTS,

@@ -41,6 +41,32 @@ impl Accounts {
             .await
     }
 
+    /// A user by name: the caller's own account, or anyone's for an admin (another user's
+    /// is forbidden to others; an unknown name is not found, for admins).
+    pub async fn user_by_name(&self, caller: &Caller, username: &str) -> Result<User> {
+        if crate::text::name_key(username.trim()) == crate::text::name_key(&caller.user.username) {
+            return Ok(caller.user.clone());
+        }
+        caller.require_admin()?;
+        self.find_user_by_name(username)
+            .await?
+            .ok_or_else(|| Error::not_found("user", username))
+    }
+
+    /// Every account, by name, without paging (for the legacy interface's `getUsers`);
+    /// admin only.
+    pub async fn all_users(&self, caller: &Caller) -> Result<Vec<User>> {
+        caller.require_admin()?;
+        let rows: Vec<UserRow> = self
+            .db
+            .sql(&format!(
+                "SELECT {USER_COLUMNS} FROM users ORDER BY username_key, id"
+            ))
+            .fetch_all(self.db.pool())
+            .await?;
+        Ok(rows.into_iter().map(User::from).collect())
+    }
+
     /// Admin only, never their own account: disables `user` (it cannot sign in, on either
     /// interface, and its tokens stop working) or enables it again.
     pub async fn set_disabled(

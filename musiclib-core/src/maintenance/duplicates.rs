@@ -209,7 +209,9 @@ impl Maintenance {
     async fn same_audio_pairs(&self) -> Result<Vec<(String, String)>> {
         // The sampled items of every fingerprint, read a page at a time.
         let mut ids: Vec<String> = Vec::new();
-        let mut postings: HashMap<u32, Vec<u32>> = HashMap::new();
+        // (key, track) for every sampled item: sorted, equal keys sit together. (A flat
+        // vector, not a map of lists: a million keys are a million allocations otherwise.)
+        let mut entries: Vec<(u32, u32)> = Vec::new();
         let mut keys_of: Vec<u32> = Vec::new();
         let mut after = String::new();
         loop {
@@ -235,24 +237,23 @@ impl Maintenance {
                 keys.sort_unstable();
                 keys.dedup();
                 keys_of.push(keys.len() as u32);
-                for key in keys {
-                    postings.entry(key).or_default().push(track);
-                }
+                entries.extend(keys.into_iter().map(|key| (key, track)));
             }
         }
-        // Candidates: pairs sharing enough keys (common keys skipped).
+        entries.sort_unstable();
+        // Candidates: pairs sharing enough keys (keys shared too widely skipped).
         let mut shared: HashMap<(u32, u32), u32> = HashMap::new();
-        for tracks in postings.values() {
-            if tracks.len() < 2 || tracks.len() > MAX_POSTINGS {
+        for run in entries.chunk_by(|a, b| a.0 == b.0) {
+            if run.len() < 2 || run.len() > MAX_POSTINGS {
                 continue;
             }
-            for (position, &a) in tracks.iter().enumerate() {
-                for &b in &tracks[position + 1..] {
+            for (position, &(_, a)) in run.iter().enumerate() {
+                for &(_, b) in &run[position + 1..] {
                     *shared.entry((a, b)).or_default() += 1;
                 }
             }
         }
-        drop(postings);
+        drop(entries);
         let candidates: Vec<(u32, u32)> = shared
             .into_iter()
             .filter(|&((a, b), count)| {

@@ -175,3 +175,56 @@ pub(crate) async fn play_queue(request: &Request) -> Outcome {
         .list("entry", request.songs("entry", &tracks).await?);
     Ok(Reply::Envelope(Some(element)))
 }
+
+/// `createBookmark`: sets the caller's bookmark in a song (`id`, `position` in ms, optional
+/// `comment`).
+pub(crate) async fn create_bookmark(request: &Request) -> Outcome {
+    let params = &request.params;
+    let id = track_id(params.required("id")?)?;
+    let position = params
+        .int("position")?
+        .ok_or_else(|| SubsonicError::missing("position"))?;
+    request
+        .library
+        .social()
+        .set_bookmark(&request.caller, &id, position, params.get("comment"))
+        .await?;
+    Ok(Reply::Envelope(None))
+}
+
+/// `getBookmarks`: the caller's bookmarks, each with its song.
+pub(crate) async fn bookmarks(request: &Request) -> Outcome {
+    let bookmarks = request.library.social().bookmarks(&request.caller).await?;
+    let tracks: Vec<_> = bookmarks
+        .iter()
+        .map(|bookmark| bookmark.track.clone())
+        .collect();
+    let songs = request.songs("entry", &tracks).await?;
+    let elements = bookmarks
+        .iter()
+        .zip(songs)
+        .map(|(bookmark, song)| {
+            Element::new("bookmark")
+                .attr("position", bookmark.position_ms)
+                .attr("username", request.caller.user.username.as_str())
+                .opt("comment", bookmark.comment.clone())
+                .attr("created", bookmark.created_at)
+                .attr("changed", bookmark.updated_at)
+                .child(song)
+        })
+        .collect();
+    Ok(Reply::Envelope(Some(
+        Element::new("bookmarks").list("bookmark", elements),
+    )))
+}
+
+/// `deleteBookmark`: deletes the caller's bookmark in a song (`id`).
+pub(crate) async fn delete_bookmark(request: &Request) -> Outcome {
+    let id = track_id(request.params.required("id")?)?;
+    request
+        .library
+        .social()
+        .delete_bookmark(&request.caller, &id)
+        .await?;
+    Ok(Reply::Envelope(None))
+}

@@ -31,6 +31,7 @@ pub(crate) async fn dispatch(name: &str, request: &Request) -> Outcome {
         "getLicense" => Box::pin(system::license(request)),
         "tokenInfo" => Box::pin(system::token_info(request)),
         "getUser" => Box::pin(system::user(request)),
+        "getUsers" => Box::pin(system::users(request)),
         "startScan" => Box::pin(system::start_scan(request)),
         "getScanStatus" => Box::pin(system::scan_status(request)),
 
@@ -72,6 +73,9 @@ pub(crate) async fn dispatch(name: &str, request: &Request) -> Outcome {
         "scrobble" => Box::pin(annotation::scrobble(request)),
         "savePlayQueue" => Box::pin(annotation::save_play_queue(request)),
         "getPlayQueue" => Box::pin(annotation::play_queue(request)),
+        "createBookmark" => Box::pin(annotation::create_bookmark(request)),
+        "getBookmarks" => Box::pin(annotation::bookmarks(request)),
+        "deleteBookmark" => Box::pin(annotation::delete_bookmark(request)),
 
         other => return Err(SubsonicError::not_supported(other)),
     };

@@ -45,43 +45,63 @@ pub(crate) async fn token_info(request: &Request) -> Outcome {
 /// `getUser`: the caller, or anyone for an admin (error 50 otherwise).
 pub(crate) async fn user(request: &Request) -> Outcome {
     let username = request.params.required("username")?;
-    let user = if musiclib_core::text::name_key(username)
-        == musiclib_core::text::name_key(&request.caller.user.username)
-    {
-        request.caller.user.clone()
-    } else {
-        if !request.caller.user.is_admin {
-            return Err(SubsonicError {
-                code: 50,
-                message: "only an admin may read another user".into(),
-            });
-        }
+    let user = request
+        .library
+        .accounts()
+        .user_by_name(&request.caller, username)
+        .await?;
+    Ok(Reply::Envelope(Some(user_element(request, &user).await?)))
+}
+
+/// `getUsers`: every account (admins; error 50 otherwise).
+pub(crate) async fn users(request: &Request) -> Outcome {
+    let users = request
+        .library
+        .accounts()
+        .all_users(&request.caller)
+        .await?;
+    let mut elements = Vec::with_capacity(users.len());
+    for user in &users {
+        elements.push(user_element(request, user).await?);
+    }
+    Ok(Reply::Envelope(Some(
+        Element::new("users").list("user", elements),
+    )))
+}
+
+/// A `user` element: roles follow what musiclib lets every user do, `adminRole` the
+/// superuser flag, `scrobblingEnabled` the caller's own setting (others': true).
+async fn user_element(
+    request: &Request,
+    user: &musiclib_core::auth::User,
+) -> Result<Element, SubsonicError> {
+    let scrobbling = if user.id == request.caller.user.id {
         request
             .library
-            .accounts()
-            .find_user_by_name(username)
+            .settings()
+            .get(&request.caller)
             .await?
-            .ok_or_else(|| SubsonicError::not_found(format_args!("user {username}")))?
+            .settings
+            .scrobbling
+    } else {
+        true
     };
-    let admin = user.is_admin;
-    Ok(Reply::Envelope(Some(
-        Element::new("user")
-            .attr("username", user.username.as_str())
-            .attr("scrobblingEnabled", true)
-            .attr("adminRole", admin)
-            .attr("settingsRole", true)
-            .attr("downloadRole", true)
-            .attr("uploadRole", true)
-            .attr("playlistRole", true)
-            .attr("coverArtRole", false)
-            .attr("commentRole", false)
-            .attr("podcastRole", false)
-            .attr("streamRole", true)
-            .attr("jukeboxRole", false)
-            .attr("shareRole", false)
-            .attr("videoConversionRole", false)
-            .values("folder", vec![Scalar::Int(FOLDER_ID)]),
-    )))
+    Ok(Element::new("user")
+        .attr("username", user.username.as_str())
+        .attr("scrobblingEnabled", scrobbling)
+        .attr("adminRole", user.is_admin)
+        .attr("settingsRole", true)
+        .attr("downloadRole", true)
+        .attr("uploadRole", true)
+        .attr("playlistRole", true)
+        .attr("coverArtRole", false)
+        .attr("commentRole", false)
+        .attr("podcastRole", false)
+        .attr("streamRole", true)
+        .attr("jukeboxRole", false)
+        .attr("shareRole", false)
+        .attr("videoConversionRole", false)
+        .values("folder", vec![Scalar::Int(FOLDER_ID)]))
 }
 
 fn scan_element(status: musiclib_core::ingest::ScanStatus) -> Element {

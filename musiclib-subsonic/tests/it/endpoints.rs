@@ -51,6 +51,20 @@ both_backends!(every_method, |backend: Backend| async move {
         app.json_as(&app.auth(), "getUser", "").await["error"]["code"],
         10
     );
+    // getUsers: every account, for admins.
+    app.xml_as(&app.admin_auth(), "getUsers", "").await;
+    let users = app.json_as(&app.admin_auth(), "getUsers", "").await;
+    let names: Vec<&str> = users["users"]["user"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|user| user["username"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"ann") && names.contains(&"root"), "{users}");
+    assert_eq!(
+        app.json_as(&app.auth(), "getUsers", "").await["error"]["code"],
+        50
+    );
 
     // Browsing.
     let folders = both(&app, "getMusicFolders", "").await;
@@ -415,6 +429,68 @@ both_backends!(every_method, |backend: Backend| async move {
         .await
         .get("playQueue")
         .is_none());
+
+    // Bookmarks: one per song, moved by a second create, kept per user.
+    let none = both(&app, "getBookmarks", "").await;
+    assert!(
+        none["bookmarks"]["bookmark"]
+            .as_array()
+            .is_none_or(Vec::is_empty),
+        "{none}"
+    );
+    both(
+        &app,
+        "createBookmark",
+        &format!("id={song}&position=1000&comment=chapter%201"),
+    )
+    .await;
+    both(&app, "createBookmark", &format!("id={other}&position=5000")).await;
+    both(
+        &app,
+        "createBookmark",
+        &format!("id={song}&position=90000&comment=chapter%202"),
+    )
+    .await;
+    let marks = both(&app, "getBookmarks", "").await["bookmarks"]["bookmark"].clone();
+    let marks = marks.as_array().unwrap();
+    assert_eq!(marks.len(), 2, "{marks:?}");
+    assert_eq!(marks[0]["entry"]["id"], song.as_str());
+    assert_eq!(marks[0]["position"], 90000);
+    assert_eq!(marks[0]["comment"], "chapter 2");
+    assert_eq!(marks[0]["username"], "ann");
+    assert!(marks[0]["created"].is_string() && marks[0]["changed"].is_string());
+    assert!(
+        app.json_as(&app.admin_auth(), "getBookmarks", "").await["bookmarks"]["bookmark"]
+            .as_array()
+            .is_none_or(Vec::is_empty)
+    );
+    app.xml("deleteBookmark", &format!("id={song}")).await;
+    assert_eq!(
+        app.json_as(&app.auth(), "deleteBookmark", &format!("id={song}"))
+            .await["error"]["code"],
+        70
+    );
+    assert_eq!(
+        app.json_as(&app.auth(), "createBookmark", &format!("id={song}"))
+            .await["error"]["code"],
+        10
+    );
+    assert_eq!(
+        app.json_as(&app.auth(), "createBookmark", "id=nope&position=1")
+            .await["error"]["code"],
+        70
+    );
+    let left = both(&app, "getBookmarks", "").await["bookmarks"]["bookmark"].clone();
+    assert_eq!(
+        ids(&Value::Array(
+            left.as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b["entry"].clone())
+                .collect()
+        )),
+        vec![other.clone()]
+    );
 
     // Lyrics: empty answers until musiclib fetches lyrics.
     both(&app, "getLyrics", "artist=a&title=b").await;

@@ -154,8 +154,13 @@ impl Fixture {
     /// `method` as the caller with `params`, in XML, validated against the schema; must
     /// have status ok.
     pub async fn xml(&self, method: &str, params: &str) -> String {
-        let (status, content_type, body) =
-            self.get(method, &format!("{}&{params}", self.auth())).await;
+        self.xml_as(&self.auth(), method, params).await
+    }
+
+    /// `method` with the given auth, in XML, validated against the schema; must have status
+    /// ok.
+    pub async fn xml_as(&self, auth: &str, method: &str, params: &str) -> String {
+        let (status, content_type, body) = self.get(method, &format!("{auth}&{params}")).await;
         assert_eq!(status, StatusCode::OK, "{method}");
         assert!(
             content_type.starts_with("text/xml"),
