@@ -145,6 +145,22 @@ pub const SETTINGS: &[(&str, &str, &str)] = &[
         "https://lrclib.net",
         "LRCLIB endpoint (lyrics)",
     ),
+    (
+        "LASTFM_API_KEY",
+        "",
+        "Last.fm API key of this server (scrobbling to Last.fm is off without it)",
+    ),
+    ("LASTFM_API_SECRET", "", "Last.fm shared secret (signs every call)"),
+    (
+        "LASTFM_BASE_URL",
+        "https://ws.audioscrobbler.com/2.0",
+        "Last.fm API root",
+    ),
+    (
+        "LISTENBRAINZ_BASE_URL",
+        "https://api.listenbrainz.org",
+        "ListenBrainz API root",
+    ),
     ("LOG_FORMAT", "text", "text or json"),
     ("RUST_LOG", "info", "Log filter (tracing-subscriber syntax)"),
 ];
@@ -374,6 +390,12 @@ impl TryFrom<RawSettings> for Settings {
         config.enrichment.coverart_base_url =
             raw.url("COVERART_BASE_URL", "https://coverartarchive.org")?;
         config.enrichment.lrclib_base_url = raw.url("LRCLIB_BASE_URL", "https://lrclib.net")?;
+        config.scrobbling.lastfm_api_key = raw.get("LASTFM_API_KEY").map(str::to_string);
+        config.scrobbling.lastfm_api_secret = raw.get("LASTFM_API_SECRET").map(str::to_string);
+        config.scrobbling.lastfm_base_url =
+            raw.url("LASTFM_BASE_URL", "https://ws.audioscrobbler.com/2.0")?;
+        config.scrobbling.listenbrainz_base_url =
+            raw.url("LISTENBRAINZ_BASE_URL", "https://api.listenbrainz.org")?;
 
         let bind_address = raw
             .get("BIND_ADDRESS")

@@ -168,6 +168,25 @@ impl Admin {
                 "COVERART_ENABLED is false",
             )
         });
+        let scrobbling = &self.config.scrobbling;
+        services.push(if scrobbling.lastfm_available() {
+            status(
+                "lastfm",
+                ServiceState::Configured,
+                &scrobbling.lastfm_base_url,
+            )
+        } else {
+            status(
+                "lastfm",
+                ServiceState::Disabled,
+                "LASTFM_API_KEY and LASTFM_API_SECRET are not both set: no Last.fm scrobbling",
+            )
+        });
+        services.push(status(
+            "listenbrainz",
+            ServiceState::Configured,
+            &scrobbling.listenbrainz_base_url,
+        ));
         Ok(services)
     }
 

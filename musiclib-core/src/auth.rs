@@ -10,7 +10,7 @@
 pub mod legacy;
 mod manage;
 pub mod policy;
-mod secrets;
+pub(crate) mod secrets;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -31,6 +31,45 @@ pub struct Config {
     pub enrichment: EnrichmentConfig,
     /// Renditions (ffmpeg) settings.
     pub transcoding: TranscodeConfig,
+    /// Scrobbling services.
+    pub scrobbling: ScrobblingConfig,
+}
+
+/// Scrobbling services (settings `LASTFM_*`, `LISTENBRAINZ_BASE_URL`).
+#[derive(Clone)]
+pub struct ScrobblingConfig {
+    /// Last.fm API key of this server's application; Last.fm is off without it.
+    pub lastfm_api_key: Option<String>,
+    /// Last.fm shared secret (signs every call).
+    pub lastfm_api_secret: Option<String>,
+    /// Last.fm API root (`…/2.0`).
+    pub lastfm_base_url: String,
+    /// ListenBrainz API root.
+    pub listenbrainz_base_url: String,
+}
+
+impl ScrobblingConfig {
+    /// Whether Last.fm can be used (key and secret set).
+    pub fn lastfm_available(&self) -> bool {
+        self.lastfm_api_key.is_some() && self.lastfm_api_secret.is_some()
+    }
+}
+
+impl std::fmt::Debug for ScrobblingConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScrobblingConfig")
+            .field(
+                "lastfm_api_key",
+                &self.lastfm_api_key.as_ref().map(|_| REDACTED),
+            )
+            .field(
+                "lastfm_api_secret",
+                &self.lastfm_api_secret.as_ref().map(|_| REDACTED),
+            )
+            .field("lastfm_base_url", &self.lastfm_base_url)
+            .field("listenbrainz_base_url", &self.listenbrainz_base_url)
+            .finish()
+    }
 }
 
 impl std::fmt::Debug for Config {
@@ -48,6 +87,7 @@ impl std::fmt::Debug for Config {
             .field("jobs", &self.jobs)
             .field("enrichment", &self.enrichment)
             .field("transcoding", &self.transcoding)
+            .field("scrobbling", &self.scrobbling)
             .finish()
     }
 }
@@ -144,6 +184,16 @@ impl Config {
             plain("COVERART_ENABLED", enrichment.coverart_enabled),
             plain("COVERART_BASE_URL", &enrichment.coverart_base_url),
             plain("LRCLIB_BASE_URL", &enrichment.lrclib_base_url),
+            secret("LASTFM_API_KEY", self.scrobbling.lastfm_api_key.is_some()),
+            secret(
+                "LASTFM_API_SECRET",
+                self.scrobbling.lastfm_api_secret.is_some(),
+            ),
+            plain("LASTFM_BASE_URL", &self.scrobbling.lastfm_base_url),
+            plain(
+                "LISTENBRAINZ_BASE_URL",
+                &self.scrobbling.listenbrainz_base_url,
+            ),
         ]);
         settings
     }
@@ -319,6 +369,12 @@ impl Config {
             transcoding: TranscodeConfig {
                 ffmpeg: PathBuf::from("ffmpeg"),
                 rendition_cache_max_bytes: 10 * 1024 * 1024 * 1024,
+            },
+            scrobbling: ScrobblingConfig {
+                lastfm_api_key: None,
+                lastfm_api_secret: None,
+                lastfm_base_url: "https://ws.audioscrobbler.com/2.0".into(),
+                listenbrainz_base_url: "https://api.listenbrainz.org".into(),
             },
             data_dir,
         }

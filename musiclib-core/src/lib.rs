@@ -59,6 +59,7 @@ pub mod media;
 mod outside;
 pub mod playlists;
 pub mod recommend;
+pub mod scrobbling;
 pub mod settings;
 pub mod social;
 pub mod storage;

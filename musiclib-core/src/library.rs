@@ -20,6 +20,7 @@ use crate::maintenance::Maintenance;
 use crate::media::{Media, Transcoder};
 use crate::playlists::Playlists;
 use crate::recommend::Recommend;
+use crate::scrobbling::Scrobbling;
 use crate::settings::Settings;
 use crate::social::Social;
 use crate::storage::{Storage, StorageKind};
@@ -46,6 +47,7 @@ struct Inner {
     social: Social,
     recommend: Recommend,
     settings: Settings,
+    scrobbling: Scrobbling,
     maintenance: Maintenance,
     admin: Admin,
 }
@@ -120,6 +122,12 @@ impl Library {
         let social = Social::new(db.clone(), catalog.clone(), playlists.clone());
         let recommend = Recommend::new(db.clone(), catalog.clone());
         let settings = Settings::new(db.clone());
+        let scrobbling = Scrobbling::new(
+            db.clone(),
+            settings.clone(),
+            config.scrobbling.clone(),
+            config.legacy_secret_key.clone(),
+        );
         let maintenance =
             Maintenance::new(db.clone(), storage.clone(), catalog.clone(), jobs.clone());
         let admin = Admin::new(
@@ -145,6 +153,7 @@ impl Library {
                 social,
                 recommend,
                 settings,
+                scrobbling,
                 maintenance,
                 admin,
             }),
@@ -199,6 +208,11 @@ impl Library {
     /// Per-user settings.
     pub fn settings(&self) -> &Settings {
         &self.inner.settings
+    }
+
+    /// Scrobbling credentials and their state.
+    pub fn scrobbling(&self) -> &Scrobbling {
+        &self.inner.scrobbling
     }
 
     /// Statistics, duplicates, broken files, missing metadata, cleanup.

@@ -402,6 +402,40 @@ pub async fn execute(library: &Library, statement: &str, args: &[&str]) -> u64 {
     sql.execute(db.pool()).await.expect("test statement")
 }
 
+/// Every text column of every `user_settings` row, as stored, for tests that check no
+/// credential is kept in clear.
+pub async fn user_settings_columns(library: &Library) -> Vec<Option<String>> {
+    type Row = (
+        String,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    );
+    let db = library.db();
+    let rows: Vec<Row> = db
+        .sql(
+            "SELECT settings, scrobble_session_key_enc, listenbrainz_token_enc, lastfm_state, listenbrainz_state
+             FROM user_settings",
+        )
+        .fetch_all(db.pool())
+        .await
+        .expect("read user settings");
+    rows.into_iter()
+        .flat_map(
+            |(settings, lastfm, listenbrainz, lastfm_state, listenbrainz_state)| {
+                [
+                    Some(settings),
+                    lastfm,
+                    listenbrainz,
+                    lastfm_state,
+                    listenbrainz_state,
+                ]
+            },
+        )
+        .collect()
+}
+
 /// Every user's stored app password columns (`legacy_password_enc`, `legacy_key_digest`),
 /// for tests that check nothing is kept in clear.
 pub async fn legacy_password_columns(library: &Library) -> Vec<(Option<String>, Option<String>)> {

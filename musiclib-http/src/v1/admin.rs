@@ -124,7 +124,8 @@ async fn delete_user(
 /// A dependency of the server and how it stands.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ServiceOut {
-    /// `database`, `storage`, `job_queue`, `transcoder`, `acoustid`, `coverartarchive`.
+    /// `database`, `storage`, `job_queue`, `transcoder`, `acoustid`, `coverartarchive`,
+    /// `lastfm`, `listenbrainz`.
     pub name: String,
     /// `ok` (checked now), `configured` (an outside web service, set up; not probed),
     /// `disabled`, or `unavailable`.

@@ -1,4 +1,5 @@
-//! `/settings`: the caller's own settings (fields: `musiclib_core::settings`).
+//! `/settings`: the caller's own settings (fields: `musiclib_core::settings`), and
+//! `/settings/scrobbling`: their scrobbling credentials, write-only.
 
 use axum::extract::State;
 use musiclib_core::settings::{SettingsPatch, StoredSettings, StreamingQuality};
@@ -11,7 +12,9 @@ use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Auth, Json};
 
 pub(super) fn routes() -> OpenApiRouter<Library> {
-    OpenApiRouter::new().routes(routes!(get_settings, patch_settings))
+    OpenApiRouter::new()
+        .routes(routes!(get_settings, patch_settings))
+        .routes(routes!(get_scrobbling, put_scrobbling))
 }
 
 /// A user's settings.
@@ -73,5 +76,125 @@ async fn patch_settings(
     };
     Ok(axum::Json(
         library.settings().update(&caller, &patch).await?.into(),
+    ))
+}
+
+/// Absent: `None`; `null`: `Some(None)`; a value: `Some(Some(value))`.
+fn nullable<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+/// A Last.fm credential.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LastfmIn {
+    /// The session key Last.fm gave for this user (`auth.getSession`).
+    pub session_key: String,
+}
+
+/// A ListenBrainz credential.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListenbrainzIn {
+    /// The user token from the ListenBrainz profile page.
+    pub token: String,
+}
+
+/// A change of scrobbling credentials: each part optional; `null` removes it.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScrobblingIn {
+    /// Last.fm: set (`{"session_key": "…"}`), remove (`null`), or leave (absent).
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub lastfm: Option<Option<LastfmIn>>,
+    /// ListenBrainz: set (`{"token": "…"}`), remove (`null`), or leave (absent).
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(nullable)]
+    pub listenbrainz: Option<Option<ListenbrainzIn>>,
+}
+
+/// One scrobbling service for the caller; never the credential itself.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ScrobblingServiceOut {
+    /// Whether this server can send to the service (Last.fm needs the server's
+    /// `LASTFM_API_KEY` and `LASTFM_API_SECRET`).
+    pub available: bool,
+    /// Whether the caller has set a credential.
+    pub configured: bool,
+    /// The service's last answer: `unknown` (nothing sent yet), `ok`, `failing` (retried),
+    /// `revoked` (refused: set a new credential); null when not configured.
+    pub state: Option<String>,
+    /// What it said.
+    pub detail: Option<String>,
+    /// When.
+    pub checked_at: Option<String>,
+}
+
+/// The caller's scrobbling set-up.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ScrobblingOut {
+    /// Last.fm.
+    pub lastfm: ScrobblingServiceOut,
+    /// ListenBrainz.
+    pub listenbrainz: ScrobblingServiceOut,
+}
+
+impl From<musiclib_core::scrobbling::ScrobblingStatus> for ScrobblingOut {
+    fn from(status: musiclib_core::scrobbling::ScrobblingStatus) -> ScrobblingOut {
+        let service = |service: musiclib_core::scrobbling::ServiceStatus| ScrobblingServiceOut {
+            available: service.available,
+            configured: service.configured,
+            state: service.state.map(|state| state.as_str().to_string()),
+            detail: service.detail,
+            checked_at: service.checked_at.map(|at| at.to_rfc3339()),
+        };
+        ScrobblingOut {
+            lastfm: service(status.lastfm),
+            listenbrainz: service(status.listenbrainz),
+        }
+    }
+}
+
+/// The caller's scrobbling services: whether each is set up and how it last answered. The
+/// credentials are never returned.
+#[utoipa::path(get, path = "/settings/scrobbling", tag = "settings", security(("bearer" = [])),
+    responses((status = 200, body = ScrobblingOut), (status = 401, body = ErrorBody)))]
+async fn get_scrobbling(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+) -> Result<axum::Json<ScrobblingOut>, ApiError> {
+    Ok(axum::Json(
+        library.scrobbling().status(&caller).await?.into(),
+    ))
+}
+
+/// Sets or removes the caller's scrobbling credentials (stored encrypted, never returned).
+#[utoipa::path(put, path = "/settings/scrobbling", tag = "settings", request_body = ScrobblingIn, security(("bearer" = [])),
+    responses((status = 200, body = ScrobblingOut), (status = 401, body = ErrorBody),
+        (status = 422, description = "An unknown field, a wrong type, or an empty or overlong credential", body = ErrorBody)))]
+async fn put_scrobbling(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    Json(change): Json<ScrobblingIn>,
+) -> Result<axum::Json<ScrobblingOut>, ApiError> {
+    let change = musiclib_core::scrobbling::CredentialsChange {
+        lastfm_session_key: change
+            .lastfm
+            .map(|lastfm| lastfm.map(|lastfm| lastfm.session_key)),
+        listenbrainz_token: change
+            .listenbrainz
+            .map(|listenbrainz| listenbrainz.map(|listenbrainz| listenbrainz.token)),
+    };
+    Ok(axum::Json(
+        library
+            .scrobbling()
+            .set_credentials(&caller, &change)
+            .await?
+            .into(),
     ))
 }

@@ -47,6 +47,8 @@ both_backends!(reports_and_settings, |backend: Backend| async move {
         queue["detail"].as_str().unwrap().contains("queued"),
         "{queue}"
     );
+    assert_eq!(state("lastfm")["state"], "disabled");
+    assert_eq!(state("listenbrainz")["state"], "configured");
     for name in ["transcoder", "acoustid", "coverartarchive"] {
         let service = state(name);
         assert!(
