@@ -411,6 +411,22 @@ impl Ingest {
         Ok(tracks)
     }
 
+    /// Stores a file's audio at `key` (atomically): the bytes already read, or the file.
+    /// An error is a per-file message for the report.
+    async fn store_audio(
+        &self,
+        key: &str,
+        bytes: Option<Vec<u8>>,
+        path: &Path,
+    ) -> std::result::Result<(), String> {
+        let blobs = self.storage.blobs();
+        let stored = match bytes {
+            Some(bytes) => blobs.put_bytes(key, bytes.into()).await,
+            None => blobs.put_file(key, path).await.map(drop),
+        };
+        stored.map_err(|error| format!("could not store the file: {}", crate::error_chain(&error)))
+    }
+
     /// Sets the availability of local-folder tracks; returns how many changed.
     async fn set_availability(&self, ids: &[String], availability: &str) -> Result<u64> {
         let mut changed = 0;
@@ -444,17 +460,7 @@ impl Ingest {
             .await
             .map_err(|error| crate::error_chain(&error))?;
         let key = layout::audio(&id, facts.format);
-        let stored = match bytes {
-            Some(bytes) => self.storage.blobs().put_bytes(&key, bytes.into()).await,
-            None => self
-                .storage
-                .blobs()
-                .put_file(&key, &candidate.absolute)
-                .await
-                .map(|_| ()),
-        };
-        stored
-            .map_err(|error| format!("could not store the file: {}", crate::error_chain(&error)))?;
+        self.store_audio(&key, bytes, &candidate.absolute).await?;
         let file = crate::catalog::FileFacts {
             size_bytes: candidate.size as i64,
             sha256,
@@ -542,17 +548,7 @@ impl Ingest {
         }
         let track_id = TrackId::new();
         let key = layout::audio(&track_id, facts.format);
-        let stored = match bytes {
-            Some(bytes) => self.storage.blobs().put_bytes(&key, bytes.into()).await,
-            None => self
-                .storage
-                .blobs()
-                .put_file(&key, &candidate.absolute)
-                .await
-                .map(|_| ()),
-        };
-        stored
-            .map_err(|error| format!("could not store the file: {}", crate::error_chain(&error)))?;
+        self.store_audio(&key, bytes, &candidate.absolute).await?;
         let file_name = Path::new(&candidate.relative)
             .file_name()
             .map(|name| name.to_string_lossy().into_owned())

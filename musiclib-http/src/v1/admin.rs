@@ -215,15 +215,7 @@ async fn reindex(
     Auth(caller): Auth,
 ) -> Result<(StatusCode, axum::Json<JobQueued>), ApiError> {
     let job_id = library.admin().reindex(&caller).await?;
-    let job = library.jobs().get(&caller, &job_id).await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        axum::Json(JobQueued {
-            job_id: job_id.to_string(),
-            state: job.state.as_str().into(),
-            note: None,
-        }),
-    ))
+    JobQueued::accepted(&library, &caller, job_id).await
 }
 
 /// Always 501: server settings come from the environment.

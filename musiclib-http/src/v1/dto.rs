@@ -395,6 +395,25 @@ pub struct JobQueued {
     pub note: Option<String>,
 }
 
+impl JobQueued {
+    /// The 202 answer for a job just queued (or the live one it joined): its id and state.
+    pub(crate) async fn accepted(
+        library: &musiclib_core::Library,
+        caller: &musiclib_core::auth::Caller,
+        job_id: musiclib_core::JobId,
+    ) -> Result<(axum::http::StatusCode, axum::Json<JobQueued>), crate::error::ApiError> {
+        let job = library.jobs().get(caller, &job_id).await?;
+        Ok((
+            axum::http::StatusCode::ACCEPTED,
+            axum::Json(JobQueued {
+                job_id: job_id.to_string(),
+                state: job.state.as_str().into(),
+                note: None,
+            }),
+        ))
+    }
+}
+
 /// One fingerprint match offered for a track.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CandidateOut {

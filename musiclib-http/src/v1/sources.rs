@@ -86,15 +86,7 @@ async fn scan_source(
         _ => return Err(musiclib_core::Error::not_found("source", &source).into()),
     }
     let job_id = library.ingest().start_local_scan(&caller).await?;
-    let job = library.jobs().get(&caller, &job_id).await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        axum::Json(JobQueued {
-            job_id: job_id.to_string(),
-            state: job.state.as_str().into(),
-            note: None,
-        }),
-    ))
+    JobQueued::accepted(&library, &caller, job_id).await
 }
 
 /// Reads a job: its kind, state, attempts, progress and error. Users see the jobs they

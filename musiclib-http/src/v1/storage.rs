@@ -282,15 +282,7 @@ async fn check_files(
     Auth(caller): Auth,
 ) -> Result<(StatusCode, axum::Json<JobQueued>), ApiError> {
     let job_id = library.maintenance().start_file_check(&caller).await?;
-    let job = library.jobs().get(&caller, &job_id).await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        axum::Json(JobQueued {
-            job_id: job_id.to_string(),
-            state: job.state.as_str().into(),
-            note: None,
-        }),
-    ))
+    JobQueued::accepted(&library, &caller, job_id).await
 }
 
 /// A cleanup request.
@@ -326,13 +318,5 @@ async fn cleanup(
         .maintenance()
         .start_cleanup(&caller, request.dry_run)
         .await?;
-    let job = library.jobs().get(&caller, &job_id).await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        axum::Json(JobQueued {
-            job_id: job_id.to_string(),
-            state: job.state.as_str().into(),
-            note: None,
-        }),
-    ))
+    JobQueued::accepted(&library, &caller, job_id).await
 }
