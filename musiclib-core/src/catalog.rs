@@ -32,7 +32,7 @@ pub use query::{parse_sort, AlbumFilter, AlbumSortKey, Sort, TrackFilter, TrackS
 pub use search::LibrarySearch;
 pub use tracks::ItemKind;
 
-pub(crate) use refresh::FileFacts;
+pub(crate) use refresh::{FileFacts, StoredFile};
 pub(crate) use resolve::Resolver;
 pub(crate) use rows::{AlbumRow, ArtistRow, TrackRow, ALBUM_SELECT, ARTIST_SELECT, TRACK_SELECT};
 pub(crate) use tracks::{insert_track, lock_track, NewTrack};

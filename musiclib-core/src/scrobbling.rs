@@ -185,7 +185,7 @@ impl Scrobbling {
     /// The caller's scrobbling set-up: which services have a credential and their last
     /// state; never the credentials.
     pub async fn status(&self, caller: &Caller) -> Result<ScrobblingStatus> {
-        self.settings.ensure_row(&caller.user.id).await?;
+        // No row yet: nothing is configured (the row is made when something is set).
         let row: CredentialRow = self
             .db
             .sql(
@@ -195,7 +195,12 @@ impl Scrobbling {
             .bind(&caller.user.id)
             .fetch_optional(self.db.pool())
             .await?
-            .ok_or_else(|| Error::not_found("user", &caller.user.id))?;
+            .unwrap_or(CredentialRow {
+                scrobble_session_key_enc: None,
+                listenbrainz_token_enc: None,
+                lastfm_state: None,
+                listenbrainz_state: None,
+            });
         let status = |available: bool, key: &Option<String>, state: &Option<String>| {
             let stored = key.as_ref().map(|_| {
                 state
@@ -277,36 +282,6 @@ impl Scrobbling {
         }
         tx.commit().await?;
         self.status(caller).await
-    }
-
-    /// The decrypted credential of `user` for `service`, if set (for submitting plays).
-    #[allow(dead_code)]
-    pub(crate) async fn credential(
-        &self,
-        user: &UserId,
-        service: Service,
-    ) -> Result<Option<String>> {
-        let stored: Option<Option<String>> = self
-            .db
-            .sql(&format!(
-                "SELECT {} FROM user_settings WHERE user_id = $1",
-                service.key_column()
-            ))
-            .bind(user)
-            .fetch_scalar_optional(self.db.pool())
-            .await?;
-        let Some(stored) = stored.flatten() else {
-            return Ok(None);
-        };
-        self.cipher()
-            .open(&Self::owner(user, service), &stored)
-            .map(Some)
-            .ok_or_else(|| {
-                Error::internal(format!(
-                    "the {} credential of user {user} cannot be decrypted: LEGACY_SECRET_KEY differs from the key it was stored with",
-                    service.as_str()
-                ))
-            })
     }
 }
 

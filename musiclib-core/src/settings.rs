@@ -131,14 +131,23 @@ impl Settings {
 
     /// The caller's settings, their row created with the defaults on first access.
     pub async fn get(&self, caller: &Caller) -> Result<StoredSettings> {
-        self.ensure_row(&caller.user.id).await?;
-        let row: SettingsRow = self
-            .db
-            .sql("SELECT settings, updated_at FROM user_settings WHERE user_id = $1")
-            .bind(&caller.user.id)
-            .fetch_optional(self.db.pool())
-            .await?
-            .ok_or_else(|| Error::not_found("user", &caller.user.id))?;
+        let read = || async {
+            self.db
+                .sql("SELECT settings, updated_at FROM user_settings WHERE user_id = $1")
+                .bind(&caller.user.id)
+                .fetch_optional::<SettingsRow, _>(self.db.pool())
+                .await
+        };
+        // A read writes only the first time (never a write lock on every read).
+        let row = match read().await? {
+            Some(row) => row,
+            None => {
+                self.ensure_row(&caller.user.id).await?;
+                read()
+                    .await?
+                    .ok_or_else(|| Error::not_found("user", &caller.user.id))?
+            }
+        };
         let stored = StoredSettings {
             settings: parse(&row.settings),
             updated_at: Timestamp::from_micros(row.updated_at),

@@ -72,11 +72,12 @@ async fn reindex(library: &Library, context: &JobContext) -> crate::Result<Reind
     let mut after = String::new();
     loop {
         let batch = catalog.tracks_with_audio_after(&after, 100).await?;
-        let Some((last, _, _)) = batch.last() else {
+        let Some(last) = batch.last() else {
             break;
         };
-        after = last.clone();
-        for (id, key, source_id) in batch {
+        after = last.id.clone();
+        for file in batch {
+            let (id, key, source_id) = (file.id, file.storage_uri, file.source_id);
             let track = TrackId::from_db(id.clone());
             match reread(library, &track, &key, &source_id).await {
                 Ok(changed) => report.changed += i64::from(changed),

@@ -11,6 +11,21 @@ use super::Catalog;
 use crate::ingest::AudioFacts;
 use crate::{Result, TrackId};
 
+/// A track's stored original, as jobs that walk every file see it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub(crate) struct StoredFile {
+    /// The track.
+    pub(crate) id: String,
+    /// The blob key of its original.
+    pub(crate) storage_uri: String,
+    /// Its path or name in its source (for messages).
+    pub(crate) source_id: String,
+    /// The recorded size.
+    pub(crate) size_bytes: Option<i64>,
+    /// The recorded SHA-256.
+    pub(crate) content_sha256: Option<String>,
+}
+
 /// What changed on disk, for a rescan of a changed file (a reindex leaves these alone).
 #[derive(Debug, Clone)]
 pub(crate) struct FileFacts {
@@ -140,15 +155,16 @@ impl Catalog {
         Ok(changed)
     }
 
-    /// Up to `limit` tracks with audio after `after` (by id): id, blob key, source id.
+    /// Up to `limit` tracks with audio after `after` (by id), with what a job walking every
+    /// stored file needs of each.
     pub(crate) async fn tracks_with_audio_after(
         &self,
         after: &str,
         limit: i64,
-    ) -> Result<Vec<(String, String, String)>> {
+    ) -> Result<Vec<StoredFile>> {
         self.db
             .sql(&format!(
-                "SELECT id, storage_uri, source_id FROM tracks
+                "SELECT id, storage_uri, source_id, size_bytes, content_sha256 FROM tracks
                  WHERE storage_uri <> '' AND id > $1 ORDER BY id LIMIT {limit}"
             ))
             .bind(after)

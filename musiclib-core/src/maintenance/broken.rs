@@ -10,10 +10,10 @@ use sha2::{Digest, Sha256};
 
 use super::Maintenance;
 use crate::auth::Caller;
-use crate::catalog::{TrackRow, TRACK_SELECT};
+use crate::catalog::{StoredFile, TrackRow, TRACK_SELECT};
 use crate::domain::{Page, Paged, Track};
 use crate::jobs::{JobContext, JobError, JobKind, Pool};
-use crate::{JobId, Library, Result, Timestamp, TrackId};
+use crate::{JobId, Library, Result, Timestamp};
 
 /// What is wrong with a stored file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,15 +189,15 @@ async fn check_all(library: &Library, context: &JobContext) -> Result<CheckRepor
     let mut after = String::new();
     loop {
         let batch = catalog.tracks_with_audio_after(&after, 50).await?;
-        let Some((last, _, _)) = batch.last() else {
+        let Some(last) = batch.last() else {
             break;
         };
-        after = last.clone();
-        for (id, key, _) in batch {
-            let outcome = check_one(library, &TrackId::from_db(id.clone()), &key, decoded).await?;
+        after = last.id.clone();
+        for file in batch {
+            let outcome = check_one(library, &file, decoded).await?;
             report.broken += i64::from(outcome.is_some());
             report.checked += 1;
-            maintenance.record_check(&id, outcome).await?;
+            maintenance.record_check(&file.id, outcome).await?;
         }
         context.progress(&to_value(&report)).await;
     }
@@ -208,11 +208,10 @@ async fn check_all(library: &Library, context: &JobContext) -> Result<CheckRepor
 /// (retried): a store that does not answer says nothing about the files.
 async fn check_one(
     library: &Library,
-    track: &TrackId,
-    key: &str,
+    recorded: &StoredFile,
     decode: bool,
 ) -> Result<Option<(FileProblem, String)>> {
-    let recorded = library.catalog().get_track(track).await?;
+    let key = recorded.storage_uri.as_str();
     let Some(meta) = library.storage().blobs().head(key).await? else {
         return Ok(Some((
             FileProblem::Missing,

@@ -262,22 +262,28 @@ impl Maintenance {
             })
             .map(|(pair, _)| pair)
             .collect();
-        // Compare the candidates in full.
+        // Compare the candidates in full: their fingerprints read once, in chunks.
+        let mut wanted: Vec<&str> = candidates
+            .iter()
+            .flat_map(|&(a, b)| [ids[a as usize].as_str(), ids[b as usize].as_str()])
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut raw: HashMap<String, Vec<u32>> = HashMap::new();
+        for chunk in wanted.chunks(crate::db::CHUNK) {
+            let mut select = self
+                .db
+                .sql("SELECT id, fingerprint FROM tracks WHERE id IN (");
+            select.push_list(chunk.iter().copied()).push(")");
+            let rows: Vec<(String, String)> = select.fetch_all(self.db.pool()).await?;
+            raw.extend(rows.into_iter().filter_map(|(id, text)| {
+                Some((id, musiclib_fingerprint::compare::decompress(&text)?))
+            }));
+        }
         let mut pairs = Vec::new();
         for (a, b) in candidates {
             let (a, b) = (&ids[a as usize], &ids[b as usize]);
-            let fingerprints: Vec<(String, String)> = self
-                .db
-                .sql("SELECT id, fingerprint FROM tracks WHERE id IN ($1, $2)")
-                .bind(a.as_str())
-                .bind(b.as_str())
-                .fetch_all(self.db.pool())
-                .await?;
-            let raw: Vec<Vec<u32>> = fingerprints
-                .iter()
-                .filter_map(|(_, text)| musiclib_fingerprint::compare::decompress(text))
-                .collect();
-            if let [x, y] = raw.as_slice() {
+            if let (Some(x), Some(y)) = (raw.get(a), raw.get(b)) {
                 let score =
                     musiclib_fingerprint::compare::similarity(x, y, MAX_OFFSET, MIN_OVERLAP);
                 if score >= SAME_AUDIO {

@@ -17,12 +17,47 @@ pub(super) fn routes() -> OpenApiRouter<Library> {
         .routes(routes!(get_scrobbling, put_scrobbling))
 }
 
+/// What streams default to: the original file, or Opus at high, medium or low quality.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StreamingQualityName {
+    /// The original file.
+    Original,
+    /// Opus, 192 kbit/s.
+    High,
+    /// Opus, 128 kbit/s.
+    Medium,
+    /// Opus, 64 kbit/s.
+    Low,
+}
+
+impl From<StreamingQuality> for StreamingQualityName {
+    fn from(quality: StreamingQuality) -> StreamingQualityName {
+        match quality {
+            StreamingQuality::Original => StreamingQualityName::Original,
+            StreamingQuality::High => StreamingQualityName::High,
+            StreamingQuality::Medium => StreamingQualityName::Medium,
+            StreamingQuality::Low => StreamingQualityName::Low,
+        }
+    }
+}
+
+impl From<StreamingQualityName> for StreamingQuality {
+    fn from(quality: StreamingQualityName) -> StreamingQuality {
+        match quality {
+            StreamingQualityName::Original => StreamingQuality::Original,
+            StreamingQualityName::High => StreamingQuality::High,
+            StreamingQualityName::Medium => StreamingQuality::Medium,
+            StreamingQualityName::Low => StreamingQuality::Low,
+        }
+    }
+}
+
 /// A user's settings.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SettingsOut {
     /// What `GET /stream/{id}` sends when the request names no `quality`.
-    #[schema(value_type = String, example = "original")]
-    pub streaming_quality: StreamingQuality,
+    pub streaming_quality: StreamingQualityName,
     /// Whether plays are forwarded to the scrobbling services set up in
     /// `/settings/scrobbling`.
     pub scrobbling: bool,
@@ -33,7 +68,7 @@ pub struct SettingsOut {
 impl From<StoredSettings> for SettingsOut {
     fn from(stored: StoredSettings) -> SettingsOut {
         SettingsOut {
-            streaming_quality: stored.settings.streaming_quality,
+            streaming_quality: stored.settings.streaming_quality.into(),
             scrobbling: stored.settings.scrobbling,
             updated_at: stored.updated_at.to_rfc3339(),
         }
@@ -44,9 +79,8 @@ impl From<StoredSettings> for SettingsOut {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SettingsPatchIn {
-    /// `original`, `high`, `medium` or `low`.
-    #[schema(value_type = Option<String>, example = "low")]
-    pub streaming_quality: Option<StreamingQuality>,
+    /// The default stream quality.
+    pub streaming_quality: Option<StreamingQualityName>,
     /// Scrobbling on or off.
     pub scrobbling: Option<bool>,
 }
@@ -71,7 +105,7 @@ async fn patch_settings(
     Json(patch): Json<SettingsPatchIn>,
 ) -> Result<axum::Json<SettingsOut>, ApiError> {
     let patch = SettingsPatch {
-        streaming_quality: patch.streaming_quality,
+        streaming_quality: patch.streaming_quality.map(Into::into),
         scrobbling: patch.scrobbling,
     };
     Ok(axum::Json(
