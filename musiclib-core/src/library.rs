@@ -119,7 +119,17 @@ impl Library {
             config.enrichment.clone(),
             crate::outside::http_client(),
         );
-        let social = Social::new(db.clone(), catalog.clone(), playlists.clone());
+        let forwarder = crate::scrobbling::Forwarder::new(
+            db.clone(),
+            jobs.clone(),
+            config.scrobbling.lastfm_available(),
+        );
+        let social = Social::new(
+            db.clone(),
+            catalog.clone(),
+            playlists.clone(),
+            forwarder.clone(),
+        );
         let recommend = Recommend::new(db.clone(), catalog.clone());
         let settings = Settings::new(db.clone());
         let scrobbling = Scrobbling::new(
@@ -127,6 +137,9 @@ impl Library {
             settings.clone(),
             config.scrobbling.clone(),
             config.legacy_secret_key.clone(),
+            forwarder,
+            catalog.clone(),
+            crate::outside::http_client(),
         );
         let maintenance =
             Maintenance::new(db.clone(), storage.clone(), catalog.clone(), jobs.clone());

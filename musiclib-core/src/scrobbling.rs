@@ -6,6 +6,26 @@
 //! `LEGACY_SECRET_KEY` for this purpose, with the user and the service as associated data, so
 //! a ciphertext copied onto another user or service does not decrypt), and nothing ever
 //! returns them: the status says only whether one is set and the service's last state.
+//!
+//! Plays are forwarded for real (`forward`): queued durably as they are stored, sent by the
+//! `submit_scrobbles` job through the `lastfm` and `listenbrainz` clients, what is playing now
+//! by `update_now_playing`. A temporary failure (Last.fm errors 8, 11, 16, 29; HTTP 5xx,
+//! 429; a timeout) leaves the plays queued and retries with the jobs' backoff, then every
+//! few minutes; a refused credential (Last.fm error 9, ListenBrainz 401) marks the service
+//! `revoked` and stops sending until the user sets a new one. A play not taken within
+//! [`MAX_QUEUED_AGE`] is dropped (Last.fm refuses older timestamps anyway).
+
+mod forward;
+mod lastfm;
+mod listenbrainz;
+
+pub(crate) use forward::Forwarder;
+pub use forward::{
+    counts, resume_forever, NowPlayingPayload, SubmitPayload, SubmitScrobbles, UpdateNowPlaying,
+    RESUME_INTERVAL,
+};
+
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -13,8 +33,12 @@ use crate::auth::secrets::SecretBox;
 use crate::auth::Caller;
 use crate::config::ScrobblingConfig;
 use crate::db::Db;
+use crate::jobs::JobError;
 use crate::settings::Settings;
-use crate::{Error, Result, Timestamp, UserId};
+use crate::{Error, Result, Timestamp, TrackId, UserId};
+
+/// How long a play may wait in the queue before it is dropped.
+pub const MAX_QUEUED_AGE: Duration = Duration::from_secs(14 * 24 * 3600);
 
 /// The key-derivation label of scrobbling credentials (stored ciphertexts depend on it).
 const PURPOSE: &[u8] = b"musiclib scrobbling credentials";
@@ -32,6 +56,16 @@ pub enum Service {
 }
 
 impl Service {
+    /// Both services.
+    pub const ALL: [Service; 2] = [Service::Lastfm, Service::Listenbrainz];
+
+    /// The service of a wire name.
+    pub fn parse(name: &str) -> Option<Service> {
+        Service::ALL
+            .into_iter()
+            .find(|service| service.as_str() == name)
+    }
+
     /// The wire name.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -100,6 +134,115 @@ struct StoredState {
     at: Option<i64>,
 }
 
+/// The stored state, `unknown` when nothing (readable) is stored.
+fn stored_state(text: Option<&str>) -> StoredState {
+    text.and_then(|text| serde_json::from_str::<StoredState>(text).ok())
+        .unwrap_or(StoredState {
+            state: ServiceState::Unknown,
+            detail: None,
+            at: None,
+        })
+}
+
+/// How sending to a service failed.
+#[derive(Debug)]
+pub(crate) enum SendError {
+    /// The service refused the credential: stop until the user sets a new one.
+    Revoked(String),
+    /// May pass: retry later.
+    Temporary(String),
+    /// Will not pass by asking again (a refused request, the server's API key).
+    Permanent(String),
+}
+
+impl SendError {
+    fn transport(service: &str, error: &reqwest::Error) -> SendError {
+        let what = if error.is_timeout() {
+            "did not answer in time"
+        } else if error.is_connect() {
+            "could not be reached"
+        } else {
+            "failed"
+        };
+        SendError::Temporary(format!("{service} {what}: {}", crate::error_chain(error)))
+    }
+
+    fn message(&self) -> &str {
+        match self {
+            SendError::Revoked(message)
+            | SendError::Temporary(message)
+            | SendError::Permanent(message) => message,
+        }
+    }
+}
+
+/// A play as the services take it.
+#[derive(Debug, Clone)]
+pub(crate) struct Play {
+    artist: String,
+    title: String,
+    album: Option<String>,
+    album_artist: Option<String>,
+    track_number: Option<i64>,
+    duration_ms: Option<i64>,
+    recording_mbid: Option<String>,
+    /// Unix seconds.
+    played_at: i64,
+}
+
+impl Play {
+    /// `None` for a track without an artist (both services need one).
+    fn of(track: &crate::domain::Track, played_at: Timestamp) -> Option<Play> {
+        let artist = track
+            .artist_name
+            .clone()
+            .or_else(|| track.album_artist_name.clone())
+            .filter(|name| !name.trim().is_empty())?;
+        Some(Play {
+            artist,
+            title: track.title.clone(),
+            album: track
+                .album_title
+                .clone()
+                .filter(|album| !album.trim().is_empty()),
+            album_artist: track.album_artist_name.clone(),
+            track_number: track.track_number,
+            duration_ms: track.duration_ms,
+            recording_mbid: track.musicbrainz_recording_id.clone(),
+            played_at: played_at.as_micros().div_euclid(1_000_000),
+        })
+    }
+}
+
+/// What a `submit_scrobbles` job did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SubmitReport {
+    /// The service.
+    pub service: &'static str,
+    /// Plays the service took.
+    pub sent: usize,
+    /// Plays it refused for good, or that could not be sent (a track without an artist):
+    /// removed from the queue.
+    pub ignored: usize,
+    /// Plays dropped for waiting longer than [`MAX_QUEUED_AGE`].
+    pub expired: usize,
+    /// Plays still queued at the end.
+    pub pending: usize,
+    /// The service's state at the end.
+    pub state: Option<ServiceState>,
+    /// What it said, when not all went well.
+    pub detail: Option<String>,
+}
+
+/// What an `update_now_playing` job did, per service.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct NowPlayingReport {
+    /// Services told.
+    pub sent: Vec<&'static str>,
+    /// Services that failed, and why.
+    pub failed: Vec<String>,
+}
+
 /// One service as a user sees it.
 #[derive(Debug, Clone)]
 pub struct ServiceStatus {
@@ -142,6 +285,9 @@ pub struct Scrobbling {
     settings: Settings,
     config: ScrobblingConfig,
     secret: Vec<u8>,
+    forwarder: Forwarder,
+    catalog: crate::catalog::Catalog,
+    http: reqwest::Client,
 }
 
 impl std::fmt::Debug for Scrobbling {
@@ -164,13 +310,23 @@ impl Scrobbling {
         settings: Settings,
         config: ScrobblingConfig,
         secret: Vec<u8>,
+        forwarder: Forwarder,
+        catalog: crate::catalog::Catalog,
+        http: reqwest::Client,
     ) -> Scrobbling {
         Scrobbling {
             db,
             settings,
             config,
             secret,
+            forwarder,
+            catalog,
+            http,
         }
+    }
+
+    pub(crate) fn forwarder(&self) -> &Forwarder {
+        &self.forwarder
     }
 
     fn cipher(&self) -> SecretBox {
@@ -202,16 +358,7 @@ impl Scrobbling {
                 listenbrainz_state: None,
             });
         let status = |available: bool, key: &Option<String>, state: &Option<String>| {
-            let stored = key.as_ref().map(|_| {
-                state
-                    .as_deref()
-                    .and_then(|state| serde_json::from_str::<StoredState>(state).ok())
-                    .unwrap_or(StoredState {
-                        state: ServiceState::Unknown,
-                        detail: None,
-                        at: None,
-                    })
-            });
+            let stored = key.as_ref().map(|_| stored_state(state.as_deref()));
             ServiceStatus {
                 available,
                 configured: key.is_some(),
@@ -275,13 +422,364 @@ impl Scrobbling {
                     service.state_column()
                 ))
                 .bind(user)
-                .bind(stored)
+                .bind(stored.as_deref())
                 .bind(state)
                 .execute(&mut *tx)
                 .await?;
+            if stored.is_none() {
+                // Removed: its queued plays have nowhere to go.
+                self.db
+                    .sql("DELETE FROM scrobble_queue WHERE user_id = $1 AND service = $2")
+                    .bind(user)
+                    .bind(service.as_str())
+                    .execute(&mut *tx)
+                    .await?;
+            }
         }
         tx.commit().await?;
+        // A new credential sends what waited while the old one was revoked.
+        let set: Vec<Service> = changes
+            .iter()
+            .filter(|(_, value)| matches!(value, Some(Some(_))))
+            .map(|(service, _)| *service)
+            .collect();
+        self.forwarder.wake(user, &set).await;
         self.status(caller).await
+    }
+
+    /// The user's credential for `service` as stored (ciphertext), and its state.
+    async fn stored_credential(
+        &self,
+        user: &UserId,
+        service: Service,
+    ) -> Result<Option<(String, StoredState)>> {
+        let row: Option<(Option<String>, Option<String>)> = self
+            .db
+            .sql(&format!(
+                "SELECT {}, {} FROM user_settings WHERE user_id = $1",
+                service.key_column(),
+                service.state_column()
+            ))
+            .bind(user)
+            .fetch_optional(self.db.pool())
+            .await?;
+        Ok(row.and_then(|(key, state)| Some((key?, stored_state(state.as_deref())))))
+    }
+
+    /// Records how `service` answered, unless the credential changed meanwhile (`sealed` is
+    /// the ciphertext that was used).
+    async fn record_state(
+        &self,
+        user: &UserId,
+        service: Service,
+        sealed: &str,
+        state: ServiceState,
+        detail: Option<&str>,
+    ) -> Result<()> {
+        let stored = serde_json::to_string(&StoredState {
+            state,
+            detail: detail.map(str::to_string),
+            at: Some(Timestamp::now().as_micros()),
+        })
+        .expect("a state serialises");
+        self.db
+            .sql(&format!(
+                "UPDATE user_settings SET {state} = $3 WHERE user_id = $1 AND {key} = $2",
+                key = service.key_column(),
+                state = service.state_column()
+            ))
+            .bind(user)
+            .bind(sealed)
+            .bind(stored)
+            .execute(self.db.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// The clear credential of `user` for `service`, with its ciphertext: `Ok(None)` when
+    /// there is nothing to send with (none set, revoked, or Last.fm without an API key on
+    /// this server). A credential that no longer decrypts (`LEGACY_SECRET_KEY` changed) is
+    /// marked revoked, so the user sees they must set it again.
+    async fn credential(
+        &self,
+        user: &UserId,
+        service: Service,
+    ) -> Result<Option<(String, String)>> {
+        if service == Service::Lastfm && !self.config.lastfm_available() {
+            return Ok(None);
+        }
+        let Some((sealed, state)) = self.stored_credential(user, service).await? else {
+            return Ok(None);
+        };
+        if state.state == ServiceState::Revoked {
+            return Ok(None);
+        }
+        match self.cipher().open(&Self::owner(user, service), &sealed) {
+            Some(clear) => Ok(Some((clear, sealed))),
+            None => {
+                self.record_state(
+                    user,
+                    service,
+                    &sealed,
+                    ServiceState::Revoked,
+                    Some("the stored credential cannot be decrypted (was LEGACY_SECRET_KEY changed?): set it again"),
+                )
+                .await?;
+                Ok(None)
+            }
+        }
+    }
+
+    fn lastfm(&self) -> Option<lastfm::Lastfm> {
+        let config = &self.config;
+        Some(lastfm::Lastfm::new(
+            self.http.clone(),
+            &config.lastfm_base_url,
+            config.lastfm_api_key.as_deref()?,
+            config.lastfm_api_secret.as_deref()?,
+        ))
+    }
+
+    fn listenbrainz(&self) -> listenbrainz::ListenBrainz {
+        listenbrainz::ListenBrainz::new(self.http.clone(), &self.config.listenbrainz_base_url)
+    }
+
+    /// Sends `user`'s queued plays to `service`, oldest first, in batches, until none is left
+    /// or the service fails (the `submit_scrobbles` job).
+    pub(crate) async fn submit_queued(
+        &self,
+        user: &UserId,
+        service: Service,
+    ) -> std::result::Result<SubmitReport, JobError> {
+        let mut report = SubmitReport {
+            service: service.as_str(),
+            ..Default::default()
+        };
+        let Some((credential, sealed)) = self.credential(user, service).await? else {
+            report.pending = self.queued_count(user, service).await?;
+            report.detail = Some(
+                "nothing to send with (no credential, revoked, or no API key on this server)"
+                    .into(),
+            );
+            return Ok(report);
+        };
+        let oldest = Timestamp::now().as_micros() - MAX_QUEUED_AGE.as_micros() as i64;
+        report.expired = self
+            .db
+            .sql(
+                "DELETE FROM scrobble_queue WHERE user_id = $1 AND service = $2 AND played_at < $3",
+            )
+            .bind(user)
+            .bind(service.as_str())
+            .bind(oldest)
+            .execute(self.db.pool())
+            .await? as usize;
+        let batch_size = match service {
+            Service::Lastfm => lastfm::MAX_BATCH,
+            Service::Listenbrainz => listenbrainz::MAX_BATCH,
+        };
+        loop {
+            let rows: Vec<(String, String, i64)> = self
+                .db
+                .sql(
+                    "SELECT play_id, track_id, played_at FROM scrobble_queue WHERE user_id = $1 AND service = $2
+                     ORDER BY played_at, play_id LIMIT $3",
+                )
+                .bind(user)
+                .bind(service.as_str())
+                .bind(batch_size as i64)
+                .fetch_all(self.db.pool())
+                .await?;
+            if rows.is_empty() {
+                break;
+            }
+            let ids: Vec<&str> = rows.iter().map(|(_, track, _)| track.as_str()).collect();
+            let tracks: std::collections::HashMap<String, crate::domain::Track> = self
+                .catalog
+                .tracks_in_order(&ids)
+                .await?
+                .into_iter()
+                .map(|track| (track.id.to_string(), track))
+                .collect();
+            let mut sendable = Vec::new();
+            let mut unsendable = Vec::new();
+            for (play_id, track_id, played_at) in &rows {
+                match tracks
+                    .get(track_id)
+                    .and_then(|track| Play::of(track, Timestamp::from_micros(*played_at)))
+                {
+                    Some(play) => sendable.push((play_id.as_str(), play)),
+                    None => unsendable.push(play_id.as_str()),
+                }
+            }
+            report.ignored += unsendable.len();
+            self.dequeue(user, service, &unsendable).await?;
+            if sendable.is_empty() {
+                continue;
+            }
+            let plays: Vec<Play> = sendable.iter().map(|(_, play)| play.clone()).collect();
+            let sent = match service {
+                Service::Lastfm => {
+                    let client = self.lastfm().ok_or_else(|| {
+                        JobError::permanent("LASTFM_API_KEY and LASTFM_API_SECRET are not set")
+                    })?;
+                    client.scrobble(&credential, &plays).await.map(|outcome| {
+                        let later: Vec<usize> = outcome.later.clone();
+                        (outcome.accepted, outcome.ignored.len(), later)
+                    })
+                }
+                Service::Listenbrainz => self
+                    .listenbrainz()
+                    .submit(&credential, &plays)
+                    .await
+                    .map(|()| (plays.len(), 0, Vec::new())),
+            };
+            match sent {
+                Ok((accepted, ignored, later)) => {
+                    report.sent += accepted;
+                    report.ignored += ignored;
+                    let done: Vec<&str> = sendable
+                        .iter()
+                        .enumerate()
+                        .filter(|(index, _)| !later.contains(index))
+                        .map(|(_, (play_id, _))| *play_id)
+                        .collect();
+                    self.dequeue(user, service, &done).await?;
+                    if !later.is_empty() {
+                        let detail =
+                            "Last.fm's daily scrobble limit is reached: the rest is sent later";
+                        self.record_state(user, service, &sealed, ServiceState::Ok, Some(detail))
+                            .await?;
+                        report.state = Some(ServiceState::Ok);
+                        report.detail = Some(detail.into());
+                        break;
+                    }
+                    report.state = Some(ServiceState::Ok);
+                }
+                Err(error) => {
+                    let ids: Vec<&str> = sendable.iter().map(|(play_id, _)| *play_id).collect();
+                    self.note_failure(user, service, &ids, error.message())
+                        .await?;
+                    let state = match error {
+                        SendError::Revoked(_) => ServiceState::Revoked,
+                        _ => ServiceState::Failing,
+                    };
+                    self.record_state(user, service, &sealed, state, Some(error.message()))
+                        .await?;
+                    tracing::warn!(user = %user, service = service.as_str(), error = error.message(), "scrobbling failed");
+                    return match error {
+                        // Stopped until the user sets a new credential: the job is done.
+                        SendError::Revoked(message) => {
+                            report.state = Some(state);
+                            report.detail = Some(message);
+                            report.pending = self.queued_count(user, service).await?;
+                            Ok(report)
+                        }
+                        SendError::Temporary(message) => Err(JobError::retry(message)),
+                        SendError::Permanent(message) => Err(JobError::permanent(message)),
+                    };
+                }
+            }
+        }
+        if report.state == Some(ServiceState::Ok) && report.detail.is_none() {
+            self.record_state(user, service, &sealed, ServiceState::Ok, None)
+                .await?;
+        }
+        report.pending = self.queued_count(user, service).await?;
+        Ok(report)
+    }
+
+    async fn dequeue(&self, user: &UserId, service: Service, play_ids: &[&str]) -> Result<()> {
+        for chunk in play_ids.chunks(crate::db::CHUNK) {
+            let mut delete = self
+                .db
+                .sql("DELETE FROM scrobble_queue WHERE user_id = $1 AND service = $2 AND play_id IN (")
+                .bind(user)
+                .bind(service.as_str());
+            delete.push_list(chunk.iter().copied()).push(")");
+            delete.execute(self.db.pool()).await?;
+        }
+        Ok(())
+    }
+
+    async fn note_failure(
+        &self,
+        user: &UserId,
+        service: Service,
+        play_ids: &[&str],
+        error: &str,
+    ) -> Result<()> {
+        for chunk in play_ids.chunks(crate::db::CHUNK) {
+            let mut update = self
+                .db
+                .sql(
+                    "UPDATE scrobble_queue SET attempts = attempts + 1, last_error = $3
+                     WHERE user_id = $1 AND service = $2 AND play_id IN (",
+                )
+                .bind(user)
+                .bind(service.as_str())
+                .bind(error);
+            update.push_list(chunk.iter().copied()).push(")");
+            update.execute(self.db.pool()).await?;
+        }
+        Ok(())
+    }
+
+    async fn queued_count(&self, user: &UserId, service: Service) -> Result<usize> {
+        let count: i64 = self
+            .db
+            .sql("SELECT COUNT(*) FROM scrobble_queue WHERE user_id = $1 AND service = $2")
+            .bind(user)
+            .bind(service.as_str())
+            .fetch_scalar(self.db.pool())
+            .await?;
+        Ok(count as usize)
+    }
+
+    /// Tells each of `user`'s working services that `track` is playing now (the
+    /// `update_now_playing` job). A refused credential is marked revoked; other failures are
+    /// reported, not retried.
+    pub(crate) async fn send_now_playing(
+        &self,
+        user: &UserId,
+        track: &TrackId,
+    ) -> Result<NowPlayingReport> {
+        let mut report = NowPlayingReport::default();
+        let Some(track) = self.catalog.tracks_in_order(&[track.as_str()]).await?.pop() else {
+            return Ok(report);
+        };
+        let Some(play) = Play::of(&track, Timestamp::now()) else {
+            return Ok(report);
+        };
+        for service in Service::ALL {
+            let Some((credential, sealed)) = self.credential(user, service).await? else {
+                continue;
+            };
+            let sent = match service {
+                Service::Lastfm => match self.lastfm() {
+                    Some(client) => client.update_now_playing(&credential, &play).await,
+                    None => continue,
+                },
+                Service::Listenbrainz => self.listenbrainz().playing_now(&credential, &play).await,
+            };
+            match sent {
+                Ok(()) => report.sent.push(service.as_str()),
+                Err(error) => {
+                    if let SendError::Revoked(message) = &error {
+                        self.record_state(
+                            user,
+                            service,
+                            &sealed,
+                            ServiceState::Revoked,
+                            Some(message),
+                        )
+                        .await?;
+                    }
+                    report.failed.push(error.message().to_string());
+                }
+            }
+        }
+        Ok(report)
     }
 }
 

@@ -25,6 +25,7 @@ pub use sync::{SyncChanges, DEFAULT_PULL_LIMIT, MAX_PULL_LIMIT};
 use crate::catalog::Catalog;
 use crate::db::Db;
 use crate::playlists::Playlists;
+use crate::scrobbling::Forwarder;
 
 /// The social and sync service.
 #[derive(Clone, Debug)]
@@ -32,14 +33,22 @@ pub struct Social {
     db: Db,
     catalog: Catalog,
     playlists: Playlists,
+    /// Queues recorded plays for the user's scrobbling services.
+    forwarder: Forwarder,
 }
 
 impl Social {
-    pub(crate) fn new(db: Db, catalog: Catalog, playlists: Playlists) -> Social {
+    pub(crate) fn new(
+        db: Db,
+        catalog: Catalog,
+        playlists: Playlists,
+        forwarder: Forwarder,
+    ) -> Social {
         Social {
             db,
             catalog,
             playlists,
+            forwarder,
         }
     }
 }

@@ -8,7 +8,8 @@
 //! The spec names six kinds: `enrich_task`, `scan_local_folder`, `transcode_track`,
 //! `cleanup_storage` (here now), and `download_task`, `materialize_track`, which come with the
 //! capabilities that run them. Beside them, `reindex_library` (`POST /admin/reindex`) and `check_files`
-//! (`POST /storage/broken/check`).
+//! (`POST /storage/broken/check`), and `submit_scrobbles` and `update_now_playing`
+//! (forwarding plays to Last.fm and ListenBrainz).
 //! Stored names and payload shapes are a contract with jobs
 //! already queued in a database: a payload may gain optional fields, never lose or rename one.
 
@@ -29,7 +30,7 @@ pub enum Pool {
     /// workers (`WORKER_CONCURRENCY`).
     General,
     /// Work that mostly waits on an outside service (enrichment: AcoustID, the Cover Art
-    /// Archive), run by many more workers (`ENRICH_CONCURRENCY`); CPU-heavy parts still take
+    /// Archive; scrobbling: Last.fm, ListenBrainz), run by many more workers (`ENRICH_CONCURRENCY`); CPU-heavy parts still take
     /// a CPU slot.
     Network,
 }
@@ -88,6 +89,8 @@ registry!(
     crate::admin::Reindex,
     crate::maintenance::CheckFiles,
     crate::maintenance::CleanupStorage,
+    crate::scrobbling::SubmitScrobbles,
+    crate::scrobbling::UpdateNowPlaying,
 );
 
 /// The stored names of the kinds `pool`'s workers take (every kind for the general pool).
@@ -132,12 +135,18 @@ mod tests {
                     // Beyond the spec's six: the admin reindex and the file check.
                     "reindex_library",
                     "check_files",
+                    // Forwarding plays to Last.fm and ListenBrainz.
+                    "submit_scrobbles",
+                    "update_now_playing",
                 ]
                 .contains(name),
                 "{name} is not a known job kind"
             );
         }
-        assert_eq!(kinds_of(Pool::Network), vec!["enrich_task"]);
+        assert_eq!(
+            kinds_of(Pool::Network),
+            vec!["enrich_task", "submit_scrobbles", "update_now_playing"]
+        );
         assert!(
             kinds_of(Pool::General).is_empty(),
             "general workers take every kind"

@@ -238,7 +238,8 @@ pub struct WorkerPlan {
     pub network: usize,
 }
 
-/// Starts the workers of `plan`; each stops when the future `shutdown()` returns resolves.
+/// Starts the workers of `plan`, and with them the task that re-enqueues plays still waiting
+/// to be scrobbled; each stops when the future `shutdown()` returns resolves.
 pub fn spawn_workers<F>(
     library: &Library,
     plan: WorkerPlan,
@@ -251,8 +252,16 @@ where
         (0..plan.general).map(|index| Worker::new(library.clone(), &format!("worker{index}")));
     let network = (0..plan.network)
         .map(|index| Worker::for_pool(library.clone(), &format!("network{index}"), Pool::Network));
-    general
+    let mut tasks: Vec<_> = general
         .chain(network)
         .map(|worker| tokio::spawn(worker.run(shutdown())))
-        .collect()
+        .collect();
+    if !tasks.is_empty() {
+        // Plays still queued for scrobbling (a service down longer than a job's retries).
+        tasks.push(tokio::spawn(crate::scrobbling::resume_forever(
+            library.clone(),
+            shutdown(),
+        )));
+    }
+    tasks
 }

@@ -397,6 +397,7 @@ impl Social {
             outcome.accepted += stored;
             outcome.duplicates += chunk.len() - stored;
         }
+        let mut stored_plays = std::collections::HashSet::new();
         for chunk in plays.chunks(PUSH_CHUNK) {
             let mut insert = self.db.sql(
                 "INSERT INTO play_events (user_id, track_id, played_at, seconds_played, client_event_id, synced_at) VALUES ",
@@ -411,11 +412,24 @@ impl Social {
                         .raw("0");
                 })
                 .push(SKIP_STORED);
-            let stored = insert.fetch_scalars::<String, _>(&mut *tx).await?.len();
-            outcome.accepted += stored;
-            outcome.duplicates += chunk.len() - stored;
+            let stored = insert.fetch_scalars::<String, _>(&mut *tx).await?;
+            outcome.accepted += stored.len();
+            outcome.duplicates += chunk.len() - stored.len();
+            stored_plays.extend(stored);
         }
+        // Plays stored now (never a repeat) are queued for scrobbling in the same
+        // transaction, so none is lost and none is forwarded twice.
+        let new_plays: Vec<&NewPlay> = plays
+            .iter()
+            .copied()
+            .filter(|play| stored_plays.remove(&play.client_event_id))
+            .collect();
+        let scrobble_to = self
+            .forwarder
+            .queue_plays(&mut tx, &caller.user.id, &new_plays)
+            .await?;
         tx.commit().await?;
+        self.forwarder.wake(&caller.user.id, &scrobble_to).await;
         Ok(outcome)
     }
 }

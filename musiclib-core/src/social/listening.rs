@@ -65,6 +65,7 @@ impl Social {
             .bind(track)
             .execute(self.db.pool())
             .await?;
+        self.forwarder.now_playing(&caller.user.id, track).await;
         Ok(())
     }
 

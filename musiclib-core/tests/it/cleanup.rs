@@ -44,7 +44,7 @@ async fn upload_all(library: &TestLibrary, caller: &Caller) -> Vec<musiclib_core
     tracks
 }
 
-/// Runs the queued jobs and returns the cleanup job as it ended.
+/// Runs the queued jobs and returns the cleanup job as it ended (after its retries).
 async fn run_cleanup(
     library: &TestLibrary,
     caller: &Caller,
@@ -55,8 +55,15 @@ async fn run_cleanup(
         .start_cleanup(caller, dry_run)
         .await
         .unwrap();
-    musiclib_core::testing::drain_jobs(library).await;
-    library.jobs().get(caller, &id).await.unwrap()
+    // Until it ends: a retry waits for its backoff.
+    loop {
+        musiclib_core::testing::drain_jobs(library).await;
+        let job = library.jobs().get(caller, &id).await.unwrap();
+        if matches!(job.state, JobState::Succeeded | JobState::Failed) {
+            return job;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }
 
 backend_test! {
@@ -190,4 +197,199 @@ async fn an_unreachable_object_store_changes_nothing() {
         .unwrap()
         .total;
     assert_eq!(missing, 0);
+}
+
+/// A TCP proxy in front of the test S3 server that stops it (open connections closed, new
+/// ones refused) when the client sends the `stop_at`-th request whose request line matches,
+/// and can bring it back: the S3 server going away in the middle of a job.
+struct StoppableS3 {
+    endpoint: String,
+    state: std::sync::Arc<std::sync::Mutex<Switch>>,
+    stop: tokio::sync::watch::Sender<bool>,
+}
+
+struct Switch {
+    seen: usize,
+    stop_at: usize,
+    matches: fn(&str) -> bool,
+}
+
+impl StoppableS3 {
+    async fn start() -> StoppableS3 {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let upstream = musiclib_core::testing::service_env("MUSICLIB_TEST_S3_ENDPOINT");
+        let upstream = upstream.trim_start_matches("http://").to_string();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        let state = std::sync::Arc::new(std::sync::Mutex::new(Switch {
+            seen: 0,
+            stop_at: usize::MAX,
+            matches: |_| false,
+        }));
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let (accept_state, accept_stop) = (state.clone(), stop.clone());
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut client, _)) = listener.accept().await else {
+                    return;
+                };
+                let mut stopped = stopped.clone();
+                if *stopped.borrow() {
+                    continue; // dropped: the server is gone
+                }
+                let Ok(mut server) = tokio::net::TcpStream::connect(&upstream).await else {
+                    continue;
+                };
+                let (state, stop) = (accept_state.clone(), accept_stop.clone());
+                tokio::spawn(async move {
+                    let (mut client_read, mut client_write) = client.split();
+                    let (mut server_read, mut server_write) = server.split();
+                    let requests = async {
+                        let mut buffer = vec![0u8; 64 * 1024];
+                        loop {
+                            let read = client_read.read(&mut buffer).await.unwrap_or(0);
+                            if read == 0 {
+                                return;
+                            }
+                            let text = String::from_utf8_lossy(&buffer[..read]).to_string();
+                            let stop_now = {
+                                let mut switch = state.lock().unwrap();
+                                let matching = text
+                                    .lines()
+                                    .filter(|line| {
+                                        line.ends_with(" HTTP/1.1") && (switch.matches)(line)
+                                    })
+                                    .count();
+                                switch.seen += matching;
+                                matching > 0 && switch.seen >= switch.stop_at
+                            };
+                            if stop_now {
+                                let _ = stop.send(true);
+                                return;
+                            }
+                            if server_write.write_all(&buffer[..read]).await.is_err() {
+                                return;
+                            }
+                        }
+                    };
+                    let answers = async {
+                        let _ = tokio::io::copy(&mut server_read, &mut client_write).await;
+                    };
+                    tokio::select! {
+                        _ = requests => {}
+                        _ = answers => {}
+                        _ = stopped.wait_for(|stopped| *stopped) => {}
+                    }
+                });
+            }
+        });
+        StoppableS3 {
+            endpoint,
+            state,
+            stop,
+        }
+    }
+
+    /// Stops the server when the `nth` request matching `matches` arrives (that request
+    /// gets no answer).
+    fn stop_at(&self, nth: usize, matches: fn(&str) -> bool) {
+        *self.state.lock().unwrap() = Switch {
+            seen: 0,
+            stop_at: nth,
+            matches,
+        };
+    }
+
+    /// Brings the server back.
+    fn restart(&self) {
+        self.stop_at(usize::MAX, |_| false);
+        let _ = self.stop.send(false);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(musiclib_services),
+    ignore = "needs PostgreSQL, S3 and the corpus: run the README test command"
+)]
+async fn the_object_store_stopping_mid_run_deletes_nothing() {
+    let s3 = StoppableS3::start().await;
+    let endpoint = s3.endpoint.clone();
+    let library = TestLibrary::builder(Backend::ScaleOut)
+        .config(move |config| {
+            if let musiclib_core::config::StorageConfig::S3(s3) = &mut config.storage {
+                s3.endpoint = Some(endpoint);
+            }
+        })
+        .build()
+        .await;
+    let root = admin(&library).await;
+    musiclib_core::testing::insert_synthetic_tracks(&library, 5).await;
+    musiclib_core::testing::execute(
+        &library,
+        "UPDATE tracks SET storage_uri = 'audio/' || id || '.mp3', availability = 'available'",
+        &[],
+    )
+    .await;
+    let tracks = library
+        .catalog()
+        .list_tracks(
+            &Default::default(),
+            None,
+            musiclib_core::domain::Page::default(),
+        )
+        .await
+        .unwrap()
+        .items;
+    for track in &tracks {
+        musiclib_core::testing::put_blob(
+            &library,
+            &track.storage_uri,
+            bytes::Bytes::from_static(b"audio"),
+        )
+        .await;
+    }
+    let orphan = format!("audio/{}.mp3", musiclib_core::TrackId::new());
+    musiclib_core::testing::put_blob(&library, &orphan, bytes::Bytes::from_static(b"orphaned"))
+        .await;
+    let nothing_changed = |job: &musiclib_core::jobs::Job| {
+        assert_eq!(job.state, JobState::Failed, "{job:?}");
+        assert_eq!(job.result, None, "{job:?}");
+    };
+
+    // Stopped between listing one namespace and the next: refused, nothing deleted.
+    s3.stop_at(2, |line| line.contains("list-type=2"));
+    let job = run_cleanup(&library, &root, false).await;
+    nothing_changed(&job);
+    let error = job.error.clone().unwrap();
+    assert!(
+        error.contains("cannot be listed") && error.contains("nothing was deleted"),
+        "{error}"
+    );
+    s3.restart();
+    assert!(musiclib_core::testing::blob_exists(&library, &orphan).await);
+
+    // Stopped after every listing, at the first deletion: the deletion fails, the retry
+    // cannot list, nothing is deleted and no track is marked missing.
+    s3.stop_at(1, |line| {
+        line.starts_with("DELETE ") || (line.starts_with("POST ") && line.contains("?delete"))
+    });
+    let job = run_cleanup(&library, &root, false).await;
+    nothing_changed(&job);
+    s3.restart();
+    assert!(musiclib_core::testing::blob_exists(&library, &orphan).await);
+    for track in &tracks {
+        assert!(musiclib_core::testing::blob_exists(&library, &track.storage_uri).await);
+        let track = library.catalog().get_track(&track.id).await.unwrap();
+        assert_eq!(track.availability.as_str(), "available");
+    }
+
+    // Back: the orphan goes, the rest stays.
+    let job = run_cleanup(&library, &root, false).await;
+    assert_eq!(job.state, JobState::Succeeded, "{job:?}");
+    assert_eq!(job.result.clone().unwrap()["deleted"], 1);
+    assert!(!musiclib_core::testing::blob_exists(&library, &orphan).await);
+    for track in &tracks {
+        assert!(musiclib_core::testing::blob_exists(&library, &track.storage_uri).await);
+    }
 }

@@ -152,6 +152,32 @@ pub struct ScrobblingIn {
     pub listenbrainz: Option<Option<ListenbrainzIn>>,
 }
 
+/// A scrobbling service's last answer.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ScrobblingStateName {
+    /// Nothing sent since the credential was set.
+    Unknown,
+    /// The last submission was accepted.
+    Ok,
+    /// The last submission failed for a reason that may pass; it is retried.
+    Failing,
+    /// The service refused the credential: nothing is sent until a new one is set.
+    Revoked,
+}
+
+impl From<musiclib_core::scrobbling::ServiceState> for ScrobblingStateName {
+    fn from(state: musiclib_core::scrobbling::ServiceState) -> ScrobblingStateName {
+        use musiclib_core::scrobbling::ServiceState;
+        match state {
+            ServiceState::Unknown => ScrobblingStateName::Unknown,
+            ServiceState::Ok => ScrobblingStateName::Ok,
+            ServiceState::Failing => ScrobblingStateName::Failing,
+            ServiceState::Revoked => ScrobblingStateName::Revoked,
+        }
+    }
+}
+
 /// One scrobbling service for the caller; never the credential itself.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ScrobblingServiceOut {
@@ -162,7 +188,7 @@ pub struct ScrobblingServiceOut {
     pub configured: bool,
     /// The service's last answer: `unknown` (nothing sent yet), `ok`, `failing` (retried),
     /// `revoked` (refused: set a new credential); null when not configured.
-    pub state: Option<String>,
+    pub state: Option<ScrobblingStateName>,
     /// What it said.
     pub detail: Option<String>,
     /// When.
@@ -183,7 +209,7 @@ impl From<musiclib_core::scrobbling::ScrobblingStatus> for ScrobblingOut {
         let service = |service: musiclib_core::scrobbling::ServiceStatus| ScrobblingServiceOut {
             available: service.available,
             configured: service.configured,
-            state: service.state.map(|state| state.as_str().to_string()),
+            state: service.state.map(ScrobblingStateName::from),
             detail: service.detail,
             checked_at: service.checked_at.map(|at| at.to_rfc3339()),
         };

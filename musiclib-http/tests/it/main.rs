@@ -42,6 +42,7 @@ mod api;
 mod covers;
 mod hls;
 mod permissions;
+mod scrobbling;
 mod settings;
 mod storage;
 mod stream;
