@@ -146,6 +146,9 @@ async fn set_up(
             config.scrobbling.lastfm_api_secret = Some(API_SECRET.into());
             config.scrobbling.lastfm_base_url = format!("{base}/2.0/");
             config.scrobbling.listenbrainz_base_url = base;
+            // Retries wait long enough that a test sees the failure before the retry.
+            config.jobs.retry_base = Duration::from_millis(400);
+            config.jobs.retry_max = Duration::from_millis(400);
         })
         .build()
         .await;
@@ -377,8 +380,8 @@ both_backends!(
             "{failing}"
         );
         assert_eq!(failing["listenbrainz"]["state"], "failing", "{failing}");
-        // The retry is due after the jobs' backoff (10 ms in tests).
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        // The retry is due after the jobs' backoff (400 ms here).
+        tokio::time::sleep(Duration::from_millis(600)).await;
         drain_jobs(&app.library).await;
         let scrobbles = lastfm_requests(&server, "track.scrobble").await;
         assert_eq!(scrobbles.len(), 2);
