@@ -54,6 +54,7 @@ pub mod ids;
 pub mod ingest;
 pub mod jobs;
 pub mod library;
+pub mod lyrics;
 pub mod maintenance;
 pub mod media;
 mod outside;

@@ -16,6 +16,7 @@ use crate::db::{DatabaseKind, Db};
 use crate::enrichment::Enrichment;
 use crate::ingest::Ingest;
 use crate::jobs::{JobQueue, Jobs, SqlQueue};
+use crate::lyrics::Lyrics;
 use crate::maintenance::Maintenance;
 use crate::media::{Media, Transcoder};
 use crate::playlists::Playlists;
@@ -48,6 +49,7 @@ struct Inner {
     recommend: Recommend,
     settings: Settings,
     scrobbling: Scrobbling,
+    lyrics: Lyrics,
     maintenance: Maintenance,
     admin: Admin,
 }
@@ -141,6 +143,14 @@ impl Library {
             catalog.clone(),
             crate::outside::http_client(),
         );
+        let lyrics = Lyrics::new(
+            db.clone(),
+            catalog.clone(),
+            storage.clone(),
+            crate::outside::http_client(),
+            &config.enrichment.lrclib_base_url,
+            config.local_media_import_path.clone(),
+        );
         let maintenance =
             Maintenance::new(db.clone(), storage.clone(), catalog.clone(), jobs.clone());
         let admin = Admin::new(
@@ -167,6 +177,7 @@ impl Library {
                 recommend,
                 settings,
                 scrobbling,
+                lyrics,
                 maintenance,
                 admin,
             }),
@@ -226,6 +237,11 @@ impl Library {
     /// Scrobbling credentials and their state.
     pub fn scrobbling(&self) -> &Scrobbling {
         &self.inner.scrobbling
+    }
+
+    /// Lyrics: the cache and its sources.
+    pub fn lyrics(&self) -> &Lyrics {
+        &self.inner.lyrics
     }
 
     /// Statistics, duplicates, broken files, missing metadata, cleanup.

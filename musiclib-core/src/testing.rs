@@ -110,6 +110,10 @@ impl TestLibraryBuilder {
         // Fast retries so tests can watch them.
         config.jobs.retry_base = std::time::Duration::from_millis(10);
         config.jobs.retry_max = std::time::Duration::from_millis(100);
+        // No test reaches a public service by accident: a port nothing listens on.
+        config.enrichment.lrclib_base_url = "http://127.0.0.1:9".into();
+        config.scrobbling.lastfm_base_url = "http://127.0.0.1:9/2.0/".into();
+        config.scrobbling.listenbrainz_base_url = "http://127.0.0.1:9".into();
         if self.backend == Backend::ScaleOut {
             config.database_url = create_postgres_database().await;
             config.storage = StorageConfig::S3(test_s3_config());

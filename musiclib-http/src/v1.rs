@@ -6,6 +6,7 @@ pub mod albums;
 pub mod auth;
 pub mod covers;
 pub mod dto;
+pub mod lyrics;
 pub mod playlists;
 pub mod search;
 pub mod settings;
@@ -73,6 +74,7 @@ pub(crate) fn routes() -> OpenApiRouter<Library> {
         .merge(auth::routes())
         .merge(admin::routes())
         .merge(tracks::routes())
+        .merge(lyrics::routes())
         .merge(albums::routes())
         .merge(covers::routes())
         .merge(search::routes())

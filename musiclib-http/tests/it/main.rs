@@ -41,6 +41,7 @@ mod admin;
 mod api;
 mod covers;
 mod hls;
+mod lyrics;
 mod permissions;
 mod scrobbling;
 mod settings;

@@ -1,0 +1,434 @@
+//! Lyrics (spec: Lyrics record, Lyrics cache): one cached record per track, `found` or
+//! `not_found`, filled on first request from the first source that has text:
+//!
+//! 1. the tags embedded in the stored file (`embedded`: ID3v2 `SYLT` then `USLT`, Vorbis
+//!    `LYRICS`/`UNSYNCEDLYRICS`, MP4 `©lyr`);
+//! 2. a sidecar next to a local-folder track (same name, `.lrc` then `.txt`);
+//! 3. LRCLIB by title, artist, album and duration (`lrclib`), which needs no key.
+//!
+//! Text with LRC time stamps is synced wherever it comes from, parsed by the one parser
+//! (`lrc`). The cache (`lyrics` table): a `found` record stays until a refetch; a `not_found`
+//! is fetched again after [`NOT_FOUND_TTL`] (7 days), or after [`PROVIDER_ERROR_TTL`] (1 hour)
+//! when it stands for an LRCLIB failure rather than a real miss. Concurrent requests for one
+//! uncached track in a process make one fetch (a lock per track; the second reads what the
+//! first stored).
+
+pub mod lrc;
+
+mod embedded;
+mod lrclib;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::auth::Caller;
+use crate::catalog::Catalog;
+use crate::db::Db;
+use crate::domain::{Source, Track};
+use crate::storage::Storage;
+use crate::{Result, Timestamp, TrackId};
+
+pub use lrc::Line;
+
+/// How long a `not_found` record is kept before the sources are asked again (spec: Limits).
+pub const NOT_FOUND_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+/// How long a `not_found` that stands for a provider error is kept.
+pub const PROVIDER_ERROR_TTL: Duration = Duration::from_secs(3600);
+/// Largest lyrics text read from a sidecar (bigger files are not lyrics).
+pub const MAX_LYRICS_BYTES: usize = 512 * 1024;
+
+/// Whether lyrics were found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LyricsStatus {
+    /// A source had lyrics (or said the track is instrumental).
+    Found,
+    /// No source had any.
+    NotFound,
+}
+
+impl LyricsStatus {
+    /// The wire and stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LyricsStatus::Found => "found",
+            LyricsStatus::NotFound => "not_found",
+        }
+    }
+}
+
+/// Where found lyrics came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LyricsSource {
+    /// The file's own tags.
+    Embedded,
+    /// A `.lrc` or `.txt` file next to a local-folder track.
+    Sidecar,
+    /// LRCLIB.
+    Lrclib,
+}
+
+impl LyricsSource {
+    /// The wire and stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LyricsSource::Embedded => "embedded",
+            LyricsSource::Sidecar => "sidecar",
+            LyricsSource::Lrclib => "lrclib",
+        }
+    }
+
+    fn parse(text: &str) -> Option<LyricsSource> {
+        match text {
+            "embedded" => Some(LyricsSource::Embedded),
+            "sidecar" => Some(LyricsSource::Sidecar),
+            "lrclib" => Some(LyricsSource::Lrclib),
+            _ => None,
+        }
+    }
+}
+
+/// A track's lyrics record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LyricsRecord {
+    /// The track.
+    pub track_id: TrackId,
+    /// Found or not.
+    pub status: LyricsStatus,
+    /// Where they came from (found only).
+    pub source: Option<LyricsSource>,
+    /// Timed lines (empty when not synced).
+    pub lines: Vec<Line>,
+    /// The text without time stamps (`None` when not found or instrumental).
+    pub plain: Option<String>,
+    /// An instrumental track: found, without lyrics.
+    pub instrumental: bool,
+    /// ISO 639 code, when known.
+    pub language: Option<String>,
+    /// LRC `[offset:]` in ms, to add to each line's start (positive: lyrics come sooner).
+    pub offset_ms: i64,
+    /// When the sources were asked.
+    pub fetched_at: Timestamp,
+    /// Why the provider could not answer (a `not_found` kept for a shorter time).
+    pub error: Option<String>,
+}
+
+impl LyricsRecord {
+    /// Whether the lines carry times.
+    pub fn synced(&self) -> bool {
+        !self.lines.is_empty()
+    }
+
+    /// When a `not_found` record is fetched again (`None` for a found one).
+    pub fn refetch_after(&self) -> Option<Timestamp> {
+        let ttl = match (self.status, &self.error) {
+            (LyricsStatus::Found, _) => return None,
+            (LyricsStatus::NotFound, Some(_)) => PROVIDER_ERROR_TTL,
+            (LyricsStatus::NotFound, None) => NOT_FOUND_TTL,
+        };
+        Some(Timestamp::from_micros(
+            self.fetched_at.as_micros() + ttl.as_micros() as i64,
+        ))
+    }
+
+    fn is_fresh(&self, now: Timestamp) -> bool {
+        self.refetch_after().is_none_or(|after| now < after)
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct Row {
+    status: String,
+    synced: Option<String>,
+    plain: Option<String>,
+    instrumental: i64,
+    provider: Option<String>,
+    language: Option<String>,
+    offset_ms: i64,
+    error: Option<String>,
+    fetched_at: i64,
+}
+
+/// The lyrics service.
+#[derive(Clone, Debug)]
+pub struct Lyrics {
+    db: Db,
+    catalog: Catalog,
+    storage: Storage,
+    lrclib: lrclib::Lrclib,
+    import_path: Option<PathBuf>,
+    /// One lock per track being fetched in this process.
+    fetching: Arc<Mutex<HashMap<TrackId, Arc<tokio::sync::Mutex<()>>>>>,
+}
+
+impl Lyrics {
+    pub(crate) fn new(
+        db: Db,
+        catalog: Catalog,
+        storage: Storage,
+        http: reqwest::Client,
+        lrclib_base_url: &str,
+        import_path: Option<PathBuf>,
+    ) -> Lyrics {
+        Lyrics {
+            db,
+            catalog,
+            storage,
+            lrclib: lrclib::Lrclib::new(http, lrclib_base_url),
+            import_path,
+            fetching: Arc::default(),
+        }
+    }
+
+    /// A track's lyrics, fetched when there is no record or its `not_found` has expired
+    /// (`GET /tracks/{id}/lyrics`). Any signed-in user; an unknown track is not found.
+    pub async fn get(&self, _caller: &Caller, id: &TrackId) -> Result<LyricsRecord> {
+        let track = self.catalog.get_track(id).await?;
+        if let Some(record) = self.cached(id).await? {
+            if record.is_fresh(Timestamp::now()) {
+                return Ok(record);
+            }
+        }
+        self.fetch_once(&track, None).await
+    }
+
+    /// Asks the sources again, whatever is cached (`POST /tracks/{id}/lyrics/refetch`).
+    pub async fn refetch(&self, _caller: &Caller, id: &TrackId) -> Result<LyricsRecord> {
+        let track = self.catalog.get_track(id).await?;
+        self.fetch_once(&track, Some(Timestamp::now())).await
+    }
+
+    /// The cached record, if any.
+    pub async fn cached(&self, id: &TrackId) -> Result<Option<LyricsRecord>> {
+        let row: Option<Row> = self
+            .db
+            .sql(
+                "SELECT status, synced, plain, instrumental, provider, language, offset_ms, error, fetched_at
+                 FROM lyrics WHERE track_id = $1",
+            )
+            .bind(id)
+            .fetch_optional(self.db.pool())
+            .await?;
+        Ok(row.map(|row| record_of(id.clone(), row)))
+    }
+
+    /// Fetches under the track's lock. Whoever waited on the lock reads what the holder
+    /// stored instead of fetching again: a fresh record, or for a refetch one fetched after
+    /// `asked_at`.
+    async fn fetch_once(&self, track: &Track, asked_at: Option<Timestamp>) -> Result<LyricsRecord> {
+        let lock = {
+            let mut fetching = self.fetching.lock().expect("lyrics locks");
+            fetching.entry(track.id.clone()).or_default().clone()
+        };
+        let result = async {
+            let _held = lock.lock().await;
+            if let Some(record) = self.cached(&track.id).await? {
+                let done_meanwhile = match asked_at {
+                    Some(asked_at) => record.fetched_at >= asked_at,
+                    None => record.is_fresh(Timestamp::now()),
+                };
+                if done_meanwhile {
+                    return Ok(record);
+                }
+            }
+            let record = self.fetch(track).await?;
+            self.store(&record).await?;
+            Ok(record)
+        }
+        .await;
+        let mut fetching = self.fetching.lock().expect("lyrics locks");
+        if Arc::strong_count(&lock) == 2 {
+            // Nobody else is waiting on it: forget it.
+            fetching.remove(&track.id);
+        }
+        result
+    }
+
+    /// Asks the sources in order; the first with text wins.
+    async fn fetch(&self, track: &Track) -> Result<LyricsRecord> {
+        let now = Timestamp::now();
+        let found = |source, lyrics: embedded::FileLyrics| LyricsRecord {
+            track_id: track.id.clone(),
+            status: LyricsStatus::Found,
+            source: Some(source),
+            plain: Some(lyrics.plain.clone()),
+            lines: lyrics.lines,
+            instrumental: false,
+            language: lyrics.language,
+            offset_ms: lyrics.offset_ms,
+            fetched_at: now,
+            error: None,
+        };
+        if let Some(lyrics) = self.from_file(track).await {
+            return Ok(found(LyricsSource::Embedded, lyrics));
+        }
+        if let Some(path) = self.sidecar_audio_path(track) {
+            let lyrics = tokio::task::spawn_blocking(move || embedded::sidecar(&path))
+                .await
+                .ok()
+                .flatten();
+            if let Some(lyrics) = lyrics {
+                return Ok(found(LyricsSource::Sidecar, lyrics));
+            }
+        }
+        let mut record = LyricsRecord {
+            track_id: track.id.clone(),
+            status: LyricsStatus::NotFound,
+            source: None,
+            lines: Vec::new(),
+            plain: None,
+            instrumental: false,
+            language: None,
+            offset_ms: 0,
+            fetched_at: now,
+            error: None,
+        };
+        let Some(query) = query_of(track) else {
+            return Ok(record);
+        };
+        match self.lrclib.find(&query).await {
+            Ok(Some(hit)) if hit.instrumental => {
+                record.status = LyricsStatus::Found;
+                record.source = Some(LyricsSource::Lrclib);
+                record.instrumental = true;
+            }
+            Ok(Some(hit)) => {
+                let synced = hit
+                    .synced_lyrics
+                    .as_deref()
+                    .and_then(|text| embedded::FileLyrics::from_text(text, None))
+                    .filter(embedded::FileLyrics::synced);
+                let plain = hit
+                    .plain_lyrics
+                    .as_deref()
+                    .and_then(|text| embedded::FileLyrics::from_text(text, None));
+                match (synced, plain) {
+                    (Some(mut synced), plain) => {
+                        if let Some(plain) = plain {
+                            synced.plain = plain.plain;
+                        }
+                        record = found(LyricsSource::Lrclib, synced);
+                    }
+                    (None, Some(plain)) => record = found(LyricsSource::Lrclib, plain),
+                    (None, None) => {}
+                }
+            }
+            Ok(None) => {}
+            Err(error) => {
+                tracing::warn!(track = %track.id, error, "LRCLIB failed");
+                record.error = Some(error);
+            }
+        }
+        Ok(record)
+    }
+
+    /// Lyrics in the stored file's tags (none for a placeholder or an unreadable file).
+    async fn from_file(&self, track: &Track) -> Option<embedded::FileLyrics> {
+        if track.storage_uri.is_empty() {
+            return None;
+        }
+        let file = match self.storage.local_file(&track.storage_uri).await {
+            Ok(file) => file,
+            Err(error) => {
+                tracing::warn!(track = %track.id, error = %crate::error_chain(&error), "cannot read the file for its lyrics");
+                return None;
+            }
+        };
+        let path = file.path.clone();
+        let lyrics = tokio::task::spawn_blocking(move || embedded::read(&path))
+            .await
+            .ok()
+            .flatten();
+        drop(file);
+        lyrics
+    }
+
+    /// Where a local-folder track's file is, for its sidecar.
+    fn sidecar_audio_path(&self, track: &Track) -> Option<PathBuf> {
+        if track.source != Source::LocalFolder {
+            return None;
+        }
+        let relative = std::path::Path::new(&track.source_id);
+        // The import folder's own relative paths only.
+        if relative.is_absolute()
+            || relative
+                .components()
+                .any(|part| matches!(part, std::path::Component::ParentDir))
+        {
+            return None;
+        }
+        Some(self.import_path.as_ref()?.join(relative))
+    }
+
+    async fn store(&self, record: &LyricsRecord) -> Result<()> {
+        let synced = record.synced().then(|| lrc::write(&record.lines, 0));
+        self.db
+            .sql(&format!(
+                "INSERT INTO lyrics (track_id, status, synced, plain, instrumental, provider, language, offset_ms, error, fetched_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) {}",
+                self.db.kind().upsert(
+                    "track_id",
+                    &["status", "synced", "plain", "instrumental", "provider", "language", "offset_ms", "error", "fetched_at"]
+                )
+            ))
+            .bind(&record.track_id)
+            .bind(record.status.as_str())
+            .bind(synced)
+            .bind(record.plain.as_deref())
+            .bind(record.instrumental)
+            .bind(record.source.map(LyricsSource::as_str))
+            .bind(record.language.as_deref())
+            .bind(record.offset_ms)
+            .bind(record.error.as_deref())
+            .bind(record.fetched_at.as_micros())
+            .execute(self.db.pool())
+            .await?;
+        Ok(())
+    }
+}
+
+fn record_of(track_id: TrackId, row: Row) -> LyricsRecord {
+    let lines = row
+        .synced
+        .as_deref()
+        .map(|text| lrc::parse(text).lines)
+        .unwrap_or_default();
+    LyricsRecord {
+        track_id,
+        status: if row.status == "found" {
+            LyricsStatus::Found
+        } else {
+            LyricsStatus::NotFound
+        },
+        source: row.provider.as_deref().and_then(LyricsSource::parse),
+        lines,
+        plain: row.plain,
+        instrumental: row.instrumental != 0,
+        language: row.language,
+        offset_ms: row.offset_ms,
+        fetched_at: Timestamp::from_micros(row.fetched_at),
+        error: row.error,
+    }
+}
+
+/// What LRCLIB is asked for a track: its title and artist are needed.
+fn query_of(track: &Track) -> Option<lrclib::Query> {
+    let artist = track
+        .artist_name
+        .clone()
+        .or_else(|| track.album_artist_name.clone())
+        .filter(|name| !name.trim().is_empty())?;
+    if track.title.trim().is_empty() {
+        return None;
+    }
+    Some(lrclib::Query {
+        title: track.title.clone(),
+        artist,
+        album: track
+            .album_title
+            .clone()
+            .filter(|album| !album.trim().is_empty()),
+        duration: track.duration_ms.map(|ms| ms as f64 / 1000.0),
+    })
+}

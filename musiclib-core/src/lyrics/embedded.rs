@@ -1,0 +1,181 @@
+//! Lyrics embedded in a file's tags (lofty), and sidecar files.
+//!
+//! - MP3 (ID3v2): `SYLT` (synced; its time unit is milliseconds or MPEG frames, converted
+//!   with the stream's frame length), then `USLT`.
+//! - Vorbis comments (FLAC, Ogg, Opus): `LYRICS`, then `UNSYNCEDLYRICS`.
+//! - MP4: `©lyr`.
+//!
+//! Text with LRC time stamps counts as synced wherever it comes from. Within a file synced
+//! lyrics win over plain ones.
+
+use std::path::Path;
+
+use lofty::config::ParseOptions;
+use lofty::file::{AudioFile, FileType, TaggedFileExt};
+use lofty::id3::v2::{Frame, FrameId, Id3v2Tag, SynchronizedTextFrame, TimestampFormat};
+use lofty::tag::ItemKey;
+
+use super::lrc::{self, Line};
+
+/// Lyrics read from a file.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FileLyrics {
+    /// Timed lines (empty when not synced).
+    pub lines: Vec<Line>,
+    /// The text without time stamps.
+    pub plain: String,
+    /// ISO 639 code, when the file says.
+    pub language: Option<String>,
+    /// `[offset:]` of LRC text, ms.
+    pub offset_ms: i64,
+}
+
+impl FileLyrics {
+    /// From text that may be LRC.
+    pub(crate) fn from_text(text: &str, language: Option<String>) -> Option<FileLyrics> {
+        let parsed = lrc::parse(text);
+        let plain = parsed.plain_text();
+        if plain.trim().is_empty() && !parsed.is_synced() {
+            return None;
+        }
+        Some(FileLyrics {
+            language: language.or(parsed.language.clone()),
+            offset_ms: parsed.offset_ms,
+            plain,
+            lines: parsed.lines,
+        })
+    }
+
+    pub(crate) fn synced(&self) -> bool {
+        !self.lines.is_empty()
+    }
+}
+
+/// The lyrics embedded in the file at `path`, if any (an unreadable file has none).
+pub(crate) fn read(path: &Path) -> Option<FileLyrics> {
+    let options = ParseOptions::new()
+        .read_cover_art(false)
+        .read_properties(true);
+    let tagged = lofty::probe::Probe::open(path)
+        .ok()?
+        .options(options)
+        .guess_file_type()
+        .ok()?
+        .read()
+        .ok()?;
+    let mut found = Vec::new();
+    if tagged.file_type() == FileType::Mpeg {
+        let sample_rate = tagged.properties().sample_rate();
+        let mut file = std::fs::File::open(path).ok()?;
+        if let Ok(mpeg) = lofty::mpeg::MpegFile::read_from(&mut file, options) {
+            if let Some(id3v2) = mpeg.id3v2() {
+                found.extend(id3v2_lyrics(id3v2, sample_rate));
+            }
+        }
+    }
+    for tag in tagged.tags() {
+        for key in [ItemKey::Lyrics, ItemKey::UnsyncLyrics] {
+            for text in tag.get_strings(key) {
+                found.extend(FileLyrics::from_text(text, None));
+            }
+        }
+    }
+    // Synced first, then in the order read.
+    found.sort_by_key(|lyrics| !lyrics.synced());
+    found.into_iter().next()
+}
+
+/// `SYLT` frames, then `USLT` frames, of an ID3v2 tag.
+fn id3v2_lyrics(tag: &Id3v2Tag, sample_rate: Option<u32>) -> Vec<FileLyrics> {
+    let mut found = Vec::new();
+    for frame in tag {
+        let Frame::Binary(binary) = frame else {
+            continue;
+        };
+        if binary.id() != &FrameId::Valid("SYLT".into()) {
+            continue;
+        }
+        let Ok(sylt) = SynchronizedTextFrame::parse(&binary.data, binary.flags()) else {
+            continue;
+        };
+        found.extend(from_sylt(&sylt, sample_rate));
+    }
+    for uslt in tag.unsync_text() {
+        found.extend(FileLyrics::from_text(
+            &uslt.content,
+            language(&uslt.language),
+        ));
+    }
+    found
+}
+
+fn from_sylt(sylt: &SynchronizedTextFrame<'_>, sample_rate: Option<u32>) -> Option<FileLyrics> {
+    let to_ms = |stamp: u32| -> u64 {
+        match sylt.timestamp_format {
+            TimestampFormat::MS => u64::from(stamp),
+            TimestampFormat::MPEG => {
+                // MPEG-1 Layer III frames hold 1152 samples; MPEG-2/2.5 (below 32 kHz) 576.
+                let rate = u64::from(sample_rate.unwrap_or(44_100).max(1));
+                let samples = if rate >= 32_000 { 1152 } else { 576 };
+                u64::from(stamp) * samples * 1000 / rate
+            }
+        }
+    };
+    let mut lines: Vec<Line> = sylt
+        .content
+        .iter()
+        .map(|(stamp, text)| Line {
+            start_ms: to_ms(*stamp),
+            // SYLT entries often carry their own line break at the start.
+            text: text.trim().to_string(),
+        })
+        .collect();
+    lines.sort_by_key(|line| line.start_ms);
+    if lines.iter().all(|line| line.text.is_empty()) {
+        return None;
+    }
+    let plain = lines
+        .iter()
+        .map(|line| line.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+        .trim_matches('\n')
+        .to_string();
+    Some(FileLyrics {
+        lines,
+        plain,
+        language: language(&sylt.language),
+        offset_ms: 0,
+    })
+}
+
+/// An ISO 639-2 code from a frame, `None` for "unknown" (`XXX`, `und`, blanks).
+fn language(code: &[u8; 3]) -> Option<String> {
+    let code = std::str::from_utf8(code)
+        .ok()?
+        .trim_matches(char::from(0))
+        .trim();
+    let lower = code.to_ascii_lowercase();
+    (code.len() == 3
+        && lower.chars().all(|c| c.is_ascii_lowercase())
+        && lower != "xxx"
+        && lower != "und")
+        .then_some(lower)
+}
+
+/// A sidecar next to `audio`: the same name with `.lrc`, else `.txt`.
+pub(crate) fn sidecar(audio: &Path) -> Option<FileLyrics> {
+    for extension in ["lrc", "txt"] {
+        let path = audio.with_extension(extension);
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
+        if bytes.len() > super::MAX_LYRICS_BYTES {
+            continue;
+        }
+        if let Some(lyrics) = FileLyrics::from_text(&String::from_utf8_lossy(&bytes), None) {
+            return Some(lyrics);
+        }
+    }
+    None
+}

@@ -1,0 +1,308 @@
+//! The one LRC parser, for sidecar files, embedded tags and LRCLIB alike.
+//!
+//! - Time stamps `[mm:ss]`, `[mm:ss.x]`, `[mm:ss.xx]` (hundredths) and `[mm:ss.xxx]`
+//!   (milliseconds), minutes past 99 included; several stamps before one text make one line
+//!   per stamp.
+//! - Header tags `[ar:]`, `[ti:]`, `[al:]`, `[length:]` (`mm:ss` or `mm:ss.xx`), `[lang:]`,
+//!   `[offset:]` (ms, signed; kept apart, never applied to the stamps); other `[key:value]`
+//!   headers (`by`, `re`, `ve`, `au`, `#`) are ignored.
+//! - Enhanced LRC word stamps (`<mm:ss.xx>`) are removed from the text.
+//! - Blank lines are skipped, and so are lines whose leading tag looks like a stamp but is not
+//!   one (`[00:7x.10]`); text without a stamp is kept as plain text (`[Chorus]` included), used
+//!   when no line has a stamp.
+
+/// One timed line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    /// When it starts, in ms from the start of the track (the file's `offset` not applied).
+    pub start_ms: u64,
+    /// Its text (empty for a timed pause).
+    pub text: String,
+}
+
+/// What an LRC text holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Lrc {
+    /// Timed lines, by start time (stable for equal times).
+    pub lines: Vec<Line>,
+    /// Lines without a time stamp, in order.
+    pub plain: Vec<String>,
+    /// `[offset:]`, in ms.
+    pub offset_ms: i64,
+    /// `[ar:]`.
+    pub artist: Option<String>,
+    /// `[ti:]`.
+    pub title: Option<String>,
+    /// `[al:]`.
+    pub album: Option<String>,
+    /// `[length:]`, in ms.
+    pub length_ms: Option<u64>,
+    /// `[lang:]`.
+    pub language: Option<String>,
+}
+
+impl Lrc {
+    /// Whether any line carries a time stamp.
+    pub fn is_synced(&self) -> bool {
+        !self.lines.is_empty()
+    }
+
+    /// The text without time stamps: the timed lines' text when synced (pauses as blank
+    /// lines, none at either end), else the plain lines.
+    pub fn plain_text(&self) -> String {
+        let lines: Vec<&str> = if self.is_synced() {
+            self.lines.iter().map(|line| line.text.as_str()).collect()
+        } else {
+            self.plain.iter().map(String::as_str).collect()
+        };
+        lines.join("\n").trim_matches('\n').to_string()
+    }
+}
+
+/// Parses LRC (or plain) text. Never fails: what cannot be read is skipped.
+pub fn parse(text: &str) -> Lrc {
+    let mut lrc = Lrc::default();
+    for raw in text.trim_start_matches('\u{feff}').lines() {
+        let line = raw.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let mut rest = line;
+        let mut stamps = Vec::new();
+        let mut malformed = false;
+        while let Some(tag_end) = rest.strip_prefix('[').and_then(|tag| tag.find(']')) {
+            let tag = &rest[1..=tag_end];
+            match parse_stamp(tag) {
+                Some(ms) => stamps.push(ms),
+                None if looks_like_stamp(tag) => {
+                    malformed = true;
+                    break;
+                }
+                None => break,
+            }
+            rest = rest[tag_end + 2..].trim_start();
+        }
+        if malformed {
+            continue;
+        }
+        if stamps.is_empty() {
+            if let Some((key, value)) = header(line) {
+                apply_header(&mut lrc, &key, value);
+            } else {
+                lrc.plain.push(strip_word_stamps(line));
+            }
+            continue;
+        }
+        let text = strip_word_stamps(rest);
+        lrc.lines.extend(stamps.into_iter().map(|start_ms| Line {
+            start_ms,
+            text: text.clone(),
+        }));
+    }
+    lrc.lines.sort_by_key(|line| line.start_ms);
+    lrc
+}
+
+/// Writes timed lines as LRC: `[mm:ss.xx]`, or `[mm:ss.xxx]` when the time has a
+/// millisecond part; an `[offset:]` line first when it is not zero.
+pub fn write(lines: &[Line], offset_ms: i64) -> String {
+    let mut out = String::new();
+    if offset_ms != 0 {
+        out.push_str(&format!("[offset:{offset_ms:+}]\n"));
+    }
+    for line in lines {
+        out.push_str(&format!("[{}] {}\n", stamp(line.start_ms), line.text));
+    }
+    out
+}
+
+/// `mm:ss.xx` (or `.xxx` when the milliseconds need it).
+pub fn stamp(ms: u64) -> String {
+    let (minutes, seconds, millis) = (ms / 60_000, (ms / 1000) % 60, ms % 1000);
+    if millis % 10 == 0 {
+        format!("{minutes:02}:{seconds:02}.{:02}", millis / 10)
+    } else {
+        format!("{minutes:02}:{seconds:02}.{millis:03}")
+    }
+}
+
+/// `mm:ss`, `mm:ss.x`, `mm:ss.xx`, `mm:ss.xxx` → ms.
+fn parse_stamp(tag: &str) -> Option<u64> {
+    let (minutes, seconds) = tag.split_once(':')?;
+    if minutes.is_empty() || minutes.len() > 4 || !minutes.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let (whole, fraction) = match seconds.split_once(['.', ':']) {
+        Some((whole, fraction)) => (whole, Some(fraction)),
+        None => (seconds, None),
+    };
+    if whole.is_empty() || whole.len() > 2 || !whole.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let whole: u64 = whole.parse().ok()?;
+    if whole >= 60 {
+        return None;
+    }
+    let millis = match fraction {
+        None => 0,
+        Some(fraction)
+            if !fraction.is_empty()
+                && fraction.len() <= 3
+                && fraction.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            let value: u64 = fraction.parse().ok()?;
+            value * 10u64.pow(3 - fraction.len() as u32)
+        }
+        Some(_) => return None,
+    };
+    Some(minutes.parse::<u64>().ok()? * 60_000 + whole * 1000 + millis)
+}
+
+/// A tag that starts like a time stamp (digits and a colon) but did not parse as one.
+fn looks_like_stamp(tag: &str) -> bool {
+    tag.split_once(':').is_some_and(|(minutes, _)| {
+        !minutes.is_empty() && minutes.bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
+/// `[key:value]` filling the whole line, with a known-looking key (letters or `#`).
+fn header(line: &str) -> Option<(String, &str)> {
+    let inner = line.strip_prefix('[')?.strip_suffix(']')?;
+    let (key, value) = inner.split_once(':')?;
+    let key = key.trim();
+    if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphabetic() || c == '#') {
+        return None;
+    }
+    Some((key.to_ascii_lowercase(), value.trim()))
+}
+
+fn apply_header(lrc: &mut Lrc, key: &str, value: &str) {
+    let text = (!value.is_empty()).then(|| value.to_string());
+    match key {
+        "ar" => lrc.artist = text,
+        "ti" => lrc.title = text,
+        "al" => lrc.album = text,
+        "lang" | "la" => lrc.language = text,
+        "length" => lrc.length_ms = parse_stamp(value),
+        "offset" => lrc.offset_ms = value.trim_start_matches('+').parse().unwrap_or(0),
+        _ => {}
+    }
+}
+
+/// Removes `<mm:ss.xx>` word stamps, collapsing the spaces they leave.
+fn strip_word_stamps(text: &str) -> String {
+    if !text.contains('<') {
+        return text.trim().to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find('<') {
+        let Some(len) = rest[start..].find('>') else {
+            break;
+        };
+        if parse_stamp(&rest[start + 1..start + len]).is_some() {
+            out.push_str(&rest[..start]);
+            rest = &rest[start + len + 1..];
+        } else {
+            out.push_str(&rest[..=start]);
+            rest = &rest[start + 1..];
+        }
+    }
+    out.push_str(rest);
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn line(start_ms: u64, text: &str) -> Line {
+        Line {
+            start_ms,
+            text: text.into(),
+        }
+    }
+
+    #[test]
+    fn stamps_of_every_precision_and_several_per_line() {
+        let lrc = parse(
+            "[ar: Aurora Lane]\n[ti:Polar Drift]\n[al:Northern Lights]\n[length: 02:22.50]\n[lang:en]\n[offset:+250]\n[by:someone]\n\
+             [00:12.40] White horizon\n[00:18.955]Only the hum\n[01:02]Whole seconds\n[00:05.1] Tenths\n\
+             [00:44.30][01:54.60] Polar drift, polar drift\n\n   \n[02:20.00] \n[100:00.00] Late",
+        );
+        assert_eq!(lrc.artist.as_deref(), Some("Aurora Lane"));
+        assert_eq!(lrc.title.as_deref(), Some("Polar Drift"));
+        assert_eq!(lrc.album.as_deref(), Some("Northern Lights"));
+        assert_eq!(lrc.length_ms, Some(142_500));
+        assert_eq!(lrc.language.as_deref(), Some("en"));
+        assert_eq!(lrc.offset_ms, 250);
+        assert_eq!(
+            lrc.lines,
+            vec![
+                line(5_100, "Tenths"),
+                line(12_400, "White horizon"),
+                line(18_955, "Only the hum"),
+                line(44_300, "Polar drift, polar drift"),
+                line(62_000, "Whole seconds"),
+                line(114_600, "Polar drift, polar drift"),
+                line(140_000, ""),
+                line(6_000_000, "Late"),
+            ]
+        );
+        assert!(lrc.plain.is_empty());
+        assert!(lrc.is_synced());
+    }
+
+    #[test]
+    fn word_stamps_are_tolerated_and_malformed_lines_skipped() {
+        let lrc = parse(
+            "[00:01.00] <00:01.00> Hello <00:01.50> world <b>\n[00:7x.10] broken\n[0a:01.00] not a stamp\n[00:03.00]Fine\n[offset:-100]",
+        );
+        assert_eq!(
+            lrc.lines,
+            vec![line(1_000, "Hello world <b>"), line(3_000, "Fine")]
+        );
+        assert_eq!(lrc.plain, vec!["[0a:01.00] not a stamp".to_string()]);
+        assert_eq!(lrc.offset_ms, -100);
+    }
+
+    #[test]
+    fn plain_text_is_kept_with_its_section_marks() {
+        let lrc = parse("[Chorus]\nLa la la\n\nSecond verse\n");
+        assert!(!lrc.is_synced());
+        assert_eq!(lrc.plain_text(), "[Chorus]\nLa la la\nSecond verse");
+    }
+
+    #[test]
+    fn synced_plain_text_keeps_pauses_inside_only() {
+        let lrc = parse("[00:01.00] One\n[00:02.00] \n[00:03.00] Two\n[00:04.00] ");
+        assert_eq!(lrc.plain_text(), "One\n\nTwo");
+    }
+
+    fn text() -> impl Strategy<Value = String> {
+        // Text as lyrics have it: no line breaks, no leading bracket, no word-stamp brackets;
+        // spaces inside only, single.
+        "[a-zA-Z0-9ñüéß桜の雨,.!?' -]{0,40}"
+            .prop_map(|text| text.split_whitespace().collect::<Vec<_>>().join(" "))
+    }
+
+    proptest! {
+        #[test]
+        fn lines_survive_a_round_trip(
+            mut lines in proptest::collection::vec((0u64..6_000_000, text()), 0..40),
+            offset in -5_000i64..5_000,
+        ) {
+            lines.sort_by_key(|(start, _)| *start);
+            let lines: Vec<Line> = lines.into_iter().map(|(start_ms, text)| Line { start_ms, text }).collect();
+            let parsed = parse(&write(&lines, offset));
+            prop_assert_eq!(parsed.lines, lines);
+            prop_assert_eq!(parsed.offset_ms, offset);
+        }
+
+        #[test]
+        fn any_text_parses(text in "\\PC{0,200}") {
+            let _ = parse(&text);
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! The LRCLIB client (base URL `LRCLIB_BASE_URL`; no key, no rate limit, a User-Agent naming
+//! musiclib, its version and home page as LRCLIB asks).
+//!
+//! 1. `GET /api/get` with `track_name`, `artist_name`, `album_name` and `duration` (whole
+//!    seconds; LRCLIB matches names exactly, case-insensitively, and the duration within
+//!    ±2 s). 200 is the record; 404 (`TrackNotFound`) falls through.
+//! 2. `GET /api/search` with `track_name` and `artist_name`, then with `q` (title and artist
+//!    in one, which finds what the exact fields miss); among the records (at most 20) the
+//!    one with the same title and artist whose duration is within ±2 s, the same album first,
+//!    then the closest duration. A live version or a mix (another title, another length)
+//!    never wins.
+//!
+//! `instrumental: true` is a found record with no lyrics. A 400 (`ValidationError`) is a miss
+//! (asking again will not help); 5xx, 429, timeouts and unreadable answers are provider
+//! errors.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// How long one request may take.
+const TIMEOUT: Duration = Duration::from_secs(15);
+/// LRCLIB's duration tolerance.
+const DURATION_TOLERANCE_S: f64 = 2.0;
+
+/// What to look for.
+#[derive(Debug, Clone)]
+pub(crate) struct Query {
+    pub title: String,
+    pub artist: String,
+    pub album: Option<String>,
+    /// Seconds.
+    pub duration: Option<f64>,
+}
+
+/// One LRCLIB record.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Record {
+    pub id: i64,
+    #[serde(default)]
+    pub track_name: String,
+    #[serde(default)]
+    pub artist_name: String,
+    #[serde(default)]
+    pub album_name: Option<String>,
+    #[serde(default)]
+    pub duration: Option<f64>,
+    #[serde(default)]
+    pub instrumental: bool,
+    #[serde(default)]
+    pub plain_lyrics: Option<String>,
+    #[serde(default)]
+    pub synced_lyrics: Option<String>,
+}
+
+/// The client.
+#[derive(Clone, Debug)]
+pub(crate) struct Lrclib {
+    http: reqwest::Client,
+    base_url: String,
+}
+
+impl Lrclib {
+    pub(crate) fn new(http: reqwest::Client, base_url: &str) -> Lrclib {
+        Lrclib {
+            http,
+            base_url: base_url.trim_end_matches('/').to_string(),
+        }
+    }
+
+    /// The record for `query`, `Ok(None)` when LRCLIB has none; `Err` says how LRCLIB
+    /// failed.
+    pub(crate) async fn find(&self, query: &Query) -> Result<Option<Record>, String> {
+        let mut params = vec![
+            ("track_name", query.title.clone()),
+            ("artist_name", query.artist.clone()),
+        ];
+        if let Some(album) = &query.album {
+            params.push(("album_name", album.clone()));
+        }
+        if let Some(duration) = query.duration {
+            params.push(("duration", format!("{}", duration.round() as i64)));
+        }
+        match self.get::<Record>("/api/get", &params).await? {
+            Answer::Found(record) => return Ok(Some(record)),
+            Answer::Invalid => return Ok(None),
+            Answer::NotFound => {}
+        }
+        let by_fields = [
+            ("track_name", query.title.clone()),
+            ("artist_name", query.artist.clone()),
+        ];
+        let by_text = [("q", format!("{} {}", query.title, query.artist))];
+        for params in [&by_fields[..], &by_text[..]] {
+            if let Answer::Found(records) = self.get::<Vec<Record>>("/api/search", params).await? {
+                if let Some(best) = best_match(query, records) {
+                    return Ok(Some(best));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    async fn get<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        params: &[(&str, String)],
+    ) -> Result<Answer<T>, String> {
+        let response = self
+            .http
+            .get(format!("{}{path}", self.base_url))
+            .query(params)
+            .header(reqwest::header::USER_AGENT, user_agent())
+            .timeout(TIMEOUT)
+            .send()
+            .await
+            .map_err(|error| {
+                format!(
+                    "LRCLIB could not be reached: {}",
+                    crate::error_chain(&error)
+                )
+            })?;
+        let status = response.status();
+        match status.as_u16() {
+            200 => response
+                .json::<T>()
+                .await
+                .map(Answer::Found)
+                .map_err(|error| format!("LRCLIB answered something unreadable: {error}")),
+            404 => Ok(Answer::NotFound),
+            400 => Ok(Answer::Invalid),
+            _ => Err(format!("LRCLIB answered HTTP {status}")),
+        }
+    }
+}
+
+enum Answer<T> {
+    Found(T),
+    NotFound,
+    Invalid,
+}
+
+/// `musiclib/<version> (<home page>)`, as LRCLIB asks of its clients.
+pub(crate) fn user_agent() -> String {
+    format!(
+        "musiclib/{} ({})",
+        env!("CARGO_PKG_VERSION"),
+        env!("CARGO_PKG_HOMEPAGE")
+    )
+}
+
+/// The search record for `query`: same title and artist (case and accents aside), duration
+/// within ±2 s when both are known; the same album first, then the closest duration.
+pub(crate) fn best_match(query: &Query, records: Vec<Record>) -> Option<Record> {
+    let key = crate::text::name_key;
+    let (title, artist) = (key(&query.title), key(&query.artist));
+    let album = query.album.as_deref().map(key);
+    let distance = |record: &Record| match (query.duration, record.duration) {
+        (Some(ours), Some(theirs)) => (ours - theirs).abs(),
+        _ => 0.0,
+    };
+    records
+        .into_iter()
+        .filter(|record| key(&record.track_name) == title && key(&record.artist_name) == artist)
+        .filter(|record| distance(record) <= DURATION_TOLERANCE_S)
+        .min_by(|a, b| {
+            let other_album =
+                |record: &Record| album.is_some() && record.album_name.as_deref().map(key) != album;
+            other_album(a)
+                .cmp(&other_album(b))
+                .then(distance(a).total_cmp(&distance(b)))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn records(name: &str) -> Vec<Record> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/fixtures/lrclib")
+            .join(name);
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+        serde_json::from_str(&text).unwrap()
+    }
+
+    #[test]
+    fn the_album_version_wins_over_the_edit_the_live_take_and_the_mix() {
+        let records = records("search_results.json");
+        let query = |duration: f64, album: Option<&str>| Query {
+            title: "polar drift".into(),
+            artist: "AURORA LANE".into(),
+            album: album.map(str::to_string),
+            duration: Some(duration),
+        };
+        let best = best_match(&query(142.4, Some("Northern Lights")), records.clone()).unwrap();
+        assert_eq!(best.id, 4821307);
+        // Within 2 s of both the album version and the edit: the album decides.
+        let best = best_match(&query(140.5, Some("Northern Lights")), records.clone()).unwrap();
+        assert_eq!(best.id, 4821307);
+        // The edit's length and album.
+        let best =
+            best_match(&query(139.0, Some("Polar Drift - Single")), records.clone()).unwrap();
+        assert_eq!(best.id, 5102277);
+        // A length nothing matches (the live take is another title): none.
+        assert!(best_match(&query(151.0, None), records).is_none());
+    }
+}
