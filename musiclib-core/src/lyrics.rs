@@ -260,7 +260,7 @@ impl Lyrics {
             fetched_at: now,
             error: None,
         };
-        if let Some(lyrics) = self.from_file(track).await {
+        if let Some(lyrics) = self.embedded_in_file(track).await {
             return Ok(found(LyricsSource::Embedded, lyrics));
         }
         if let Some(path) = self.sidecar_audio_path(track) {
@@ -324,7 +324,7 @@ impl Lyrics {
     }
 
     /// Lyrics in the stored file's tags (none for a placeholder or an unreadable file).
-    async fn from_file(&self, track: &Track) -> Option<embedded::FileLyrics> {
+    async fn embedded_in_file(&self, track: &Track) -> Option<embedded::FileLyrics> {
         if track.storage_uri.is_empty() {
             return None;
         }

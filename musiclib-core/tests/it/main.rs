@@ -9,6 +9,7 @@
 //! - `enrichment`: tags, fingerprint, AcoustID (mocked), cover art.
 //! - `jobs`: the durable queue: leases, heartbeats, backoff, retries, concurrent workers,
 //!   jobs queued by an earlier release.
+//! - `lyrics`: lyrics from embedded tags and sidecar files, in order.
 //! - `permissions`: the table of who may do what, decided by core.
 //! - `renditions`: Opus renditions (ffmpeg), the LRU cache.
 //! - `hls`: HLS segments encoded ahead of the player, published whole.
@@ -22,6 +23,7 @@ mod cleanup;
 mod enrichment;
 mod hls;
 mod jobs;
+mod lyrics;
 mod permissions;
 mod renditions;
 mod scan;

@@ -1,0 +1,186 @@
+//! Lyrics from the files themselves: tags written here with lofty (ID3v2 SYLT and USLT,
+//! Vorbis LYRICS and UNSYNCEDLYRICS, MP4 ©lyr) and sidecar files next to local-folder
+//! tracks, in their order (embedded, then sidecar, then LRCLIB). The LRCLIB source and the
+//! cache rules are tested over HTTP (`musiclib-http/tests/it/lyrics.rs`).
+
+use std::path::Path;
+
+use lofty::config::{ParseOptions, WriteOptions};
+use lofty::file::{AudioFile, TaggedFileExt};
+use lofty::id3::v2::{
+    BinaryFrame, Frame, FrameId, Id3v2Tag, SyncTextContentType, SynchronizedTextFrame,
+    TimestampFormat, UnsynchronizedTextFrame,
+};
+use lofty::tag::{ItemKey, TagExt};
+use lofty::TextEncoding;
+use musiclib_core::domain::Track;
+use musiclib_core::lyrics::{LyricsSource, LyricsStatus};
+
+use crate::backend_test;
+use crate::support::*;
+
+const MP3S: [&str; 4] = [
+    "library/Los Señores del Ritmo/Canción de Mañana (2021)/01 - Mañana Dorada.mp3",
+    "library/Los Señores del Ritmo/Canción de Mañana (2021)/02 - Corazón en Fuga.mp3",
+    "library/Incoming/Aurora Lane - Polar Drift.mp3",
+    "library/Incoming/untitled.mp3",
+];
+const FLAC: &str = "library/Aurora Lane/Northern Lights (2019)/01 - First Light.flac";
+const OGG: &str = "library/Various Artists/Summer Mix 2022/CD 1/01 - Sunset Boulevard.ogg";
+const M4A: &str = "library/Mira Kowalczyk/Łódź Sessions (2018)/01 - Żółta Łódka.m4a";
+
+fn with_id3v2(path: &Path, frames: Vec<Frame<'static>>) {
+    let mut file = lofty::mpeg::MpegFile::read_from(
+        &mut std::fs::File::open(path).unwrap(),
+        ParseOptions::new(),
+    )
+    .unwrap();
+    if file.id3v2().is_none() {
+        file.set_id3v2(Id3v2Tag::new());
+    }
+    let tag = file.id3v2_mut().unwrap();
+    for frame in frames {
+        tag.insert(frame);
+    }
+    file.save_to_path(path, WriteOptions::default()).unwrap();
+}
+
+fn uslt(text: &str) -> Frame<'static> {
+    Frame::UnsynchronizedText(UnsynchronizedTextFrame::new(
+        TextEncoding::UTF8,
+        *b"eng",
+        String::new(),
+        text.to_string(),
+    ))
+}
+
+fn sylt(format: TimestampFormat, lines: &[(u32, &str)]) -> Frame<'static> {
+    let frame = SynchronizedTextFrame::new(
+        TextEncoding::UTF8,
+        *b"spa",
+        format,
+        SyncTextContentType::Lyrics,
+        None,
+        lines
+            .iter()
+            .map(|(at, text)| (*at, text.to_string()))
+            .collect(),
+    );
+    let bytes = frame.as_bytes(WriteOptions::default()).unwrap();
+    Frame::Binary(BinaryFrame::new(FrameId::Valid("SYLT".into()), bytes))
+}
+
+fn with_item(path: &Path, key: ItemKey, text: &str) {
+    let mut tagged = lofty::read_from_path(path).unwrap();
+    let tag = match tagged.primary_tag_mut() {
+        Some(tag) => tag,
+        None => {
+            let kind = tagged.primary_tag_type();
+            tagged.insert_tag(lofty::tag::Tag::new(kind));
+            tagged.primary_tag_mut().unwrap()
+        }
+    };
+    assert!(tag.insert_text(key, text.to_string()));
+    tag.save_to_path(path, WriteOptions::default()).unwrap();
+}
+
+backend_test! {
+    #[services]
+    async fn lyrics_come_from_tags_then_sidecars(backend: Backend) {
+        let corpus = corpus();
+        let import = tempfile::tempdir().unwrap();
+        let copy = |from: &str, to: &str| {
+            let path = import.path().join(to);
+            std::fs::write(&path, corpus_file(&corpus, from)).unwrap();
+            path
+        };
+        // SYLT in milliseconds beside a USLT: the synced frame wins, with its language.
+        let sylt_ms = copy(MP3S[0], "sylt-ms.mp3");
+        with_id3v2(&sylt_ms, vec![
+            uslt("Plain words"),
+            sylt(TimestampFormat::MS, &[(1_000, "Uno"), (2_500, "\nDos"), (4_000, "Tres")]),
+        ]);
+        // SYLT in MPEG frames, converted with the frame length; and a sidecar that loses.
+        let sylt_frames = copy(MP3S[1], "sylt-frames.mp3");
+        with_id3v2(&sylt_frames, vec![sylt(TimestampFormat::MPEG, &[(100, "Frame one hundred")])]);
+        std::fs::write(import.path().join("sylt-frames.lrc"), "[00:01.00] the sidecar loses\n").unwrap();
+        // USLT with LRC stamps counts as synced.
+        let uslt_lrc = copy(MP3S[2], "uslt-lrc.mp3");
+        with_id3v2(&uslt_lrc, vec![uslt("[ar:Aurora Lane]\n[00:12.40] White horizon\n[00:18.95] Only the hum\n")]);
+        // Vorbis LYRICS (FLAC), UNSYNCEDLYRICS (Ogg), MP4 ©lyr with stamps.
+        with_item(&copy(FLAC, "vorbis.flac"), ItemKey::Lyrics, "First light\non the water");
+        with_item(&copy(OGG, "unsynced.ogg"), ItemKey::UnsyncLyrics, "Sunset words");
+        with_item(&copy(M4A, "mp4.m4a"), ItemKey::Lyrics, "[00:03.50] Żółta łódka\n[00:07.00] płynie");
+        // No tags: the sidecar .lrc, else the .txt.
+        copy(MP3S[3], "sidecar.mp3");
+        std::fs::write(import.path().join("sidecar.lrc"), "\u{feff}[offset:+150]\n[00:02.00] From the sidecar\n[00:05.00][00:09.00] Twice\n").unwrap();
+        let txt = copy("library/Los Señores del Ritmo/Canción de Mañana (2021)/03 - Ñandú Bailarín.mp3", "text.mp3");
+        std::fs::write(txt.with_extension("txt"), "Only a text file\n").unwrap();
+
+        let folder = import.path().to_path_buf();
+        let library = TestLibrary::builder(backend)
+            .config(move |config| config.local_media_import_path = Some(folder))
+            .build()
+            .await;
+        let report = library.ingest().scan_local_folder(|_| {}).await.expect("scan");
+        assert_eq!(report.imported, 8, "{report:?}");
+        let caller = user(&library, "reader").await;
+        let tracks = library
+            .catalog()
+            .list_tracks(&Default::default(), None, musiclib_core::domain::Page::default())
+            .await
+            .unwrap()
+            .items;
+        let by_file = |name: &str| -> Track {
+            tracks.iter().find(|track| track.source_id == name).unwrap_or_else(|| panic!("{name}")).clone()
+        };
+        let lyrics = |name: &'static str| {
+            let (library, caller, track) = (library.clone(), caller.clone(), by_file(name));
+            async move { library.lyrics().get(&caller, &track.id).await.unwrap() }
+        };
+        let starts = |record: &musiclib_core::lyrics::LyricsRecord| -> Vec<(u64, String)> {
+            record.lines.iter().map(|line| (line.start_ms, line.text.clone())).collect()
+        };
+
+        let record = lyrics("sylt-ms.mp3").await;
+        assert_eq!((record.status, record.source), (LyricsStatus::Found, Some(LyricsSource::Embedded)));
+        assert_eq!(starts(&record), vec![(1_000, "Uno".into()), (2_500, "Dos".into()), (4_000, "Tres".into())]);
+        assert_eq!(record.plain.as_deref(), Some("Uno\nDos\nTres"));
+        assert_eq!(record.language.as_deref(), Some("spa"));
+
+        let frames = by_file("sylt-frames.mp3");
+        let record = lyrics("sylt-frames.mp3").await;
+        assert_eq!(record.source, Some(LyricsSource::Embedded));
+        let rate = frames.sample_rate.unwrap() as u64;
+        let per_frame = if rate >= 32_000 { 1152 } else { 576 };
+        assert_eq!(starts(&record), vec![(100 * per_frame * 1000 / rate, "Frame one hundred".into())]);
+
+        let record = lyrics("uslt-lrc.mp3").await;
+        assert!(record.synced());
+        assert_eq!(starts(&record)[1], (18_950, "Only the hum".into()));
+        assert_eq!(record.language.as_deref(), Some("eng"));
+
+        let record = lyrics("vorbis.flac").await;
+        assert_eq!((record.source, record.synced()), (Some(LyricsSource::Embedded), false));
+        assert_eq!(record.plain.as_deref(), Some("First light\non the water"));
+        let record = lyrics("unsynced.ogg").await;
+        assert_eq!(record.plain.as_deref(), Some("Sunset words"));
+        let record = lyrics("mp4.m4a").await;
+        assert_eq!(starts(&record), vec![(3_500, "Żółta łódka".into()), (7_000, "płynie".into())]);
+
+        let record = lyrics("sidecar.mp3").await;
+        assert_eq!(record.source, Some(LyricsSource::Sidecar));
+        assert_eq!(record.offset_ms, 150);
+        assert_eq!(
+            starts(&record),
+            vec![(2_000, "From the sidecar".into()), (5_000, "Twice".into()), (9_000, "Twice".into())]
+        );
+        let record = lyrics("text.mp3").await;
+        assert_eq!((record.source, record.synced()), (Some(LyricsSource::Sidecar), false));
+        assert_eq!(record.plain.as_deref(), Some("Only a text file"));
+
+        // Cached: the record read back equals the one answered.
+        let again = library.lyrics().cached(&by_file("sidecar.mp3").id).await.unwrap().unwrap();
+        assert_eq!(again, lyrics("sidecar.mp3").await);
+    }
+}
