@@ -590,6 +590,11 @@ async def check_cover_art(state: State) -> None:
 
 
 async def check_lyrics(state: State) -> None:
+    # getLyrics always carries a value (an empty string when there are none): the client
+    # refuses an element without one.
+    plain = await state.conn.get_lyrics(artist=state.song.artist, title=state.song.title)
+    expect(isinstance(plain.value, str), f"getLyrics value {plain.value!r}")
+    ok(f"getLyrics ({len(plain.value)} characters)")
     lyrics = await state.conn.get_lyrics_by_song_id(state.song.id)
     ok(f"getLyricsBySongId ({len(lyrics)} structured lyrics)")
 
@@ -614,7 +619,7 @@ STEPS = [
     ("getUser", check_user),
     ("stream/download", check_streaming),
     ("getCoverArt", check_cover_art),
-    ("getLyricsBySongId", check_lyrics),
+    ("getLyrics and getLyricsBySongId", check_lyrics),
 ]
 
 

@@ -199,6 +199,42 @@ impl Lyrics {
         self.fetch_once(&track, Some(Timestamp::now())).await
     }
 
+    /// The library's track with this title (and artist, when given), compared without case
+    /// or accents, and its lyrics (the legacy interface's `getLyrics`). `None` when the
+    /// library has no such track.
+    pub async fn by_title_and_artist(
+        &self,
+        caller: &Caller,
+        title: &str,
+        artist: Option<&str>,
+    ) -> Result<Option<(Track, LyricsRecord)>> {
+        let key = crate::text::name_key;
+        let title_key = key(title);
+        if title_key.is_empty() {
+            return Ok(None);
+        }
+        let artist_key = artist.map(key).filter(|artist| !artist.is_empty());
+        let candidates = self
+            .catalog
+            .search_library(title, crate::domain::Page::MAX_LIMIT)
+            .await?
+            .tracks;
+        let track = candidates.into_iter().find(|track| {
+            key(&track.title) == title_key
+                && artist_key.as_ref().is_none_or(|wanted| {
+                    [&track.artist_name, &track.album_artist_name]
+                        .into_iter()
+                        .flatten()
+                        .any(|name| &key(name) == wanted)
+                })
+        });
+        let Some(track) = track else {
+            return Ok(None);
+        };
+        let record = self.get(caller, &track.id).await?;
+        Ok(Some((track, record)))
+    }
+
     /// The cached record, if any.
     pub async fn cached(&self, id: &TrackId) -> Result<Option<LyricsRecord>> {
         let row: Option<Row> = self
@@ -359,6 +395,27 @@ impl Lyrics {
             return None;
         }
         Some(self.import_path.as_ref()?.join(relative))
+    }
+
+    /// Stores `text` (LRC or plain) as a track's embedded lyrics, for tests of what the
+    /// adapters answer.
+    #[cfg(any(test, feature = "test-support"))]
+    pub(crate) async fn store_text(&self, id: &TrackId, text: &str) -> Result<()> {
+        let lyrics = embedded::FileLyrics::from_text(text, Some("spa".into()))
+            .ok_or_else(|| crate::Error::invalid("text", "holds no lyrics"))?;
+        self.store(&LyricsRecord {
+            track_id: id.clone(),
+            status: LyricsStatus::Found,
+            source: Some(LyricsSource::Embedded),
+            plain: Some(lyrics.plain),
+            lines: lyrics.lines,
+            instrumental: false,
+            language: lyrics.language,
+            offset_ms: lyrics.offset_ms,
+            fetched_at: Timestamp::now(),
+            error: None,
+        })
+        .await
     }
 
     async fn store(&self, record: &LyricsRecord) -> Result<()> {

@@ -395,6 +395,15 @@ pub async fn insert_synthetic_tracks(library: &Library, count: usize) {
     }
 }
 
+/// Stores `text` (LRC or plain, language `spa`) as a track's lyrics, found in its tags.
+pub async fn store_lyrics(library: &Library, id: &crate::TrackId, text: &str) {
+    library
+        .lyrics()
+        .store_text(id, text)
+        .await
+        .expect("store lyrics");
+}
+
 /// Runs one statement with text arguments (for tests that put rows in a state the API
 /// cannot, without depending on sqlx).
 pub async fn execute(library: &Library, statement: &str, args: &[&str]) -> u64 {

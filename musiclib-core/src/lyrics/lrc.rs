@@ -63,7 +63,9 @@ impl Lrc {
 pub fn parse(text: &str) -> Lrc {
     let mut lrc = Lrc::default();
     for raw in text.trim_start_matches('\u{feff}').lines() {
-        let line = raw.trim();
+        // Word stamps go first, so none is left to look like a line stamp once removed.
+        let line = strip_word_stamps(raw.trim());
+        let line = line.as_str();
         if line.is_empty() {
             continue;
         }
@@ -89,11 +91,11 @@ pub fn parse(text: &str) -> Lrc {
             if let Some((key, value)) = header(line) {
                 apply_header(&mut lrc, &key, value);
             } else {
-                lrc.plain.push(strip_word_stamps(line));
+                lrc.plain.push(line.to_string());
             }
             continue;
         }
-        let text = strip_word_stamps(rest);
+        let text = rest.trim().to_string();
         lrc.lines.extend(stamps.into_iter().map(|start_ms| Line {
             start_ms,
             text: text.clone(),
@@ -301,8 +303,11 @@ mod tests {
         }
 
         #[test]
-        fn any_text_parses(text in "\\PC{0,200}") {
-            let _ = parse(&text);
+        fn any_text_parses_and_writes_back(text in "(\\[[0-9:.a-z]{0,9}\\]|<[0-9:.]{0,9}>|\\PC|\n){0,60}") {
+            let parsed = parse(&text);
+            prop_assert!(parsed.lines.windows(2).all(|pair| pair[0].start_ms <= pair[1].start_ms));
+            let again = parse(&write(&parsed.lines, parsed.offset_ms));
+            prop_assert_eq!(again.lines, parsed.lines);
         }
     }
 }

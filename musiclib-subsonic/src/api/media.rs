@@ -211,21 +211,77 @@ async fn find_cover(
     })
 }
 
-/// `getLyrics` (by artist and title): empty until musiclib fetches lyrics.
+/// `getLyrics` (by artist and title): the lyrics of the library's track with that title and
+/// artist, as plain text; an empty value when there is no such track or it has none.
 pub(crate) async fn lyrics(request: &Request) -> Outcome {
-    let element = Element::new("lyrics")
-        .opt("artist", request.params.get("artist"))
-        .opt("title", request.params.get("title"));
+    let artist = request.params.get("artist");
+    let title = request.params.get("title");
+    let found = match title {
+        Some(title) => {
+            request
+                .library
+                .lyrics()
+                .by_title_and_artist(&request.caller, title, artist)
+                .await?
+        }
+        None => None,
+    };
+    let element = match found {
+        Some((track, record)) => Element::new("lyrics")
+            .opt("artist", track.artist_name.clone())
+            .attr("title", track.title.clone())
+            .text(record.plain.unwrap_or_default()),
+        None => Element::new("lyrics")
+            .opt("artist", artist)
+            .opt("title", title)
+            .text(""),
+    };
     Ok(Reply::Envelope(Some(element)))
 }
 
-/// `getLyricsBySongId` (`songLyrics`): an empty list until musiclib fetches lyrics; the
-/// song must exist.
+/// `getLyricsBySongId` (OpenSubsonic `songLyrics`): the song's lyrics as one structured
+/// entry (`lang` is `und` when unknown; `line` has `start` in ms when synced; `offset` in
+/// ms); an empty list when it has none (or is instrumental).
 pub(crate) async fn lyrics_by_song_id(request: &Request) -> Outcome {
     let id = track_id(request.params.required("id")?)?;
-    request.library.catalog().get_track(&id).await?;
+    let track = request.library.catalog().get_track(&id).await?;
+    let record = request.library.lyrics().get(&request.caller, &id).await?;
+    let mut entries = Vec::new();
+    let lines: Vec<Element> = if record.synced() {
+        record
+            .lines
+            .iter()
+            .map(|line| {
+                Element::new("line")
+                    .attr("start", line.start_ms as i64)
+                    .text(line.text.clone())
+            })
+            .collect()
+    } else {
+        record
+            .plain
+            .as_deref()
+            .unwrap_or_default()
+            .lines()
+            .map(|line| Element::new("line").text(line))
+            .collect()
+    };
+    if !lines.is_empty() {
+        entries.push(
+            Element::new("structuredLyrics")
+                .opt("displayArtist", track.artist_name.clone())
+                .attr("displayTitle", track.title.clone())
+                .attr(
+                    "lang",
+                    record.language.clone().unwrap_or_else(|| "und".into()),
+                )
+                .attr("synced", record.synced())
+                .attr("offset", record.offset_ms)
+                .list("line", lines),
+        );
+    }
     Ok(Reply::Envelope(Some(
-        Element::new("lyricsList").list("structuredLyrics", Vec::new()),
+        Element::new("lyricsList").list("structuredLyrics", entries),
     )))
 }
 

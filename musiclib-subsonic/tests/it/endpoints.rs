@@ -492,11 +492,49 @@ both_backends!(every_method, |backend: Backend| async move {
         vec![other.clone()]
     );
 
-    // Lyrics: empty answers until musiclib fetches lyrics.
-    both(&app, "getLyrics", "artist=a&title=b").await;
-    let lyrics = app.json("getLyricsBySongId", &format!("id={song}")).await;
+    // Lyrics: by title and artist (accents and case aside) as plain text, by song id as
+    // structured lines; an empty value or list when there are none (LRCLIB unreachable here).
+    let song_id = musiclib_core::TrackId::parse(&song).unwrap();
+    musiclib_core::testing::store_lyrics(
+        &app.library,
+        &song_id,
+        "[offset:+120]\n[00:01.50] Mañana dorada\n[00:04.00] sol de oro\n",
+    )
+    .await;
+    let song_info = app.json("getSong", &format!("id={song}")).await["song"].clone();
+    let (title, artist) = (
+        song_info["title"].as_str().unwrap().to_string(),
+        song_info["artist"].as_str().unwrap().to_string(),
+    );
+    let query = format!(
+        "artist={}&title={}",
+        form_urlencoded::byte_serialize(musiclib_core::text::name_key(&artist).as_bytes())
+            .collect::<String>(),
+        form_urlencoded::byte_serialize(title.to_uppercase().as_bytes()).collect::<String>()
+    );
+    let lyrics = both(&app, "getLyrics", &query).await;
     assert_eq!(
-        lyrics["lyricsList"]["structuredLyrics"],
+        lyrics["lyrics"]["value"], "Mañana dorada\nsol de oro",
+        "{lyrics}"
+    );
+    assert_eq!(lyrics["lyrics"]["title"], title.as_str());
+    assert_eq!(lyrics["lyrics"]["artist"], artist.as_str());
+    let none = both(&app, "getLyrics", "artist=a&title=b").await;
+    assert_eq!(none["lyrics"]["value"], "", "{none}");
+    assert_eq!(none["lyrics"]["title"], "b");
+    let structured = app.json("getLyricsBySongId", &format!("id={song}")).await;
+    let entry = &structured["lyricsList"]["structuredLyrics"][0];
+    assert_eq!(entry["lang"], "spa", "{structured}");
+    assert_eq!(entry["synced"], true);
+    assert_eq!(entry["offset"], 120);
+    assert_eq!(entry["displayTitle"], title.as_str());
+    assert_eq!(
+        entry["line"],
+        serde_json::json!([{"start": 1500, "value": "Mañana dorada"}, {"start": 4000, "value": "sol de oro"}])
+    );
+    let empty = app.json("getLyricsBySongId", &format!("id={other}")).await;
+    assert_eq!(
+        empty["lyricsList"]["structuredLyrics"],
         serde_json::json!([])
     );
 
