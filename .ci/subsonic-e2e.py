@@ -592,11 +592,19 @@ async def check_cover_art(state: State) -> None:
 async def check_lyrics(state: State) -> None:
     # getLyrics always carries a value (an empty string when there are none): the client
     # refuses an element without one.
+    # The stand-in LRCLIB answers a synced record for every song.
     plain = await state.conn.get_lyrics(artist=state.song.artist, title=state.song.title)
-    expect(isinstance(plain.value, str), f"getLyrics value {plain.value!r}")
+    expect(isinstance(plain.value, str) and plain.value, f"getLyrics value {plain.value!r}")
     ok(f"getLyrics ({len(plain.value)} characters)")
+    missing = await state.conn.get_lyrics(artist="Nobody", title="No Such Song")
+    expect(missing.value == "", f"getLyrics of an unknown song: {missing.value!r}")
+    ok("getLyrics of an unknown song -> empty value")
     lyrics = await state.conn.get_lyrics_by_song_id(state.song.id)
-    ok(f"getLyricsBySongId ({len(lyrics)} structured lyrics)")
+    expect(len(lyrics) == 1, f"getLyricsBySongId answered {len(lyrics)} entries")
+    entry = lyrics[0]
+    expect(entry.synced and len(entry.line) > 1, f"getLyricsBySongId entry {entry!r}")
+    expect(all(line.start is not None for line in entry.line), "synced lines carry start")
+    ok(f"getLyricsBySongId (1 synced entry, {len(entry.line)} lines, lang {entry.lang})")
 
 
 STEPS = [

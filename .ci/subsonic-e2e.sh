@@ -50,9 +50,11 @@ port="$(free_port)"
 base="http://127.0.0.1:$port"
 tmp="$(mktemp -d /tmp/musiclib-subsonic-e2e.XXXXXX)"
 server_pid=""
+lrclib_pid=""
 
 cleanup() {
   local status=$?
+  [ -z "$lrclib_pid" ] || kill "$lrclib_pid" 2>/dev/null || true
   if [ -n "$server_pid" ]; then
     kill "$server_pid" 2>/dev/null || true
     for _ in $(seq 1 50); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.2; done
@@ -81,12 +83,33 @@ if [ -n "${E2E_DATABASE_URL:-}" ] && [ -n "${E2E_S3_ENDPOINT:-}" ]; then
     S3_ACCESS_KEY_ID=test S3_SECRET_ACCESS_KEY=test)
   setup="PostgreSQL + S3"
 fi
+# A stand-in LRCLIB on loopback (no public service is reached): every lookup answers the
+# fixture's synced record, so the client reads real lyrics back.
+fixture="$repo/../shared/fixtures/lrclib/get_synced.json"
+[ -f "$fixture" ] || die "no LRCLIB fixture at $fixture"
+lrclib_port="$(free_port)"
+python3 - "$lrclib_port" "$fixture" <<'PY' >"$tmp/lrclib.log" 2>&1 &
+import http.server, sys
+port, path = int(sys.argv[1]), sys.argv[2]
+body = open(path, "rb").read()
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+http.server.HTTPServer(("127.0.0.1", port), Handler).serve_forever()
+PY
+lrclib_pid=$!
+
 log "starting $binary serve on $base ($setup, DATA_DIR=$tmp, music from $music)"
 (
   cd "$tmp"
   exec env -u LOCAL_STORAGE_PATH -u MUSICLIB_CONFIG -u JWT_SECRET -u LEGACY_SECRET_KEY -u ACOUSTID_API_KEY \
     "${backend[@]}" \
     DATA_DIR="$tmp" BIND_ADDRESS="127.0.0.1:$port" LOCAL_MEDIA_IMPORT_PATH="$music" \
+    LRCLIB_BASE_URL="http://127.0.0.1:$lrclib_port" \
     ADMIN_USERNAME="$admin_user" ADMIN_PASSWORD="$admin_password" ALLOW_REGISTRATION=true \
     "$binary" serve
 ) >"$tmp/server.log" 2>&1 &

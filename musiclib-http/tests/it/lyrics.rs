@@ -231,10 +231,28 @@ both_backends!(
                     158,
                 ),
                 ("Polar Drift", "Aurora Lane", "Northern Lights", 142),
+                ("Refused", "Aurora Lane", "Northern Lights", 142),
             ],
         )
         .await;
         let missing = &ids[0];
+
+        // LRCLIB refusing the request (400 ValidationError) is a miss, not a provider error:
+        // kept seven days, and no search is tried.
+        Mock::given(method("GET"))
+            .and(path("/api/get"))
+            .and(query_param("track_name", "Refused"))
+            .respond_with(answer(400, "get_validation_error.json"))
+            .mount(&server)
+            .await;
+        let refused = lyrics(&app, &token, &ids[2]).await;
+        assert_eq!(refused["status"], "not_found", "{refused}");
+        assert_eq!(
+            chrono_micros(&refused["refetch_after"]) - chrono_micros(&refused["fetched_at"]),
+            7 * 24 * 3_600_000_000
+        );
+        assert_eq!(requests(&server).await, 1);
+        server.reset().await;
 
         // (none) → not_found: /api/get 404, then both searches empty.
         Mock::given(method("GET"))
@@ -317,8 +335,13 @@ both_backends!(
             .respond_with(answer(200, "get_synced.json"))
             .mount(&server)
             .await;
+        let found = lyrics(&app, &token, &ids[1]).await;
+        assert_eq!(found["status"], "found");
+        // A found record stays, however old.
+        age(&app, &ids[1], Duration::from_secs(30 * 24 * 3600)).await;
         let back = lyrics(&app, &token, &ids[1]).await;
         assert_eq!(back["status"], "found");
+        assert_eq!(requests(&server).await, 1);
 
         // found → refetch: always asks again, answers the new record.
         let (status, refetched) = app
