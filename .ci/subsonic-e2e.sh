@@ -88,19 +88,7 @@ fi
 fixture="$repo/../shared/fixtures/lrclib/get_synced.json"
 [ -f "$fixture" ] || die "no LRCLIB fixture at $fixture"
 lrclib_port="$(free_port)"
-python3 - "$lrclib_port" "$fixture" <<'PY' >"$tmp/lrclib.log" 2>&1 &
-import http.server, sys
-port, path = int(sys.argv[1]), sys.argv[2]
-body = open(path, "rb").read()
-class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-http.server.HTTPServer(("127.0.0.1", port), Handler).serve_forever()
-PY
+python3 "$repo/.ci/lrclib-stub.py" "$lrclib_port" "$fixture" >"$tmp/lrclib.log" 2>&1 &
 lrclib_pid=$!
 
 log "starting $binary serve on $base ($setup, DATA_DIR=$tmp, music from $music)"

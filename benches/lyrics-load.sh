@@ -21,21 +21,7 @@ fixture="$repo/../shared/fixtures/lrclib/get_synced.json"
 
 # A stand-in LRCLIB: every GET answers the synced record.
 lport=$(free_port)
-python3 - "$lport" "$fixture" <<'PY' &
-import http.server, sys
-port, path = int(sys.argv[1]), sys.argv[2]
-body = open(path, "rb").read()
-class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *args):
-        pass
-http.server.HTTPServer(("127.0.0.1", port), Handler).serve_forever()
-PY
+python3 "$repo/.ci/lrclib-stub.py" "$lport" "$fixture" &
 pids+=($!)
 export LRCLIB_BASE_URL="http://127.0.0.1:$lport"
 start_musiclib "$file"

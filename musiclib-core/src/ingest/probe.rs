@@ -142,13 +142,7 @@ pub fn cover_picture(path: &Path) -> Option<Vec<u8>> {
     let options = ParseOptions::new()
         .read_cover_art(true)
         .read_properties(false);
-    let tagged = Probe::open(path)
-        .ok()?
-        .options(options)
-        .guess_file_type()
-        .ok()?
-        .read()
-        .ok()?;
+    let tagged = read_tagged(path, options)?;
     let pictures: Vec<_> = tagged
         .tags()
         .iter()
@@ -159,6 +153,17 @@ pub fn cover_picture(path: &Path) -> Option<Vec<u8>> {
         .find(|picture| picture.pic_type() == PictureType::CoverFront)
         .or_else(|| pictures.first())
         .map(|picture| picture.data().to_vec())
+}
+
+/// The file's tags (and properties, as `options` say), `None` when it cannot be read.
+pub(crate) fn read_tagged(path: &Path, options: ParseOptions) -> Option<TaggedFile> {
+    Probe::open(path)
+        .ok()?
+        .options(options)
+        .guess_file_type()
+        .ok()?
+        .read()
+        .ok()
 }
 
 fn describe_lofty_error(error: lofty::error::FileParseError, _name: &str) -> String {

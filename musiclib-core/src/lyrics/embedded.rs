@@ -56,13 +56,7 @@ pub(crate) fn read(path: &Path) -> Option<FileLyrics> {
     let options = ParseOptions::new()
         .read_cover_art(false)
         .read_properties(true);
-    let tagged = lofty::probe::Probe::open(path)
-        .ok()?
-        .options(options)
-        .guess_file_type()
-        .ok()?
-        .read()
-        .ok()?;
+    let tagged = crate::ingest::probe::read_tagged(path, options)?;
     let mut found = Vec::new();
     if tagged.file_type() == FileType::Mpeg {
         let sample_rate = tagged.properties().sample_rate();

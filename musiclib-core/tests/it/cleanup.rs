@@ -44,6 +44,28 @@ async fn upload_all(library: &TestLibrary, caller: &Caller) -> Vec<musiclib_core
     tracks
 }
 
+/// A scale-out library whose S3 endpoint is `endpoint`, an admin, and five tracks whose
+/// originals are expected at `audio/<id>.mp3`.
+async fn five_tracks_on_s3_at(endpoint: String) -> (TestLibrary, Caller) {
+    let library = TestLibrary::builder(Backend::ScaleOut)
+        .config(move |config| {
+            if let musiclib_core::config::StorageConfig::S3(s3) = &mut config.storage {
+                s3.endpoint = Some(endpoint);
+            }
+        })
+        .build()
+        .await;
+    let root = admin(&library).await;
+    musiclib_core::testing::insert_synthetic_tracks(&library, 5).await;
+    musiclib_core::testing::execute(
+        &library,
+        "UPDATE tracks SET storage_uri = 'audio/' || id || '.mp3', availability = 'available'",
+        &[],
+    )
+    .await;
+    (library, root)
+}
+
 /// Runs the queued jobs and returns the cleanup job as it ended (after its retries).
 async fn run_cleanup(
     library: &TestLibrary,
@@ -160,22 +182,7 @@ async fn an_unreachable_object_store_changes_nothing() {
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let endpoint = format!("http://{}", dead.local_addr().unwrap());
     drop(dead);
-    let library = TestLibrary::builder(Backend::ScaleOut)
-        .config(move |config| {
-            if let musiclib_core::config::StorageConfig::S3(s3) = &mut config.storage {
-                s3.endpoint = Some(endpoint);
-            }
-        })
-        .build()
-        .await;
-    let root = admin(&library).await;
-    musiclib_core::testing::insert_synthetic_tracks(&library, 5).await;
-    musiclib_core::testing::execute(
-        &library,
-        "UPDATE tracks SET storage_uri = 'audio/' || id || '.mp3', availability = 'available'",
-        &[],
-    )
-    .await;
+    let (library, root) = five_tracks_on_s3_at(endpoint).await;
     let refused = run_cleanup(&library, &root, false).await;
     assert_eq!(refused.state, JobState::Failed, "{refused:?}");
     let error = refused.error.clone().unwrap();
@@ -315,22 +322,7 @@ impl StoppableS3 {
 async fn the_object_store_stopping_mid_run_deletes_nothing() {
     let s3 = StoppableS3::start().await;
     let endpoint = s3.endpoint.clone();
-    let library = TestLibrary::builder(Backend::ScaleOut)
-        .config(move |config| {
-            if let musiclib_core::config::StorageConfig::S3(s3) = &mut config.storage {
-                s3.endpoint = Some(endpoint);
-            }
-        })
-        .build()
-        .await;
-    let root = admin(&library).await;
-    musiclib_core::testing::insert_synthetic_tracks(&library, 5).await;
-    musiclib_core::testing::execute(
-        &library,
-        "UPDATE tracks SET storage_uri = 'audio/' || id || '.mp3', availability = 'available'",
-        &[],
-    )
-    .await;
+    let (library, root) = five_tracks_on_s3_at(endpoint).await;
     let tracks = library
         .catalog()
         .list_tracks(
