@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
-use musiclib_core::config::{S3Config, StorageConfig};
+use musiclib_core::config::{
+    RemoteConfig, RetryPolicy, S3Config, StorageConfig, SubsonicSourceConfig, YtDlpConfig, YtSearch,
+};
 use musiclib_core::Config;
 
 /// Every setting, with its default and meaning (the README's table is this list).
@@ -160,6 +162,67 @@ pub const SETTINGS: &[(&str, &str, &str)] = &[
         "LISTENBRAINZ_BASE_URL",
         "https://api.listenbrainz.org",
         "ListenBrainz API root",
+    ),
+    (
+        "REMOTE_ENABLED",
+        "false",
+        "Turns on the yt-dlp source `remote` (YouTube and YouTube Music)",
+    ),
+    (
+        "YTDLP_PATH",
+        "yt-dlp",
+        "The yt-dlp program (.ci/serve.sh installs a pinned one when REMOTE_ENABLED is true)",
+    ),
+    (
+        "REMOTE_COOKIES_FILE",
+        "",
+        "A Netscape cookies file for yt-dlp (YouTube sign-in); each run gets a copy",
+    ),
+    (
+        "REMOTE_WATCH_URL",
+        "https://www.youtube.com/watch?v={id}",
+        "Where the yt-dlp source fetches an id from ({id} is replaced)",
+    ),
+    (
+        "REMOTE_SEARCH",
+        "videos",
+        "videos (YouTube videos, with artist and duration) or music (YouTube Music songs, titles only until added)",
+    ),
+    (
+        "REMOTE_MIN_INTERVAL_MS",
+        "1000",
+        "Least time between two yt-dlp calls to the service (doubles while it rate-limits)",
+    ),
+    (
+        "SUBSONIC_SOURCE_URL",
+        "",
+        "A Subsonic server (Navidrome, gonic, musiclib) used as the `subsonic` source; off when unset",
+    ),
+    ("SUBSONIC_SOURCE_USERNAME", "", "Its user"),
+    (
+        "SUBSONIC_SOURCE_PASSWORD",
+        "",
+        "Its (app) password: only a salted token travels; redacted wherever settings are shown",
+    ),
+    (
+        "REMOTE_SEARCH_TIMEOUT_SECONDS",
+        "10",
+        "How long one remote source may take to answer a search",
+    ),
+    (
+        "DOWNLOAD_MAX_ATTEMPTS",
+        "5",
+        "Attempts of a download or materialization before it stays failed",
+    ),
+    (
+        "DOWNLOAD_RETRY_BASE_SECONDS",
+        "30",
+        "Delay before a failed download's second attempt (doubling after)",
+    ),
+    (
+        "DOWNLOAD_RETRY_MAX_SECONDS",
+        "3600",
+        "Longest delay between download attempts",
     ),
     ("LOG_FORMAT", "text", "text or json"),
     ("RUST_LOG", "info", "Log filter (tracing-subscriber syntax)"),
@@ -396,6 +459,7 @@ impl TryFrom<RawSettings> for Settings {
             raw.url("LASTFM_BASE_URL", "https://ws.audioscrobbler.com/2.0")?;
         config.scrobbling.listenbrainz_base_url =
             raw.url("LISTENBRAINZ_BASE_URL", "https://api.listenbrainz.org")?;
+        config.remote = remote_settings(&raw)?;
 
         let bind_address = raw
             .get("BIND_ADDRESS")
@@ -440,6 +504,73 @@ impl TryFrom<RawSettings> for Settings {
             admin,
         })
     }
+}
+
+/// The remote sources and their download retries.
+fn remote_settings(raw: &RawSettings) -> Result<RemoteConfig> {
+    let mut remote = RemoteConfig::default();
+    if raw.flag("REMOTE_ENABLED", false)? {
+        let mut ytdlp = YtDlpConfig::new(raw.get("YTDLP_PATH").unwrap_or("yt-dlp"));
+        if let Some(path) = raw.get("REMOTE_COOKIES_FILE") {
+            let path = PathBuf::from(path);
+            if !path.is_file() {
+                bail!("REMOTE_COOKIES_FILE: {} is not a file", path.display());
+            }
+            ytdlp.cookies_file = Some(path);
+        }
+        if let Some(url) = raw.get("REMOTE_WATCH_URL") {
+            if !url.contains("{id}") {
+                bail!("REMOTE_WATCH_URL: must contain {{id}}");
+            }
+            raw.url("REMOTE_WATCH_URL", "")?;
+            ytdlp.watch_url = url.to_string();
+        }
+        ytdlp.search = match raw.get("REMOTE_SEARCH").unwrap_or("videos") {
+            "music" => YtSearch::Music,
+            "videos" => YtSearch::Videos,
+            other => bail!("REMOTE_SEARCH: invalid value {other:?}: expected music or videos"),
+        };
+        ytdlp.min_interval = Duration::from_millis(raw.parse("REMOTE_MIN_INTERVAL_MS", 1000)?);
+        remote.ytdlp = Some(ytdlp);
+    } else if raw.get("REMOTE_COOKIES_FILE").is_some() || raw.get("YTDLP_PATH").is_some() {
+        tracing::warn!("REMOTE_COOKIES_FILE and YTDLP_PATH apply only when REMOTE_ENABLED is true");
+    }
+    if let Some(url) = raw.get("SUBSONIC_SOURCE_URL") {
+        raw.url("SUBSONIC_SOURCE_URL", "")?;
+        let (Some(username), Some(password)) = (
+            raw.get("SUBSONIC_SOURCE_USERNAME"),
+            raw.get("SUBSONIC_SOURCE_PASSWORD"),
+        ) else {
+            bail!(
+                "SUBSONIC_SOURCE_URL: needs SUBSONIC_SOURCE_USERNAME and SUBSONIC_SOURCE_PASSWORD"
+            );
+        };
+        remote.subsonic = Some(SubsonicSourceConfig {
+            url: url.trim_end_matches('/').to_string(),
+            username: username.to_string(),
+            password: password.to_string(),
+        });
+    }
+    let timeout: u64 = raw.parse("REMOTE_SEARCH_TIMEOUT_SECONDS", 10)?;
+    if !(1..=120).contains(&timeout) {
+        bail!("REMOTE_SEARCH_TIMEOUT_SECONDS: must be between 1 and 120");
+    }
+    remote.search_timeout = Duration::from_secs(timeout);
+    let attempts: u32 = raw.parse("DOWNLOAD_MAX_ATTEMPTS", 5)?;
+    if attempts == 0 {
+        bail!("DOWNLOAD_MAX_ATTEMPTS: must be at least 1");
+    }
+    let base: u64 = raw.parse("DOWNLOAD_RETRY_BASE_SECONDS", 30)?;
+    let max: u64 = raw.parse("DOWNLOAD_RETRY_MAX_SECONDS", 3600)?;
+    if base == 0 || max < base {
+        bail!("DOWNLOAD_RETRY_BASE_SECONDS and DOWNLOAD_RETRY_MAX_SECONDS: need 0 < base <= max");
+    }
+    remote.download_retry = RetryPolicy {
+        max_attempts: attempts,
+        base: Duration::from_secs(base),
+        max: Duration::from_secs(max),
+    };
+    Ok(remote)
 }
 
 /// Reads a secret kept in `path`, generating it (mode 0600) on first use.

@@ -15,6 +15,7 @@ use crate::db::Db;
 use crate::ingest::{Ingest, SourceInfo};
 use crate::jobs::Jobs;
 use crate::media::Media;
+use crate::remote::Remote;
 use crate::storage::{Storage, StorageKind};
 use crate::{Config, Error, JobId, Result};
 
@@ -47,7 +48,8 @@ impl ServiceState {
 /// One dependency of the server and how it stands.
 #[derive(Debug, Clone)]
 pub struct ServiceStatus {
-    /// `database`, `storage`, `job_queue`, `transcoder`, `acoustid`, `coverartarchive`, …
+    /// `database`, `storage`, `job_queue`, `transcoder`, `acoustid`, `coverartarchive`,
+    /// `lastfm`, `listenbrainz`, `lrclib`, and each remote source (`remote`, `subsonic`).
     pub name: &'static str,
     /// How it stands.
     pub state: ServiceState,
@@ -64,6 +66,7 @@ pub struct Admin {
     jobs: Jobs,
     media: Media,
     ingest: Ingest,
+    remote: Remote,
 }
 
 impl Admin {
@@ -74,6 +77,7 @@ impl Admin {
         jobs: Jobs,
         media: Media,
         ingest: Ingest,
+        remote: Remote,
     ) -> Admin {
         Admin {
             config,
@@ -82,6 +86,7 @@ impl Admin {
             jobs,
             media,
             ingest,
+            remote,
         }
     }
 
@@ -187,6 +192,23 @@ impl Admin {
             ServiceState::Configured,
             &scrobbling.listenbrainz_base_url,
         ));
+        services.push(status(
+            "lrclib",
+            ServiceState::Configured,
+            &enrichment.lrclib_base_url,
+        ));
+        for source in self.remote.sources().await? {
+            let state = match source.available {
+                None => ServiceState::Disabled,
+                Some(true) => ServiceState::Ok,
+                Some(false) => ServiceState::Unavailable,
+            };
+            services.push(status(
+                source.name,
+                state,
+                format!("remote source: {}", source.detail.unwrap_or_default()),
+            ));
+        }
         Ok(services)
     }
 
@@ -203,10 +225,11 @@ impl Admin {
         }
     }
 
-    /// The source registry: every ingest source, whether it is enabled, and its tracks.
+    /// The source registry: every source, whether it is enabled (and for a remote one,
+    /// whether it answers now), and its tracks.
     pub async fn sources(&self, caller: &Caller) -> Result<Vec<SourceInfo>> {
         caller.require_admin()?;
-        self.ingest.sources().await
+        crate::workflows::sources(&self.ingest, &self.remote).await
     }
 
     /// The effective server settings, secrets redacted.

@@ -71,3 +71,39 @@ mod tests {
         assert_eq!(cache.get(&"c"), None);
     }
 }
+
+/// One async lock per key, so concurrent work on one thing in this process runs once: the
+/// first caller does it, the others wait and then find it done. A key is forgotten when
+/// nobody holds or waits on its lock.
+#[derive(Debug)]
+pub(crate) struct KeyedLocks<K> {
+    locks: Mutex<HashMap<K, std::sync::Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl<K> Default for KeyedLocks<K> {
+    fn default() -> Self {
+        KeyedLocks {
+            locks: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<K: Eq + Hash + Clone> KeyedLocks<K> {
+    /// Runs `work` holding `key`'s lock.
+    pub(crate) async fn run<T>(&self, key: &K, work: impl std::future::Future<Output = T>) -> T {
+        let lock = {
+            let mut locks = self.locks.lock().expect("poisoned");
+            locks.entry(key.clone()).or_default().clone()
+        };
+        let result = {
+            let _held = lock.lock().await;
+            work.await
+        };
+        let mut locks = self.locks.lock().expect("poisoned");
+        if std::sync::Arc::strong_count(&lock) == 2 {
+            // Only the map and this caller have it: nobody else is waiting.
+            locks.remove(key);
+        }
+        result
+    }
+}

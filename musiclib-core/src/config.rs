@@ -33,6 +33,121 @@ pub struct Config {
     pub transcoding: TranscodeConfig,
     /// Scrobbling services.
     pub scrobbling: ScrobblingConfig,
+    /// Remote sources.
+    pub remote: RemoteConfig,
+}
+
+/// Remote sources (settings `REMOTE_*`, `YTDLP_PATH`, `SUBSONIC_SOURCE_*`, `DOWNLOAD_*`).
+#[derive(Clone, Debug)]
+pub struct RemoteConfig {
+    /// The yt-dlp source (`remote`), when `REMOTE_ENABLED`.
+    pub ytdlp: Option<YtDlpConfig>,
+    /// A Subsonic server as the `subsonic` source, when `SUBSONIC_SOURCE_URL` is set.
+    pub subsonic: Option<SubsonicSourceConfig>,
+    /// How long one source may take to answer a search (`REMOTE_SEARCH_TIMEOUT_SECONDS`).
+    pub search_timeout: Duration,
+    /// Retries of downloads and materializations (`DOWNLOAD_MAX_ATTEMPTS`,
+    /// `DOWNLOAD_RETRY_BASE_SECONDS`, `DOWNLOAD_RETRY_MAX_SECONDS`).
+    pub download_retry: RetryPolicy,
+}
+
+impl Default for RemoteConfig {
+    fn default() -> Self {
+        RemoteConfig {
+            ytdlp: None,
+            subsonic: None,
+            search_timeout: Duration::from_secs(10),
+            download_retry: RetryPolicy {
+                max_attempts: 5,
+                base: Duration::from_secs(30),
+                max: Duration::from_secs(3600),
+            },
+        }
+    }
+}
+
+/// How a kind of job retries: attempts, then a delay of `base` doubling per attempt, at most
+/// `max`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts before the job stays failed.
+    pub max_attempts: u32,
+    /// Delay before the second attempt.
+    pub base: Duration,
+    /// Longest delay.
+    pub max: Duration,
+}
+
+/// The yt-dlp source (YouTube and YouTube Music).
+#[derive(Clone, Debug)]
+pub struct YtDlpConfig {
+    /// The program (`YTDLP_PATH`): a path, or a name looked up on `PATH`.
+    pub program: PathBuf,
+    /// A Netscape cookies file handed to yt-dlp (a copy per run: yt-dlp rewrites it).
+    pub cookies_file: Option<PathBuf>,
+    /// Where a `source_id` is fetched from: `{id}` is replaced by the id
+    /// (`REMOTE_WATCH_URL`, default `https://www.youtube.com/watch?v={id}`).
+    pub watch_url: String,
+    /// What a search asks (`REMOTE_SEARCH`): YouTube Music songs or YouTube videos.
+    pub search: YtSearch,
+    /// Least time between two calls of yt-dlp that reach the service (`REMOTE_MIN_INTERVAL_MS`).
+    pub min_interval: Duration,
+}
+
+impl YtDlpConfig {
+    /// yt-dlp from `PATH`, YouTube video search, the real YouTube.
+    pub fn new(program: impl Into<PathBuf>) -> YtDlpConfig {
+        YtDlpConfig {
+            program: program.into(),
+            cookies_file: None,
+            watch_url: "https://www.youtube.com/watch?v={id}".into(),
+            search: YtSearch::Videos,
+            min_interval: Duration::from_millis(1000),
+        }
+    }
+}
+
+/// What the yt-dlp source searches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum YtSearch {
+    /// YouTube Music's song search (`https://music.youtube.com/search?q=…#songs`): studio
+    /// tracks, but a hit carries only its title until the track is added (yt-dlp's flat
+    /// listing of YouTube Music gives nothing more).
+    Music,
+    /// YouTube's video search (`ytsearchN:`): each hit with its channel and duration, the
+    /// artist read from an "Artist - Title" title. The default.
+    Videos,
+}
+
+impl YtSearch {
+    /// The setting's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            YtSearch::Music => "music",
+            YtSearch::Videos => "videos",
+        }
+    }
+}
+
+/// A Subsonic or OpenSubsonic server searched and downloaded from.
+#[derive(Clone)]
+pub struct SubsonicSourceConfig {
+    /// Its root URL (the server adds `/rest/...`).
+    pub url: String,
+    /// The user.
+    pub username: String,
+    /// Their (app) password. Only a salted token derived from it is ever sent.
+    pub password: String,
+}
+
+impl std::fmt::Debug for SubsonicSourceConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubsonicSourceConfig")
+            .field("url", &self.url)
+            .field("username", &self.username)
+            .field("password", &REDACTED)
+            .finish()
+    }
 }
 
 /// Scrobbling services (settings `LASTFM_*`, `LISTENBRAINZ_BASE_URL`).
@@ -193,6 +308,65 @@ impl Config {
             plain(
                 "LISTENBRAINZ_BASE_URL",
                 &self.scrobbling.listenbrainz_base_url,
+            ),
+            plain("REMOTE_ENABLED", self.remote.ytdlp.is_some()),
+            optional(
+                "YTDLP_PATH",
+                self.remote
+                    .ytdlp
+                    .as_ref()
+                    .map(|ytdlp| ytdlp.program.display()),
+            ),
+            optional(
+                "REMOTE_COOKIES_FILE",
+                self.remote
+                    .ytdlp
+                    .as_ref()
+                    .and_then(|ytdlp| ytdlp.cookies_file.as_ref())
+                    .map(|path| path.display()),
+            ),
+            optional(
+                "REMOTE_WATCH_URL",
+                self.remote.ytdlp.as_ref().map(|ytdlp| &ytdlp.watch_url),
+            ),
+            optional(
+                "REMOTE_SEARCH",
+                self.remote
+                    .ytdlp
+                    .as_ref()
+                    .map(|ytdlp| ytdlp.search.as_str()),
+            ),
+            optional(
+                "REMOTE_MIN_INTERVAL_MS",
+                self.remote
+                    .ytdlp
+                    .as_ref()
+                    .map(|ytdlp| ytdlp.min_interval.as_millis()),
+            ),
+            optional(
+                "SUBSONIC_SOURCE_URL",
+                self.remote.subsonic.as_ref().map(|source| &source.url),
+            ),
+            optional(
+                "SUBSONIC_SOURCE_USERNAME",
+                self.remote.subsonic.as_ref().map(|source| &source.username),
+            ),
+            secret("SUBSONIC_SOURCE_PASSWORD", self.remote.subsonic.is_some()),
+            plain(
+                "REMOTE_SEARCH_TIMEOUT_SECONDS",
+                self.remote.search_timeout.as_secs(),
+            ),
+            plain(
+                "DOWNLOAD_MAX_ATTEMPTS",
+                self.remote.download_retry.max_attempts,
+            ),
+            plain(
+                "DOWNLOAD_RETRY_BASE_SECONDS",
+                self.remote.download_retry.base.as_secs(),
+            ),
+            plain(
+                "DOWNLOAD_RETRY_MAX_SECONDS",
+                self.remote.download_retry.max.as_secs(),
             ),
         ]);
         settings
@@ -376,6 +550,7 @@ impl Config {
                 lastfm_base_url: "https://ws.audioscrobbler.com/2.0".into(),
                 listenbrainz_base_url: "https://api.listenbrainz.org".into(),
             },
+            remote: RemoteConfig::default(),
             data_dir,
         }
     }

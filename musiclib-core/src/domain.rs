@@ -45,8 +45,12 @@ string_enum!(
         Upload = "upload",
         /// Imported from `LOCAL_MEDIA_IMPORT_PATH`; `source_id` is the relative path.
         LocalFolder = "local_folder",
-        /// Saved from a remote search hit.
+        /// Saved or downloaded from the yt-dlp source (YouTube, YouTube Music); `source_id`
+        /// is the video id.
         Remote = "remote",
+        /// Saved or downloaded from another Subsonic server (the `subsonic` source);
+        /// `source_id` is the song's id there.
+        Subsonic = "subsonic",
     }
 );
 

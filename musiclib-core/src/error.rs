@@ -46,6 +46,10 @@ pub enum Error {
     /// A uniqueness or version conflict.
     #[error("{0}")]
     Conflict(String),
+    /// The track is a placeholder of a remote item: it has no audio until it is
+    /// materialized.
+    #[error("track {0} has no audio yet: it is a placeholder of a remote item; materialize it first (POST /api/v1/tracks/{0}/materialize)")]
+    NotMaterialized(crate::TrackId),
     /// Invalid input; `field` names the offending field or parameter.
     #[error("{field}: {message}")]
     InvalidInput {
@@ -60,6 +64,10 @@ pub enum Error {
         /// The configured limit in bytes.
         limit: u64,
     },
+    /// Something to fetch is larger than the configured limit (a remote item over
+    /// `MAX_UPLOAD_BYTES`); the message says what and how large.
+    #[error("{0}")]
+    TooLargeItem(String),
     /// Missing or invalid credentials.
     #[error("{0}")]
     Unauthenticated(String),
@@ -204,9 +212,9 @@ impl Error {
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::NotFound { .. } => ErrorKind::NotFound,
-            Error::Conflict(_) => ErrorKind::Conflict,
+            Error::Conflict(_) | Error::NotMaterialized(_) => ErrorKind::Conflict,
             Error::InvalidInput { .. } => ErrorKind::InvalidInput,
-            Error::TooLarge { .. } => ErrorKind::TooLarge,
+            Error::TooLarge { .. } | Error::TooLargeItem(_) => ErrorKind::TooLarge,
             Error::Unauthenticated(_) => ErrorKind::Unauthenticated,
             Error::Forbidden(_) => ErrorKind::Forbidden,
             Error::QueueUnavailable(_) | Error::Unavailable(_) | Error::TranscoderUnavailable => {
@@ -227,8 +235,9 @@ impl Error {
         match self {
             Error::NotFound { .. } => "not_found",
             Error::Conflict(_) => "conflict",
+            Error::NotMaterialized(_) => "not_materialized",
             Error::InvalidInput { .. } => "validation_error",
-            Error::TooLarge { .. } => "payload_too_large",
+            Error::TooLarge { .. } | Error::TooLargeItem(_) => "payload_too_large",
             Error::Unauthenticated(_) => "unauthenticated",
             Error::Forbidden(_) => "forbidden",
             Error::QueueUnavailable(_) => "queue_unavailable",

@@ -104,3 +104,7 @@ id_type!(
     /// Identifies a playlist.
     PlaylistId, "playlist"
 );
+id_type!(
+    /// Identifies a download.
+    DownloadId, "download"
+);

@@ -59,6 +59,12 @@ pub struct SourceInfo {
     pub scannable: bool,
     /// The folder of `local_folder`.
     pub path: Option<PathBuf>,
+    /// Whether it can be searched (`GET /sources/{name}/search`): the enabled remote ones.
+    pub searchable: bool,
+    /// For an enabled remote source: whether it answers now.
+    pub available: Option<bool>,
+    /// Why it is disabled or unavailable, or what it is.
+    pub detail: Option<String>,
     /// Tracks from it.
     pub track_count: i64,
 }
@@ -98,7 +104,8 @@ impl Ingest {
         self.max_upload_bytes
     }
 
-    /// The ingest sources and their track counts.
+    /// The ingest sources (upload, the local folder) and their track counts; the remote ones
+    /// are [`crate::remote::Remote::sources`].
     pub async fn sources(&self) -> Result<Vec<SourceInfo>> {
         let counts = self.catalog.count_by_source().await?;
         let count = |source: Source| {
@@ -115,21 +122,22 @@ impl Ingest {
                 enabled: true,
                 scannable: false,
                 path: None,
+                searchable: false,
+                available: None,
+                detail: None,
                 track_count: count(Source::Upload),
             },
             SourceInfo {
                 source: Source::LocalFolder,
                 enabled: folder.is_some(),
                 scannable: true,
+                detail: folder
+                    .is_none()
+                    .then(|| "LOCAL_MEDIA_IMPORT_PATH is not set".to_string()),
                 path: folder,
+                searchable: false,
+                available: None,
                 track_count: count(Source::LocalFolder),
-            },
-            SourceInfo {
-                source: Source::Remote,
-                enabled: false,
-                scannable: false,
-                path: None,
-                track_count: count(Source::Remote),
             },
         ])
     }

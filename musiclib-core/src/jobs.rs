@@ -16,6 +16,7 @@ pub mod registry;
 mod queue;
 mod worker;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -28,7 +29,7 @@ pub use queue::JobCounts;
 pub(crate) use queue::{JobQueue, NewJob, SqlQueue};
 
 use crate::auth::Caller;
-use crate::config::JobsConfig;
+use crate::config::{JobsConfig, RetryPolicy};
 use crate::{Error, JobId, Result, Timestamp, UserId};
 
 /// Enrichment-only workers a server runs by default besides its general ones: enough that two
@@ -59,7 +60,7 @@ impl JobState {
         }
     }
 
-    fn parse(text: &str) -> JobState {
+    pub(crate) fn parse(text: &str) -> JobState {
         match text {
             "running" => JobState::Running,
             "succeeded" => JobState::Succeeded,
@@ -147,15 +148,31 @@ pub struct Jobs {
     /// Wakes this process's idle workers after an in-process enqueue.
     wake: Arc<Notify>,
     config: JobsConfig,
+    /// Kinds with their own retry policy ([`JobKind::retry`]).
+    retries: Arc<HashMap<&'static str, RetryPolicy>>,
 }
 
 impl Jobs {
-    pub(crate) fn new(queue: Arc<dyn JobQueue>, config: JobsConfig) -> Jobs {
+    pub(crate) fn new(
+        queue: Arc<dyn JobQueue>,
+        config: JobsConfig,
+        retries: HashMap<&'static str, RetryPolicy>,
+    ) -> Jobs {
         Jobs {
             queue,
             wake: Arc::new(Notify::new()),
             config,
+            retries: Arc::new(retries),
         }
+    }
+
+    /// The retry policy of jobs of `kind`: its own, or the queue's.
+    pub(crate) fn retry_policy(&self, kind: &str) -> RetryPolicy {
+        self.retries.get(kind).copied().unwrap_or(RetryPolicy {
+            max_attempts: self.config.max_attempts,
+            base: self.config.retry_base,
+            max: self.config.retry_max,
+        })
     }
 
     /// A job its caller may see (their own; an admin, any). Another user's
@@ -177,9 +194,11 @@ impl Jobs {
         payload: &K::Payload,
         created_by: Option<&UserId>,
     ) -> Result<JobId> {
+        let mut job = NewJob::of::<K>(payload, created_by)?;
+        job.max_attempts = self.retries.get(K::NAME).map(|policy| policy.max_attempts);
         let id = self
             .queue
-            .enqueue(NewJob::of::<K>(payload, created_by)?)
+            .enqueue(job)
             .await
             .map_err(|error| Error::QueueUnavailable(Box::new(error)))?;
         self.wake_workers();

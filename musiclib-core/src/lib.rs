@@ -60,6 +60,7 @@ pub mod media;
 mod outside;
 pub mod playlists;
 pub mod recommend;
+pub mod remote;
 pub mod scrobbling;
 pub mod settings;
 pub mod social;
@@ -74,7 +75,7 @@ pub mod testing;
 pub use config::Config;
 pub use db::DatabaseKind;
 pub use error::{Error, ErrorKind, Result};
-pub use ids::{AlbumId, ArtistId, JobId, PlaylistId, TrackId, UserId};
+pub use ids::{AlbumId, ArtistId, DownloadId, JobId, PlaylistId, TrackId, UserId};
 pub use library::Library;
 pub use time::Timestamp;
 

@@ -21,6 +21,7 @@ use crate::maintenance::Maintenance;
 use crate::media::{Media, Transcoder};
 use crate::playlists::Playlists;
 use crate::recommend::Recommend;
+use crate::remote::Remote;
 use crate::scrobbling::Scrobbling;
 use crate::settings::Settings;
 use crate::social::Social;
@@ -50,6 +51,7 @@ struct Inner {
     settings: Settings,
     scrobbling: Scrobbling,
     lyrics: Lyrics,
+    remote: Remote,
     maintenance: Maintenance,
     admin: Admin,
 }
@@ -82,7 +84,11 @@ impl Library {
     pub(crate) fn assemble(config: Config, db: Db, queue: Arc<dyn JobQueue>) -> Result<Library> {
         let storage = Storage::open(&config.storage, config.data_dir.join("tmp"))?;
         let cpu = CpuSlots::per_core();
-        let jobs = Jobs::new(queue, config.jobs.clone());
+        let jobs = Jobs::new(
+            queue,
+            config.jobs.clone(),
+            crate::jobs::registry::retry_policies(&config),
+        );
         let accounts = Accounts::new(
             db.clone(),
             AccountSettings {
@@ -151,6 +157,17 @@ impl Library {
             &config.enrichment.lrclib_base_url,
             config.local_media_import_path.clone(),
         );
+        let remote = Remote::new(
+            db.clone(),
+            catalog.clone(),
+            storage.clone(),
+            jobs.clone(),
+            media.clone(),
+            config.remote.clone(),
+            config.transcoding.ffmpeg.clone(),
+            config.max_upload_bytes,
+            crate::outside::http_client(),
+        );
         let maintenance =
             Maintenance::new(db.clone(), storage.clone(), catalog.clone(), jobs.clone());
         let admin = Admin::new(
@@ -160,6 +177,7 @@ impl Library {
             jobs.clone(),
             media.clone(),
             ingest.clone(),
+            remote.clone(),
         );
         Ok(Library {
             inner: Arc::new(Inner {
@@ -178,6 +196,7 @@ impl Library {
                 settings,
                 scrobbling,
                 lyrics,
+                remote,
                 maintenance,
                 admin,
             }),
@@ -237,6 +256,11 @@ impl Library {
     /// Scrobbling credentials and their state.
     pub fn scrobbling(&self) -> &Scrobbling {
         &self.inner.scrobbling
+    }
+
+    /// Remote sources: search outside the library, placeholders, materialization, downloads.
+    pub fn remote(&self) -> &Remote {
+        &self.inner.remote
     }
 
     /// Lyrics: the cache and its sources.

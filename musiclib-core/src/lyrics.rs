@@ -18,12 +18,12 @@ pub mod lrc;
 mod embedded;
 mod lrclib;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::auth::Caller;
+use crate::cache::KeyedLocks;
 use crate::catalog::Catalog;
 use crate::db::Db;
 use crate::domain::{Source, Track};
@@ -159,7 +159,7 @@ pub struct Lyrics {
     lrclib: lrclib::Lrclib,
     import_path: Option<PathBuf>,
     /// One lock per track being fetched in this process.
-    fetching: Arc<Mutex<HashMap<TrackId, Arc<tokio::sync::Mutex<()>>>>>,
+    fetching: Arc<KeyedLocks<TrackId>>,
 }
 
 impl Lyrics {
@@ -253,32 +253,22 @@ impl Lyrics {
     /// stored instead of fetching again: a fresh record, or for a refetch one fetched after
     /// `asked_at`.
     async fn fetch_once(&self, track: &Track, asked_at: Option<Timestamp>) -> Result<LyricsRecord> {
-        let lock = {
-            let mut fetching = self.fetching.lock().expect("lyrics locks");
-            fetching.entry(track.id.clone()).or_default().clone()
-        };
-        let result = async {
-            let _held = lock.lock().await;
-            if let Some(record) = self.cached(&track.id).await? {
-                let done_meanwhile = match asked_at {
-                    Some(asked_at) => record.fetched_at >= asked_at,
-                    None => record.is_fresh(Timestamp::now()),
-                };
-                if done_meanwhile {
-                    return Ok(record);
+        self.fetching
+            .run(&track.id, async {
+                if let Some(record) = self.cached(&track.id).await? {
+                    let done_meanwhile = match asked_at {
+                        Some(asked_at) => record.fetched_at >= asked_at,
+                        None => record.is_fresh(Timestamp::now()),
+                    };
+                    if done_meanwhile {
+                        return Ok(record);
+                    }
                 }
-            }
-            let record = self.fetch(track).await?;
-            self.store(&record).await?;
-            Ok(record)
-        }
-        .await;
-        let mut fetching = self.fetching.lock().expect("lyrics locks");
-        if Arc::strong_count(&lock) == 2 {
-            // Nobody else is waiting on it: forget it.
-            fetching.remove(&track.id);
-        }
-        result
+                let record = self.fetch(track).await?;
+                self.store(&record).await?;
+                Ok(record)
+            })
+            .await
     }
 
     /// Asks the sources in order; the first with text wins.

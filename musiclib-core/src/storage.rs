@@ -126,3 +126,20 @@ pub(crate) struct LocalFile {
     pub(crate) path: PathBuf,
     _temp: Option<tempfile::TempPath>,
 }
+
+/// The SHA-256 (hex) of a local file, read in blocks (never whole into memory).
+pub(crate) fn sha256_file(path: &Path) -> Result<String> {
+    use sha2::{Digest, Sha256};
+    let mut file = std::fs::File::open(path).map_err(|error| Error::io(path, error))?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 256 * 1024];
+    loop {
+        let read =
+            std::io::Read::read(&mut file, &mut buffer).map_err(|error| Error::io(path, error))?;
+        if read == 0 {
+            break;
+        }
+        hasher.update(&buffer[..read]);
+    }
+    Ok(hex::encode(hasher.finalize()))
+}

@@ -7,7 +7,11 @@
 //! default `musiclib-test`), which the README's test command starts.
 
 mod acoustid_mock;
+mod media_server;
+mod subsonic_mock;
 pub use acoustid_mock::RateLimitedAcoustId;
+pub use media_server::MediaServer;
+pub use subsonic_mock::{subsonic_failed, subsonic_ok, subsonic_server, subsonic_song};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -542,6 +546,7 @@ pub async fn enqueue_raw(
             payload,
             dedup_key: dedup_key.map(str::to_string),
             created_by: None,
+            max_attempts: None,
         })
         .await
         .expect("enqueue a job")
@@ -592,4 +597,31 @@ impl QueueProbe {
     pub async fn get(&self, id: &JobId) -> crate::Result<Job> {
         self.0.get(id).await
     }
+}
+
+/// A WAV file of `seconds` of a 440 Hz tone (16-bit mono, 8 kHz): audio for tests that need
+/// a real file without the corpus.
+pub fn wav_tone(seconds: u32) -> Vec<u8> {
+    let rate = 8000u32;
+    let samples = rate * seconds;
+    let data_len = samples * 2;
+    let mut wav = Vec::with_capacity(44 + data_len as usize);
+    wav.extend_from_slice(b"RIFF");
+    wav.extend_from_slice(&(36 + data_len).to_le_bytes());
+    wav.extend_from_slice(b"WAVEfmt ");
+    wav.extend_from_slice(&16u32.to_le_bytes());
+    wav.extend_from_slice(&1u16.to_le_bytes()); // PCM
+    wav.extend_from_slice(&1u16.to_le_bytes()); // mono
+    wav.extend_from_slice(&rate.to_le_bytes());
+    wav.extend_from_slice(&(rate * 2).to_le_bytes());
+    wav.extend_from_slice(&2u16.to_le_bytes());
+    wav.extend_from_slice(&16u16.to_le_bytes());
+    wav.extend_from_slice(b"data");
+    wav.extend_from_slice(&data_len.to_le_bytes());
+    for index in 0..samples {
+        let phase = index as f64 * 440.0 * std::f64::consts::TAU / f64::from(rate);
+        let sample = (phase.sin() * 12000.0) as i16;
+        wav.extend_from_slice(&sample.to_le_bytes());
+    }
+    wav
 }

@@ -3,9 +3,36 @@
 //! commit (caches, blobs). One place to read what a deletion touches.
 
 use crate::auth::Caller;
+use crate::ingest::{Ingest, SourceInfo};
+use crate::remote::Remote;
 use crate::{Library, Result, TrackId, UserId};
 
+/// Every source: the ingest ones (upload, the local folder), then the remote ones, each
+/// enabled or not (an enabled remote source is asked whether it answers).
+pub(crate) async fn sources(ingest: &Ingest, remote: &Remote) -> Result<Vec<SourceInfo>> {
+    let mut sources = ingest.sources().await?;
+    for info in remote.sources().await? {
+        sources.push(SourceInfo {
+            source: crate::remote::track_source(info.name),
+            enabled: info.enabled,
+            scannable: false,
+            path: None,
+            searchable: info.enabled,
+            available: info.available,
+            detail: info.detail,
+            track_count: info.track_count,
+        });
+    }
+    Ok(sources)
+}
+
 impl Library {
+    /// Every source (`GET /sources`): upload, the local folder, and each remote source.
+    /// Any signed-in user.
+    pub async fn sources(&self, _caller: &Caller) -> Result<Vec<SourceInfo>> {
+        sources(self.ingest(), self.remote()).await
+    }
+
     /// Deletes a track (the uploader or an admin): its row with a tombstone
     /// for sync clients, its album and artist when it leaves them empty, its place in every
     /// playlist (each a recorded remove), its renditions; after commit, its cached rows and

@@ -10,6 +10,8 @@
 //! | read the catalogue, stream, search | yes | | |
 //! | edit or delete a track | | the uploader | yes |
 //! | read a job | | who queued it | yes |
+//! | search remote sources, save a hit, materialize, download | yes | | |
+//! | read or cancel a download | | who asked for it | yes |
 //! | read a playlist | if public | yes | if public |
 //! | change a playlist | | yes | |
 //! | reveal / rotate an app password | | their own | rotate anyone's |
@@ -64,6 +66,12 @@ impl Caller {
     /// admin.
     pub fn may_see_job(&self, created_by: Option<&UserId>) -> bool {
         self.user.is_admin || created_by == Some(&self.user.id)
+    }
+
+    /// Whether the caller may read or cancel a download asked for by `owner`: their own, or
+    /// any for an admin.
+    pub fn may_see_download(&self, owner: Option<&UserId>) -> bool {
+        self.user.is_admin || owner == Some(&self.user.id)
     }
 
     /// Whether the caller may manage `user`'s credentials: their own, or anyone's for an

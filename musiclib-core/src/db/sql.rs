@@ -117,6 +117,7 @@ id_args!(
     crate::ArtistId,
     crate::UserId,
     crate::JobId,
+    crate::DownloadId,
     crate::PlaylistId
 );
 

@@ -657,20 +657,10 @@ fn read_and_probe(
         let facts = probe::probe_bytes(&bytes, &name)?;
         Ok((facts, sha256, Some(bytes)))
     } else {
-        let mut file =
-            std::fs::File::open(path).map_err(|error| format!("cannot read the file: {error}"))?;
-        let mut hasher = Sha256::new();
-        let mut buffer = vec![0u8; 256 * 1024];
-        loop {
-            let read = std::io::Read::read(&mut file, &mut buffer)
-                .map_err(|error| format!("cannot read the file: {error}"))?;
-            if read == 0 {
-                break;
-            }
-            hasher.update(&buffer[..read]);
-        }
+        let sha256 = crate::storage::sha256_file(path)
+            .map_err(|error| format!("cannot read the file: {}", crate::error_chain(&error)))?;
         let facts = probe::probe_path(path)?;
-        Ok((facts, hex::encode(hasher.finalize()), None))
+        Ok((facts, sha256, None))
     }
 }
 

@@ -16,6 +16,8 @@ pub(crate) struct NewJob {
     pub(crate) payload: Value,
     pub(crate) dedup_key: Option<String>,
     pub(crate) created_by: Option<UserId>,
+    /// Attempts allowed, when the kind has its own retry policy (else the queue's default).
+    pub(crate) max_attempts: Option<u32>,
 }
 
 impl NewJob {
@@ -31,6 +33,7 @@ impl NewJob {
             })?,
             dedup_key: K::dedup_key(payload),
             created_by: created_by.cloned(),
+            max_attempts: None,
         })
     }
 }
@@ -71,6 +74,12 @@ pub(crate) trait JobQueue: Send + Sync + std::fmt::Debug {
         error: &str,
         retry_in: Option<Duration>,
     ) -> Result<()>;
+    /// Ends a job that has not started (state queued, a first attempt or a retry) as failed
+    /// with `reason`. `false` when it is running or finished: a running handler stops by
+    /// itself when it sees why (a cancelled download).
+    async fn cancel_queued(&self, _id: &JobId, _reason: &str) -> Result<bool> {
+        Ok(false)
+    }
     /// Reads a job.
     async fn get(&self, id: &JobId) -> Result<Job>;
     /// The most recently created job of `kind`.
@@ -166,7 +175,7 @@ impl SqlQueue {
             .bind(&id)
             .bind(job.kind)
             .bind(job.payload.to_string())
-            .bind(i64::from(self.max_attempts))
+            .bind(i64::from(job.max_attempts.unwrap_or(self.max_attempts)))
             .bind(job.dedup_key.as_deref())
             .bind(job.created_by.as_ref())
             .execute(conn)
@@ -321,6 +330,20 @@ impl JobQueue for SqlQueue {
             .execute(self.db.pool())
             .await?;
         Ok(())
+    }
+
+    async fn cancel_queued(&self, id: &JobId, reason: &str) -> Result<bool> {
+        let changed = self
+            .db
+            .sql(
+                "UPDATE jobs SET state = 'failed', error = $2, finished_at = {now}, updated_at = {now}
+                 WHERE id = $1 AND state = 'queued'",
+            )
+            .bind(id)
+            .bind(reason)
+            .execute(self.db.pool())
+            .await?;
+        Ok(changed == 1)
     }
 
     async fn get(&self, id: &JobId) -> Result<Job> {

@@ -6,8 +6,8 @@
 //! one not listed here is never claimed by a worker.
 //!
 //! The spec names six kinds: `enrich_task`, `scan_local_folder`, `transcode_track`,
-//! `cleanup_storage` (here now), and `download_task`, `materialize_track`, which come with the
-//! capabilities that run them. Beside them, `reindex_library` (`POST /admin/reindex`) and `check_files`
+//! `cleanup_storage`, `download_task` and `materialize_track` (both fetch a remote track's
+//! audio, and share one live job per track). Beside them, `reindex_library` (`POST /admin/reindex`) and `check_files`
 //! (`POST /storage/broken/check`), and `submit_scrobbles` and `update_now_playing`
 //! (forwarding plays to Last.fm and ListenBrainz).
 //! Stored names and payload shapes are a contract with jobs
@@ -48,6 +48,12 @@ pub trait JobKind: Send + Sync + 'static {
     /// one. `None`: every enqueue is a new job.
     fn dedup_key(payload: &Self::Payload) -> Option<String>;
 
+    /// Its own retries (attempts, backoff), when the job queue's (`JOB_MAX_ATTEMPTS`, 5 s
+    /// doubling to 10 min) do not suit it.
+    fn retry(_config: &crate::Config) -> Option<crate::config::RetryPolicy> {
+        None
+    }
+
     /// Does the work. The value is kept as the job's result; an error says whether another
     /// attempt may succeed.
     fn run(
@@ -67,6 +73,17 @@ macro_rules! registry {
                 return Some(<$kind as JobKind>::POOL);
             })+
             None
+        }
+
+        /// The kinds that retry by their own policy.
+        pub(crate) fn retry_policies(
+            config: &crate::Config,
+        ) -> std::collections::HashMap<&'static str, crate::config::RetryPolicy> {
+            let mut policies = std::collections::HashMap::new();
+            $(if let Some(policy) = <$kind as JobKind>::retry(config) {
+                policies.insert(<$kind as JobKind>::NAME, policy);
+            })+
+            policies
         }
 
         /// Runs `job` with its kind's handler.
@@ -91,6 +108,8 @@ registry!(
     crate::maintenance::CleanupStorage,
     crate::scrobbling::SubmitScrobbles,
     crate::scrobbling::UpdateNowPlaying,
+    crate::remote::MaterializeTrack,
+    crate::remote::DownloadTask,
 );
 
 /// The stored names of the kinds `pool`'s workers take (every kind for the general pool).

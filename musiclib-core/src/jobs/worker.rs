@@ -122,7 +122,9 @@ impl Worker {
                 queue.complete(&job.id, &self.id, &value).await?;
             }
             Err(error) => {
-                let retry_in = error.retryable.then(|| self.backoff(job.attempts));
+                let retry_in = error
+                    .retryable
+                    .then(|| self.backoff(&job.kind, job.attempts));
                 tracing::warn!(error = %error.message, retry_in_s = retry_in.map(|d| d.as_secs()), "job failed");
                 queue
                     .fail(&job.id, &self.id, &error.message, retry_in)
@@ -132,14 +134,14 @@ impl Worker {
         Ok(())
     }
 
-    /// Delay before attempt `attempts + 1`: base × 2^(attempts − 1), capped.
-    fn backoff(&self, attempts: i64) -> Duration {
-        let config = self.library.jobs().config();
+    /// Delay before attempt `attempts + 1` of a job of `kind`: base × 2^(attempts − 1), capped.
+    fn backoff(&self, kind: &str, attempts: i64) -> Duration {
+        let policy = self.library.jobs().retry_policy(kind);
         let exponent = attempts.clamp(1, 20) as u32 - 1;
-        config
-            .retry_base
+        policy
+            .base
             .saturating_mul(2u32.saturating_pow(exponent))
-            .min(config.retry_max)
+            .min(policy.max)
     }
 
     /// Runs the handler in its own task (a panic becomes a failed attempt) while a sibling

@@ -6,7 +6,6 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use super::Maintenance;
 use crate::auth::Caller;
@@ -231,7 +230,7 @@ async fn check_one(
     }
     let file = library.storage().local_file(key).await?;
     let path = file.path.clone();
-    let digest = tokio::task::spawn_blocking(move || sha256_of(&path))
+    let digest = tokio::task::spawn_blocking(move || crate::storage::sha256_file(&path))
         .await
         .map_err(crate::Error::task("file hash"))??;
     if let Some(expected) = recorded
@@ -255,21 +254,6 @@ async fn check_one(
         }
     }
     Ok(None)
-}
-
-fn sha256_of(path: &std::path::Path) -> Result<String> {
-    let mut file = std::fs::File::open(path).map_err(|error| crate::Error::io(path, error))?;
-    let mut hasher = Sha256::new();
-    let mut buffer = vec![0u8; 256 * 1024];
-    loop {
-        let read = std::io::Read::read(&mut file, &mut buffer)
-            .map_err(|error| crate::Error::io(path, error))?;
-        if read == 0 {
-            break;
-        }
-        hasher.update(&buffer[..read]);
-    }
-    Ok(hex::encode(hasher.finalize()))
 }
 
 fn to_value(report: &CheckReport) -> Value {

@@ -65,9 +65,7 @@ impl Media {
         let track = row.ok_or_else(|| Error::not_found("track", id))?;
         if track.storage_uri.is_empty() || track.availability == Availability::Placeholder.as_str()
         {
-            return Err(Error::Conflict(format!(
-                "track {id} has no audio yet: it is a placeholder of a remote track"
-            )));
+            return Err(Error::NotMaterialized(id.clone()));
         }
         let size = match track.size_bytes {
             Some(size) if size >= 0 => size as u64,

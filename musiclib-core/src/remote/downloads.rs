@@ -1,0 +1,409 @@
+//! Downloads (`/downloads`): what a user asked to fetch into the library, and how it goes.
+//!
+//! A download names a hit (source, source id). Creating one saves the hit as a placeholder
+//! (when the library has no track for it) and queues a `download_task` job that fills that
+//! track ([`super::fetch`]); the download carries the track's id from the start. Its state is
+//! read from its job, so it never disagrees with what the worker did:
+//!
+//! | state | meaning |
+//! |---|---|
+//! | `queued` | waiting for a worker |
+//! | `downloading` | a worker is fetching it (`bytes_downloaded`, `bytes_total`, `percent`) |
+//! | `retrying` | an attempt failed and another follows at `next_retry_at` (`error` says why) |
+//! | `completed` | the track has its audio |
+//! | `failed` | attempts used up, or a failure no retry fixes (`error`) |
+//! | `cancelled` | the user cancelled it |
+//!
+//! A hit the library already has with audio is answered at once as `completed`
+//! (`already_in_library`), with no job. A second download of a hit whose download is still
+//! live answers the live one.
+
+use serde_json::Value;
+
+use super::{fetch::FetchPayload, has_audio, DownloadTask, Remote};
+use crate::auth::Caller;
+use crate::domain::{Page, Paged};
+use crate::jobs::JobState;
+use crate::{DownloadId, Error, JobId, Result, Timestamp, TrackId, UserId};
+
+/// State of a download (module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DownloadState {
+    /// Waiting for a worker.
+    Queued,
+    /// Being fetched.
+    Downloading,
+    /// Failed once, retrying at `next_retry_at`.
+    Retrying,
+    /// Done: the track has audio.
+    Completed,
+    /// Gave up.
+    Failed,
+    /// Cancelled by the user.
+    Cancelled,
+}
+
+impl DownloadState {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DownloadState::Queued => "queued",
+            DownloadState::Downloading => "downloading",
+            DownloadState::Retrying => "retrying",
+            DownloadState::Completed => "completed",
+            DownloadState::Failed => "failed",
+            DownloadState::Cancelled => "cancelled",
+        }
+    }
+
+    /// Whether it can still change by itself.
+    pub fn is_live(self) -> bool {
+        matches!(
+            self,
+            DownloadState::Queued | DownloadState::Downloading | DownloadState::Retrying
+        )
+    }
+}
+
+/// A download.
+#[derive(Debug, Clone)]
+pub struct Download {
+    /// Id.
+    pub id: DownloadId,
+    /// Who asked.
+    pub user_id: Option<UserId>,
+    /// The track it fills (a placeholder until it completes).
+    pub track_id: TrackId,
+    /// The source.
+    pub source: String,
+    /// The item's id there.
+    pub source_id: String,
+    /// The job doing it (none when the library had it already).
+    pub job_id: Option<JobId>,
+    /// How it goes.
+    pub state: DownloadState,
+    /// Bytes fetched so far (by the running or last attempt).
+    pub bytes_downloaded: Option<i64>,
+    /// Bytes expected, when the source says.
+    pub bytes_total: Option<i64>,
+    /// Attempts started.
+    pub attempts: i64,
+    /// Attempts allowed.
+    pub max_attempts: i64,
+    /// When the next attempt starts (state `retrying`).
+    pub next_retry_at: Option<Timestamp>,
+    /// The last failure.
+    pub error: Option<String>,
+    /// Whether the library had the track with audio when it was asked for.
+    pub already_in_library: bool,
+    /// When it was asked for.
+    pub created_at: Timestamp,
+    /// Last change.
+    pub updated_at: Timestamp,
+    /// When it completed, failed or was cancelled.
+    pub finished_at: Option<Timestamp>,
+}
+
+impl Download {
+    /// Percent done, when the total is known.
+    pub fn percent(&self) -> Option<f64> {
+        if self.state == DownloadState::Completed {
+            return Some(100.0);
+        }
+        match (self.bytes_downloaded, self.bytes_total) {
+            (Some(done), Some(total)) if total > 0 => Some(
+                ((done as f64 / total as f64) * 100.0)
+                    .clamp(0.0, 100.0)
+                    .round(),
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// A new download as created.
+#[derive(Debug, Clone)]
+pub struct NewDownload {
+    /// The download.
+    pub download: Download,
+    /// False when an existing one was answered (live, or the library had the track).
+    pub created: bool,
+}
+
+const DOWNLOAD_SELECT: &str = "SELECT d.id, d.user_id, d.track_id, d.source, d.source_id, d.job_id, d.state,
+        d.error, d.created_at, d.updated_at, j.state AS job_state, j.attempts, j.max_attempts, j.run_at,
+        j.progress, j.error AS job_error, j.finished_at, j.updated_at AS job_updated_at
+    FROM downloads d LEFT JOIN jobs j ON j.id = d.job_id";
+
+#[derive(sqlx::FromRow)]
+struct DownloadRow {
+    id: String,
+    user_id: Option<String>,
+    track_id: String,
+    source: String,
+    source_id: String,
+    job_id: Option<String>,
+    state: String,
+    error: Option<String>,
+    created_at: i64,
+    updated_at: i64,
+    job_state: Option<String>,
+    attempts: Option<i64>,
+    max_attempts: Option<i64>,
+    run_at: Option<i64>,
+    progress: Option<String>,
+    job_error: Option<String>,
+    finished_at: Option<i64>,
+    job_updated_at: Option<i64>,
+}
+
+impl From<DownloadRow> for Download {
+    fn from(row: DownloadRow) -> Download {
+        let progress: Option<Value> = row
+            .progress
+            .as_deref()
+            .and_then(|text| serde_json::from_str(text).ok());
+        let progress_of = |name: &str| progress.as_ref().and_then(|value| value[name].as_i64());
+        let attempts = row.attempts.unwrap_or(0);
+        let already_in_library = row.job_id.is_none() && row.state == "completed";
+        let job_state = row.job_state.as_deref().map(JobState::parse);
+        let state = match (row.state.as_str(), job_state) {
+            ("cancelled", _) => DownloadState::Cancelled,
+            ("completed", _) => DownloadState::Completed,
+            (_, Some(JobState::Succeeded)) => DownloadState::Completed,
+            (_, Some(JobState::Failed)) => DownloadState::Failed,
+            (_, Some(JobState::Running)) => DownloadState::Downloading,
+            (_, Some(JobState::Queued)) if attempts > 0 => DownloadState::Retrying,
+            (_, Some(JobState::Queued)) => DownloadState::Queued,
+            // Its job is gone (purged): it did not complete.
+            (_, None) => DownloadState::Failed,
+        };
+        let finished_at = match state {
+            DownloadState::Completed | DownloadState::Failed => row
+                .finished_at
+                .or(row.job_updated_at)
+                .map(Timestamp::from_micros),
+            DownloadState::Cancelled => Some(Timestamp::from_micros(row.updated_at)),
+            _ => None,
+        };
+        let error = match state {
+            DownloadState::Completed => None,
+            DownloadState::Cancelled => row.error,
+            _ => row.job_error.or(row.error),
+        };
+        Download {
+            id: DownloadId::from_db(row.id),
+            user_id: row.user_id.map(UserId::from_db),
+            track_id: TrackId::from_db(row.track_id),
+            source: row.source,
+            source_id: row.source_id,
+            job_id: row.job_id.map(JobId::from_db),
+            state,
+            bytes_downloaded: progress_of("bytes"),
+            bytes_total: progress_of("total"),
+            attempts,
+            max_attempts: row.max_attempts.unwrap_or(0),
+            next_retry_at: (state == DownloadState::Retrying)
+                .then(|| row.run_at.map(Timestamp::from_micros))
+                .flatten(),
+            error,
+            already_in_library,
+            created_at: Timestamp::from_micros(row.created_at),
+            updated_at: Timestamp::from_micros(row.updated_at.max(row.job_updated_at.unwrap_or(0))),
+            finished_at,
+        }
+    }
+}
+
+impl Remote {
+    /// Creates a download of a hit (`POST /downloads`). Any signed-in user. A hit the library
+    /// has with audio answers a `completed` download at once; a hit with a live download of
+    /// this user answers that one; a hit the source says is over `MAX_UPLOAD_BYTES` is
+    /// refused before anything is stored.
+    pub async fn create_download(
+        &self,
+        caller: &Caller,
+        source: &str,
+        source_id: &str,
+    ) -> Result<NewDownload> {
+        let remote_source = self.enabled_source(source, "source")?.clone();
+        remote_source
+            .check_id(source_id)
+            .map_err(|message| Error::invalid("source_id", message))?;
+        let existing = self.find_track(source, source_id).await?;
+        let track = match existing {
+            Some(track) if has_audio(&track) => {
+                let id = self
+                    .insert_download(caller, &track.id, source, source_id, "completed")
+                    .await?;
+                return Ok(NewDownload {
+                    download: self.download_row(&id).await?,
+                    created: false,
+                });
+            }
+            Some(track) => track,
+            None => {
+                let hit = self.metadata(remote_source.as_ref(), source_id).await?;
+                if let Some(size) = hit.size_bytes.filter(|size| *size as u64 > self.max_bytes) {
+                    return Err(Error::TooLargeItem(format!(
+                        "{source} {source_id} is {size} bytes, over the limit of {} (MAX_UPLOAD_BYTES)",
+                        self.max_bytes
+                    )));
+                }
+                self.save(caller, source, source_id).await?.track
+            }
+        };
+        let live: Option<String> = self
+            .db
+            .sql(
+                "SELECT d.id FROM downloads d JOIN jobs j ON j.id = d.job_id
+                 WHERE d.user_id = $1 AND d.track_id = $2 AND d.state = 'active'
+                   AND j.state IN ('queued', 'running')
+                 ORDER BY d.created_at DESC LIMIT 1",
+            )
+            .bind(&caller.user.id)
+            .bind(&track.id)
+            .fetch_scalar_optional(self.db.pool())
+            .await?;
+        if let Some(id) = live {
+            return Ok(NewDownload {
+                download: self.download_row(&DownloadId::from_db(id)).await?,
+                created: false,
+            });
+        }
+        let id = self
+            .insert_download(caller, &track.id, source, source_id, "active")
+            .await?;
+        let payload = FetchPayload {
+            track_id: track.id.clone(),
+            download_id: Some(id.to_string()),
+        };
+        match self
+            .jobs
+            .enqueue::<DownloadTask>(&payload, Some(&caller.user.id))
+            .await
+        {
+            Ok(job) => {
+                self.db
+                    .sql("UPDATE downloads SET job_id = $2, updated_at = {now} WHERE id = $1")
+                    .bind(&id)
+                    .bind(&job)
+                    .execute(self.db.pool())
+                    .await?;
+            }
+            Err(error) => {
+                self.db
+                    .sql("DELETE FROM downloads WHERE id = $1")
+                    .bind(&id)
+                    .execute(self.db.pool())
+                    .await?;
+                return Err(error);
+            }
+        }
+        tracing::info!(download_id = %id, track_id = %track.id, source, source_id, "download queued");
+        Ok(NewDownload {
+            download: self.download_row(&id).await?,
+            created: true,
+        })
+    }
+
+    async fn insert_download(
+        &self,
+        caller: &Caller,
+        track: &TrackId,
+        source: &str,
+        source_id: &str,
+        state: &str,
+    ) -> Result<DownloadId> {
+        let id = DownloadId::new();
+        self.db
+            .sql(
+                "INSERT INTO downloads (id, user_id, track_id, source, source_id, state, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, {now}, {now})",
+            )
+            .bind(&id)
+            .bind(&caller.user.id)
+            .bind(track)
+            .bind(source)
+            .bind(source_id)
+            .bind(state)
+            .execute(self.db.pool())
+            .await?;
+        Ok(id)
+    }
+
+    async fn download_row(&self, id: &DownloadId) -> Result<Download> {
+        self.db
+            .sql(&format!("{DOWNLOAD_SELECT} WHERE d.id = $1"))
+            .bind(id)
+            .fetch_optional::<DownloadRow, _>(self.db.pool())
+            .await?
+            .map(Download::from)
+            .ok_or_else(|| Error::not_found("download", id))
+    }
+
+    /// The caller's downloads, newest first (`GET /downloads`).
+    pub async fn downloads(&self, caller: &Caller, page: Page) -> Result<Paged<Download>> {
+        let total: i64 = self
+            .db
+            .sql("SELECT COUNT(*) FROM downloads WHERE user_id = $1")
+            .bind(&caller.user.id)
+            .fetch_scalar(self.db.pool())
+            .await?;
+        let rows: Vec<DownloadRow> = self
+            .db
+            .sql(&format!(
+                "{DOWNLOAD_SELECT} WHERE d.user_id = $1 ORDER BY d.created_at DESC, d.id DESC LIMIT {} OFFSET {}",
+                page.limit(),
+                page.offset()
+            ))
+            .bind(&caller.user.id)
+            .fetch_all(self.db.pool())
+            .await?;
+        Ok(Paged {
+            items: rows.into_iter().map(Download::from).collect(),
+            total,
+            page,
+        })
+    }
+
+    /// One download: the caller's own, or any for an admin; another user's is not found.
+    pub async fn download(&self, caller: &Caller, id: &DownloadId) -> Result<Download> {
+        let download = self.download_row(id).await?;
+        if caller.may_see_download(download.user_id.as_ref()) {
+            Ok(download)
+        } else {
+            Err(Error::not_found("download", id))
+        }
+    }
+
+    /// Cancels a live download (`POST /downloads/{id}/cancel`): a queued one never runs, a
+    /// running one stops within a second (its process killed, its staging removed). The
+    /// placeholder stays. A finished download is a conflict.
+    pub async fn cancel_download(&self, caller: &Caller, id: &DownloadId) -> Result<Download> {
+        let download = self.download(caller, id).await?;
+        if !download.state.is_live() {
+            return Err(Error::Conflict(format!(
+                "download {id} is {} already",
+                download.state.as_str()
+            )));
+        }
+        self.db
+            .sql(
+                "UPDATE downloads SET state = 'cancelled', error = $2, updated_at = {now}
+                 WHERE id = $1 AND state = 'active'",
+            )
+            .bind(id)
+            .bind(super::fetch::CANCELLED)
+            .execute(self.db.pool())
+            .await?;
+        if let Some(job) = &download.job_id {
+            self.jobs
+                .queue()
+                .cancel_queued(job, super::fetch::CANCELLED)
+                .await?;
+        }
+        tracing::info!(download_id = %id, "download cancelled");
+        self.download_row(id).await
+    }
+}

@@ -1,0 +1,351 @@
+//! Fetching a placeholder's audio: the `materialize_track` job (`POST
+//! /tracks/{id}/materialize`) and the `download_task` job (`/downloads`) do the same work.
+//!
+//! 1. The source downloads into a staging directory of its own, named after the track, under
+//!    the data directory (a retry after a crash, even a `kill -9`, empties it first).
+//! 2. The file is probed (it must be audio the library can read) and hashed; the blob is
+//!    written atomically (`audio/{track_id}.{format}`).
+//! 3. The same track row is filled in place: format, size, hash, the file's audio facts,
+//!    `availability` `available`; the placeholder's title, artist and album stay, the file's
+//!    tags fill what it lacks. Playlists, likes and history keep pointing at it.
+//! 4. After the commit, enrichment is queued (best effort).
+//!
+//! A blob is written before the row points at it, and deleted when the row does not take it,
+//! so no row ever points at a missing or half-written file. Both kinds share one dedup key per
+//! track, so a materialization and a download of one track are one job. They retry by the
+//! download policy (`DOWNLOAD_MAX_ATTEMPTS`, `DOWNLOAD_RETRY_*`); permanent failures (gone at
+//! the source, refused, too large, not audio, cancelled) do not retry. A download cancelled
+//! while running stops within a second: the source's process is killed and the staging
+//! directory removed.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::{has_audio, DownloadRequest, Progress, Remote, SourceError};
+use crate::config::RetryPolicy;
+use crate::enrichment::{EnrichPayload, EnrichTrack};
+use crate::ingest::AudioFacts;
+use crate::jobs::{JobContext, JobError, JobKind, Pool};
+use crate::storage::layout;
+use crate::{Config, Error, JobId, Result, TrackId};
+
+/// How often a running fetch reports progress and looks for a cancellation.
+const TICK: Duration = Duration::from_millis(500);
+/// The reason a cancelled job ends with.
+pub(super) const CANCELLED: &str = "cancelled by the user";
+
+/// Payload of both fetch kinds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FetchPayload {
+    /// The placeholder to fill.
+    pub track_id: TrackId,
+    /// The download that asked for it, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub download_id: Option<String>,
+}
+
+/// The `materialize_track` job: fetch a placeholder's audio now, because someone wants it.
+pub struct MaterializeTrack;
+
+impl JobKind for MaterializeTrack {
+    const NAME: &'static str = "materialize_track";
+    const POOL: Pool = Pool::General;
+    type Payload = FetchPayload;
+
+    fn dedup_key(payload: &FetchPayload) -> Option<String> {
+        Some(dedup_key(&payload.track_id))
+    }
+
+    fn retry(config: &Config) -> Option<RetryPolicy> {
+        Some(config.remote.download_retry)
+    }
+
+    async fn run(context: &JobContext, payload: FetchPayload) -> Result<Value, JobError> {
+        context
+            .library()
+            .remote()
+            .fetch(context, &payload.track_id)
+            .await
+    }
+}
+
+/// The `download_task` job: fetch a remote item into the library, for `/downloads`.
+pub struct DownloadTask;
+
+impl JobKind for DownloadTask {
+    const NAME: &'static str = "download_task";
+    const POOL: Pool = Pool::General;
+    type Payload = FetchPayload;
+
+    fn dedup_key(payload: &FetchPayload) -> Option<String> {
+        Some(dedup_key(&payload.track_id))
+    }
+
+    fn retry(config: &Config) -> Option<RetryPolicy> {
+        Some(config.remote.download_retry)
+    }
+
+    async fn run(context: &JobContext, payload: FetchPayload) -> Result<Value, JobError> {
+        context
+            .library()
+            .remote()
+            .fetch(context, &payload.track_id)
+            .await
+    }
+}
+
+/// One live fetch per track, whichever kind asked.
+fn dedup_key(track: &TrackId) -> String {
+    format!("fetch:{track}")
+}
+
+/// A staging directory removed when dropped.
+struct StagingDir(PathBuf);
+
+impl StagingDir {
+    /// Empties (a crashed attempt's leftovers) and creates `path`.
+    fn create(path: PathBuf) -> Result<StagingDir> {
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(Error::io(&path, error)),
+        }
+        std::fs::create_dir_all(&path).map_err(|error| Error::io(&path, error))?;
+        Ok(StagingDir(path))
+    }
+}
+
+impl Drop for StagingDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// What a downloaded file is.
+struct Stored {
+    facts: AudioFacts,
+    size: u64,
+    sha256: String,
+}
+
+impl Remote {
+    /// The work of both fetch kinds (module docs).
+    pub(crate) async fn fetch(
+        &self,
+        context: &JobContext,
+        track_id: &TrackId,
+    ) -> Result<Value, JobError> {
+        let Some(track) = self.catalog.find_track(track_id).await? else {
+            return Err(JobError::permanent(format!("track {track_id} was deleted")));
+        };
+        if has_audio(&track) {
+            return Ok(json!({"track_id": track_id, "already_available": true}));
+        }
+        let name = match track.source {
+            crate::domain::Source::Remote => super::YTDLP,
+            crate::domain::Source::Subsonic => super::SUBSONIC,
+            other => {
+                return Err(JobError::permanent(format!(
+                    "track {track_id} comes from {other}, not from a remote source"
+                )))
+            }
+        };
+        let Some(source) = self.source(name).cloned() else {
+            return Err(JobError::permanent(format!(
+                "the {name} source is disabled: {}",
+                super::disabled_reason(name)
+            )));
+        };
+        let staging =
+            StagingDir::create(self.storage.staging_dir().join(format!("fetch-{track_id}")))?;
+        let progress = Arc::new(Mutex::new(Progress::default()));
+        let report = {
+            let progress = progress.clone();
+            move |now: Progress| *progress.lock().expect("progress") = now
+        };
+        let path = {
+            let download = source.download(
+                &track.source_id,
+                DownloadRequest {
+                    dir: &staging.0,
+                    max_bytes: self.max_bytes,
+                    progress: &report,
+                },
+            );
+            tokio::pin!(download);
+            let mut ticker = tokio::time::interval(TICK);
+            let mut reported = None;
+            loop {
+                tokio::select! {
+                    done = &mut download => break done,
+                    _ = ticker.tick() => {
+                        let now = *progress.lock().expect("progress");
+                        if reported != Some(now) {
+                            reported = Some(now);
+                            context.progress(&progress_value(now)).await;
+                        }
+                        if self.cancelled(context.job_id()).await? {
+                            // Dropping the download stops it (its process is killed).
+                            return Err(JobError::permanent(CANCELLED));
+                        }
+                    }
+                }
+            }
+        };
+        let path = path.map_err(|error| fetch_error(name, &track.source_id, error))?;
+        let last = *progress.lock().expect("progress");
+        if let Ok(metadata) = std::fs::metadata(&path) {
+            // The whole file arrived: say so, whatever the last tick saw.
+            let size = metadata.len().max(last.bytes);
+            context
+                .progress(&progress_value(Progress {
+                    bytes: size,
+                    total: Some(last.total.unwrap_or(size).max(size)),
+                }))
+                .await;
+        }
+        let stored = self.check_file(&path).await?;
+        if stored.size > self.max_bytes {
+            return Err(JobError::permanent(format!(
+                "the file is {} bytes, over the limit of {} (MAX_UPLOAD_BYTES)",
+                stored.size, self.max_bytes
+            )));
+        }
+        let key = layout::audio(track_id, stored.facts.format);
+        self.storage.blobs().put_file(&key, &path).await?;
+        drop(staging);
+        let filled = self.fill(track_id, &key, &stored).await;
+        if !matches!(filled, Ok(true)) {
+            // Keep the blob only if the track points at it (a concurrent fetch that won).
+            let current = self.catalog.find_track(track_id).await.ok().flatten();
+            if current.is_none_or(|track| track.storage_uri != key) {
+                self.storage.delete_unreferenced([key.clone()]).await;
+            }
+        }
+        if !filled? {
+            return Ok(json!({"track_id": track_id, "already_available": true}));
+        }
+        self.media.forget_track(track_id);
+        self.jobs
+            .enqueue_best_effort::<EnrichTrack>(
+                [EnrichPayload {
+                    track_id: track_id.clone(),
+                }],
+                None,
+            )
+            .await;
+        tracing::info!(%track_id, source = name, size = stored.size, format = stored.facts.format, "remote track fetched");
+        Ok(json!({
+            "track_id": track_id,
+            "size_bytes": stored.size,
+            "format": stored.facts.format,
+            "sha256": stored.sha256,
+        }))
+    }
+
+    /// Probes and hashes a downloaded file (off the async runtime).
+    async fn check_file(&self, path: &Path) -> Result<Stored, JobError> {
+        let path = path.to_path_buf();
+        tokio::task::spawn_blocking(move || {
+            let name = path
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let size = std::fs::metadata(&path)
+                .map_err(|error| JobError::from(Error::io(&path, error)))?
+                .len();
+            let facts = crate::ingest::probe::probe_file(&path, &name).map_err(|message| {
+                JobError::permanent(format!(
+                    "the downloaded file is not usable audio: {message}"
+                ))
+            })?;
+            let sha256 = crate::storage::sha256_file(&path)?;
+            Ok(Stored {
+                facts,
+                size,
+                sha256,
+            })
+        })
+        .await
+        .map_err(|error| JobError::from(Error::task("probe")(error)))?
+    }
+
+    /// Fills the placeholder with the stored file. False when it is no placeholder any
+    /// more (another fetch filled it).
+    async fn fill(&self, track_id: &TrackId, key: &str, stored: &Stored) -> Result<bool> {
+        let db = &self.db;
+        let mut tx = db.begin().await?;
+        let row = crate::catalog::lock_track(db, &mut tx, track_id).await?;
+        if row.availability != "placeholder" {
+            return Ok(false);
+        }
+        let facts = &stored.facts;
+        let tags = &facts.tags;
+        let tags_json = serde_json::to_string(tags).unwrap_or_default();
+        db.sql(
+            "UPDATE tracks SET storage_uri = $2, format = $3, mime_type = $4, bitrate_kbps = $5,
+                 sample_rate = $6, channels = $7, size_bytes = $8, content_sha256 = $9, duration_ms = $10,
+                 has_embedded_cover = $11, tags = $12, availability = 'available',
+                 genre = COALESCE(genre, $13), year = COALESCE(year, $14),
+                 track_number = COALESCE(track_number, $15), disc_number = COALESCE(disc_number, $16),
+                 musicbrainz_recording_id = COALESCE(musicbrainz_recording_id, $17), updated_at = {now}
+             WHERE id = $1",
+        )
+        .bind(track_id)
+        .bind(key)
+        .bind(facts.format)
+        .bind(facts.mime_type)
+        .bind(facts.bitrate_kbps)
+        .bind(facts.sample_rate)
+        .bind(facts.channels)
+        .bind(stored.size as i64)
+        .bind(stored.sha256.as_str())
+        .bind(facts.duration_ms)
+        .bind(facts.has_embedded_cover)
+        .bind(tags_json)
+        .bind(tags.genre.as_deref())
+        .bind(tags.year)
+        .bind(tags.track_number)
+        .bind(tags.disc_number)
+        .bind(tags.musicbrainz_recording_id.as_deref())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Whether a download that this job serves was cancelled.
+    async fn cancelled(&self, job: &JobId) -> Result<bool> {
+        let count: i64 = self
+            .db
+            .sql("SELECT COUNT(*) FROM downloads WHERE job_id = $1 AND state = 'cancelled'")
+            .bind(job)
+            .fetch_scalar(self.db.pool())
+            .await?;
+        Ok(count > 0)
+    }
+}
+
+fn progress_value(progress: Progress) -> Value {
+    json!({
+        "bytes": progress.bytes,
+        "total": progress.total,
+        "percent": progress.total.filter(|total| *total > 0).map(|total| {
+            ((progress.bytes as f64 / total as f64) * 100.0).min(100.0).round()
+        }),
+    })
+}
+
+/// A source's failure as the job's: temporary ones retry, the rest stay.
+fn fetch_error(source: &str, source_id: &str, error: SourceError) -> JobError {
+    let message = format!("{source} {source_id}: {}", error.message());
+    if error.retryable() {
+        JobError::retry(message)
+    } else {
+        JobError::permanent(message)
+    }
+}

@@ -1,0 +1,392 @@
+//! The `subsonic` source: any Subsonic or OpenSubsonic server (a friend's Navidrome, gonic or
+//! musiclib), reached with a user and an app password (`SUBSONIC_SOURCE_URL`,
+//! `SUBSONIC_SOURCE_USERNAME`, `SUBSONIC_SOURCE_PASSWORD`).
+//!
+//! Every request carries token authentication (`u`, `t` = md5(password + salt), `s`, a fresh
+//! salt each time), `v=1.16.1`, `c=musiclib` and `f=json`; the password itself never travels.
+//! Search is `search3` (songs only), one item is `getSong`, audio is `download` (the original
+//! file), health is `ping`. An answer is
+//! `{"subsonic-response": {"status": "ok" | "failed", "error": {"code", "message"}, …}}`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use md5::{Digest, Md5};
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+
+use super::{DownloadRequest, Progress, RemoteHit, RemoteSource, SourceError, SUBSONIC};
+use crate::config::SubsonicSourceConfig;
+
+/// The protocol version musiclib speaks to other servers.
+const API_VERSION: &str = "1.16.1";
+/// How long one request (not a download) may take.
+const TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a download may wait for the next bytes.
+const READ_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A Subsonic server as a source.
+#[derive(Clone)]
+pub(crate) struct SubsonicSource {
+    http: reqwest::Client,
+    base_url: String,
+    username: String,
+    password: String,
+}
+
+impl std::fmt::Debug for SubsonicSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubsonicSource")
+            .field("base_url", &self.base_url)
+            .field("username", &self.username)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl RemoteSource for SubsonicSource {
+    fn name(&self) -> &'static str {
+        SUBSONIC
+    }
+
+    async fn search(&self, query: &str, limit: usize) -> Result<Vec<RemoteHit>, SourceError> {
+        let body = self
+            .call(
+                "search3",
+                &[
+                    ("query", query.to_string()),
+                    ("songCount", limit.to_string()),
+                    ("albumCount", "0".into()),
+                    ("artistCount", "0".into()),
+                ],
+            )
+            .await?;
+        let songs = match &body["searchResult3"]["song"] {
+            Value::Array(songs) => songs.clone(),
+            Value::Object(_) => vec![body["searchResult3"]["song"].clone()],
+            _ => Vec::new(),
+        };
+        Ok(songs.iter().filter_map(hit_of).collect())
+    }
+
+    async fn metadata(&self, source_id: &str) -> Result<RemoteHit, SourceError> {
+        let body = self
+            .call("getSong", &[("id", source_id.to_string())])
+            .await?;
+        hit_of(&body["song"]).ok_or_else(|| {
+            SourceError::Failed(
+                "the Subsonic server answered a song without an id or a title".into(),
+            )
+        })
+    }
+
+    async fn download(
+        &self,
+        source_id: &str,
+        request: DownloadRequest<'_>,
+    ) -> Result<PathBuf, SourceError> {
+        let response = self
+            .request("download", &[("id", source_id.to_string())])
+            .send()
+            .await
+            .map_err(unreachable)?;
+        let status = response.status();
+        let is_json = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.contains("json") || value.contains("xml"));
+        if status.is_success() && is_json {
+            // Errors come as a Subsonic response in place of the file.
+            let body: Value = response.json().await.map_err(|_| {
+                SourceError::Failed(
+                    "the Subsonic server answered neither a file nor an error".into(),
+                )
+            })?;
+            return Err(answer_of(&body).err().unwrap_or_else(|| {
+                SourceError::Failed("the Subsonic server sent no file".into())
+            }));
+        }
+        check_status(status)?;
+        let total = response.content_length();
+        if let Some(total) = total {
+            if total > request.max_bytes {
+                return Err(too_large(total, request.max_bytes));
+            }
+        }
+        let path = request
+            .dir
+            .join(format!("download.{}", extension_of(&response)));
+        let mut file = tokio::fs::File::create(&path)
+            .await
+            .map_err(|error| SourceError::Failed(format!("cannot write the download: {error}")))?;
+        let mut stream = response.bytes_stream();
+        let mut bytes = 0u64;
+        (request.progress)(Progress { bytes, total });
+        loop {
+            let chunk = match tokio::time::timeout(READ_TIMEOUT, stream.next()).await {
+                Err(_) => {
+                    return Err(SourceError::Unavailable(format!(
+                        "the Subsonic server sent nothing for {} s",
+                        READ_TIMEOUT.as_secs()
+                    )))
+                }
+                Ok(None) => break,
+                Ok(Some(chunk)) => chunk.map_err(|error| {
+                    SourceError::Unavailable(format!(
+                        "the download was cut: {}",
+                        crate::error_chain(&error)
+                    ))
+                })?,
+            };
+            bytes += chunk.len() as u64;
+            if bytes > request.max_bytes {
+                return Err(too_large(bytes, request.max_bytes));
+            }
+            file.write_all(&chunk).await.map_err(|error| {
+                SourceError::Failed(format!("cannot write the download: {error}"))
+            })?;
+            (request.progress)(Progress { bytes, total });
+        }
+        file.flush()
+            .await
+            .map_err(|error| SourceError::Failed(format!("cannot write the download: {error}")))?;
+        if total.is_some_and(|total| total != bytes) {
+            return Err(SourceError::Unavailable(format!(
+                "the download was cut at {bytes} of {} bytes",
+                total.unwrap_or_default()
+            )));
+        }
+        if bytes == 0 {
+            return Err(SourceError::Failed(
+                "the Subsonic server sent an empty file".into(),
+            ));
+        }
+        Ok(path)
+    }
+
+    async fn health(&self) -> Result<(), SourceError> {
+        self.call("ping", &[]).await.map(drop)
+    }
+}
+
+impl SubsonicSource {
+    pub(crate) fn new(http: reqwest::Client, config: &SubsonicSourceConfig) -> SubsonicSource {
+        SubsonicSource {
+            http,
+            base_url: config.url.trim_end_matches('/').to_string(),
+            username: config.username.clone(),
+            password: config.password.clone(),
+        }
+    }
+
+    /// A request of `method` with fresh token authentication.
+    fn request(&self, method: &str, params: &[(&str, String)]) -> reqwest::RequestBuilder {
+        let salt = hex::encode(rand::random::<[u8; 8]>());
+        let token = hex::encode(Md5::digest(format!("{}{salt}", self.password)));
+        let mut query: Vec<(&str, String)> = vec![
+            ("u", self.username.clone()),
+            ("t", token),
+            ("s", salt),
+            ("v", API_VERSION.into()),
+            ("c", "musiclib".into()),
+            ("f", "json".into()),
+        ];
+        query.extend(params.iter().cloned());
+        self.http
+            .get(format!("{}/rest/{method}", self.base_url))
+            .query(&query)
+    }
+
+    /// Calls `method`; answers the `subsonic-response` object of a successful answer.
+    async fn call(&self, method: &str, params: &[(&str, String)]) -> Result<Value, SourceError> {
+        let response = self
+            .request(method, params)
+            .timeout(TIMEOUT)
+            .send()
+            .await
+            .map_err(unreachable)?;
+        let status = response.status();
+        check_status(status)?;
+        let body: Value = response.json().await.map_err(|_| {
+            SourceError::Failed(format!(
+                "the Subsonic server answered HTTP {status} with something that is not a Subsonic response"
+            ))
+        })?;
+        answer_of(&body)
+    }
+}
+
+/// The `subsonic-response` of an answer, or the error it carries.
+fn answer_of(body: &Value) -> Result<Value, SourceError> {
+    let answer = &body["subsonic-response"];
+    match answer["status"].as_str() {
+        Some("ok") => Ok(answer.clone()),
+        Some("failed") => {
+            let code = answer["error"]["code"].as_i64().unwrap_or(0);
+            let message = answer["error"]["message"].as_str().unwrap_or("");
+            let said = format!("the Subsonic server refused ({code}): {message}");
+            Err(match code {
+                40 | 41 | 44 | 50 => SourceError::Refused(said),
+                70 => SourceError::NotFound(said),
+                _ => SourceError::Failed(said),
+            })
+        }
+        _ => Err(SourceError::Failed(
+            "the Subsonic server answered without a status".into(),
+        )),
+    }
+}
+
+fn unreachable(error: reqwest::Error) -> SourceError {
+    SourceError::Unavailable(format!(
+        "the Subsonic server could not be reached: {}",
+        crate::error_chain(&error)
+    ))
+}
+
+fn check_status(status: reqwest::StatusCode) -> Result<(), SourceError> {
+    match status.as_u16() {
+        429 => Err(SourceError::RateLimited(
+            "the Subsonic server answered HTTP 429 (too many requests)".into(),
+        )),
+        404 => Err(SourceError::NotFound(
+            "the Subsonic server answered HTTP 404".into(),
+        )),
+        401 | 403 => Err(SourceError::Refused(format!(
+            "the Subsonic server answered HTTP {status}"
+        ))),
+        code if code >= 500 => Err(SourceError::Unavailable(format!(
+            "the Subsonic server answered HTTP {status}"
+        ))),
+        code if code >= 400 => Err(SourceError::Failed(format!(
+            "the Subsonic server answered HTTP {status}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+fn too_large(bytes: u64, limit: u64) -> SourceError {
+    SourceError::TooLarge(format!(
+        "the file is {bytes} bytes or more, over the limit of {limit} (MAX_UPLOAD_BYTES)"
+    ))
+}
+
+/// A file extension for the download: from the file name the server gives, else its type.
+/// Only a short alphanumeric extension is kept (the probe reads the content anyway).
+fn extension_of(response: &reqwest::Response) -> String {
+    let header = |name| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or("")
+            .to_ascii_lowercase()
+    };
+    let disposition = header(reqwest::header::CONTENT_DISPOSITION);
+    let from_name = disposition
+        .rsplit_once('.')
+        .map(|(_, ext)| ext.trim_end_matches(['"', ';', ' ']).to_string())
+        .filter(|ext| {
+            (1..=5).contains(&ext.len()) && ext.chars().all(|c| c.is_ascii_alphanumeric())
+        });
+    from_name.unwrap_or_else(|| {
+        match header(reqwest::header::CONTENT_TYPE)
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+        {
+            "audio/flac" | "audio/x-flac" => "flac",
+            "audio/mpeg" | "audio/mp3" => "mp3",
+            "audio/mp4" | "audio/m4a" | "audio/x-m4a" => "m4a",
+            "audio/ogg" | "audio/vorbis" => "ogg",
+            "audio/opus" => "opus",
+            "audio/wav" | "audio/x-wav" | "audio/wave" => "wav",
+            _ => "bin",
+        }
+        .to_string()
+    })
+}
+
+/// A `child` of `search3` or `getSong` as a hit (`duration` is in seconds; a song without an
+/// id or a title is skipped).
+fn hit_of(song: &Value) -> Option<RemoteHit> {
+    let text = |name: &str| {
+        song[name]
+            .as_str()
+            .map(|text| text.trim().to_string())
+            .filter(|text| !text.is_empty())
+    };
+    // Numbers may come as strings from some servers.
+    let number = |name: &str| {
+        song[name]
+            .as_i64()
+            .or_else(|| song[name].as_f64().map(|value| value as i64))
+            .or_else(|| song[name].as_str().and_then(|text| text.parse().ok()))
+    };
+    let source_id = text("id")?;
+    super::check_id_chars(&source_id).ok()?;
+    Some(RemoteHit {
+        source: SUBSONIC.to_string(),
+        source_id,
+        title: text("title")?,
+        artist: text("artist"),
+        artist_source_id: text("artistId"),
+        album: text("album"),
+        album_source_id: text("albumId"),
+        album_artist: text("displayAlbumArtist"),
+        genre: text("genre"),
+        track_number: number("track").filter(|track| *track > 0),
+        duration_ms: number("duration").map(|seconds| seconds * 1000),
+        year: number("year").filter(|year| *year > 0),
+        thumbnail: None,
+        size_bytes: number("size").filter(|size| *size > 0),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn songs_become_hits() {
+        let song = serde_json::json!({"id": "a1", "title": "Polar Drift", "artist": "Aurora Lane",
+            "album": "Northern Lights", "duration": 142, "year": 2019, "isDir": false,
+            "artistId": "ar-1", "albumId": "al-1", "track": "2", "size": 123456});
+        let hit = hit_of(&song).unwrap();
+        assert_eq!(hit.source, "subsonic");
+        assert_eq!(hit.duration_ms, Some(142_000));
+        assert_eq!(hit.album.as_deref(), Some("Northern Lights"));
+        assert_eq!(hit.album_source_id.as_deref(), Some("al-1"));
+        assert_eq!(hit.track_number, Some(2));
+        assert_eq!(hit.size_bytes, Some(123456));
+        assert!(hit_of(&serde_json::json!({"id": "x"})).is_none());
+        // An id that could not travel safely is no hit.
+        assert!(hit_of(&serde_json::json!({"id": "../x", "title": "t"})).is_none());
+    }
+
+    #[test]
+    fn errors_are_classified() {
+        let failed = |code| serde_json::json!({"subsonic-response": {"status": "failed", "error": {"code": code, "message": "m"}}});
+        assert!(matches!(
+            answer_of(&failed(40)),
+            Err(SourceError::Refused(_))
+        ));
+        assert!(matches!(
+            answer_of(&failed(70)),
+            Err(SourceError::NotFound(_))
+        ));
+        assert!(matches!(answer_of(&failed(0)), Err(SourceError::Failed(_))));
+        assert!(matches!(
+            check_status(reqwest::StatusCode::BAD_GATEWAY),
+            Err(SourceError::Unavailable(_))
+        ));
+        assert!(matches!(
+            check_status(reqwest::StatusCode::TOO_MANY_REQUESTS),
+            Err(SourceError::RateLimited(_))
+        ));
+    }
+}
