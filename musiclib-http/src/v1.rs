@@ -5,9 +5,11 @@ pub mod admin;
 pub mod albums;
 pub mod auth;
 pub mod covers;
+pub mod downloads;
 pub mod dto;
 pub mod lyrics;
 pub mod playlists;
+pub mod remote;
 pub mod search;
 pub mod settings;
 pub mod sources;
@@ -30,7 +32,8 @@ use utoipa_axum::router::OpenApiRouter;
         (name = "auth", description = "Accounts and access tokens"),
         (name = "tracks", description = "Tracks: upload, browse, edit"),
         (name = "albums"), (name = "artists"), (name = "search"),
-        (name = "sources", description = "Ingest sources and imports"),
+        (name = "sources", description = "Sources: the local folder import, and remote sources (search, placeholders, materialization)"),
+        (name = "downloads", description = "Downloads of remote items into the library"),
         (name = "streaming", description = "Audio of tracks"),
         (name = "jobs", description = "Background jobs"),
         (name = "playlists", description = "Versioned playlists: a stale version answers 409"),
@@ -78,6 +81,8 @@ pub(crate) fn routes() -> OpenApiRouter<Library> {
         .merge(albums::routes())
         .merge(covers::routes())
         .merge(search::routes())
+        .merge(remote::routes())
+        .merge(downloads::routes())
         .merge(settings::routes())
         .merge(sources::routes())
         .merge(storage::routes())

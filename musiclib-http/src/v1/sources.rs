@@ -1,4 +1,4 @@
-//! Sources (the local folder scan) and jobs.
+//! Sources (the registry, the local folder scan) and jobs.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -18,29 +18,36 @@ pub(super) fn routes() -> OpenApiRouter<Library> {
         .routes(routes!(get_job))
 }
 
-/// A configured ingest source.
+/// A source: upload, the local folder, or a remote one (`remote`: yt-dlp; `subsonic`).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SourceOut {
-    /// upload, local_folder or remote.
+    /// upload, local_folder, remote or subsonic.
     pub name: String,
-    /// Whether it can be used on this server.
+    /// Whether it is turned on on this server.
     pub enabled: bool,
     /// Whether `POST /sources/{name}/scan` applies.
     pub scannable: bool,
     /// The folder, for local_folder.
     pub path: Option<String>,
+    /// Whether `GET /sources/{name}/search` applies (the enabled remote sources).
+    pub searchable: bool,
+    /// For an enabled remote source: whether it answered just now.
+    pub available: Option<bool>,
+    /// Why it is disabled or unavailable (the setting to change), or what it is.
+    pub detail: Option<String>,
     /// Tracks from this source.
     pub track_count: i64,
 }
 
-/// Lists the ingest sources.
+/// Lists every source: upload, the local folder, and the remote ones (enabled or not; an
+/// enabled remote source is asked, within 5 s, whether it answers).
 #[utoipa::path(get, path = "/sources", tag = "sources", security(("bearer" = [])),
-    responses((status = 200, body = Vec<SourceOut>)))]
+    responses((status = 200, body = Vec<SourceOut>), (status = 401, body = ErrorBody)))]
 async fn list_sources(
     State(library): State<Library>,
-    _auth: Auth,
+    Auth(caller): Auth,
 ) -> Result<axum::Json<Vec<SourceOut>>, ApiError> {
-    let sources = library.ingest().sources().await?;
+    let sources = library.sources(&caller).await?;
     Ok(axum::Json(
         sources.into_iter().map(SourceOut::from).collect(),
     ))
@@ -53,6 +60,9 @@ impl From<musiclib_core::ingest::SourceInfo> for SourceOut {
             enabled: source.enabled,
             scannable: source.scannable,
             path: source.path.map(|path| path.display().to_string()),
+            searchable: source.searchable,
+            available: source.available,
+            detail: source.detail,
             track_count: source.track_count,
         }
     }
@@ -77,7 +87,7 @@ async fn scan_source(
 ) -> Result<(StatusCode, axum::Json<JobQueued>), ApiError> {
     match source.as_str() {
         "local_folder" => {}
-        "upload" | "remote" => {
+        "upload" | "remote" | "subsonic" => {
             return Err(ApiError::invalid(
                 "source",
                 format!("the {source} source cannot be scanned"),

@@ -202,7 +202,9 @@ pub(crate) async fn album(request: &Request) -> Outcome {
 pub(crate) async fn song(request: &Request) -> Outcome {
     let id = track_id(request.params.required("id")?)?;
     let track = request.library.catalog().get_track(&id).await?;
-    let mut songs = request.songs("song", std::slice::from_ref(&track)).await?;
+    let mut songs = request
+        .every_song("song", std::slice::from_ref(&track))
+        .await?;
     envelope(songs.remove(0))
 }
 

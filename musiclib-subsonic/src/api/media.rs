@@ -75,8 +75,9 @@ pub(crate) async fn stream(request: &Request) -> Outcome {
         _ => None,
     };
     let plan = delivery(format, max_kbps, offset, original_kbps);
+    let audio = audio_of(request, &id).await?;
     let response = match plan {
-        Delivery::Original => send_audio(request, &library.media().track_audio(&id).await?).await?,
+        Delivery::Original => send_audio(request, &audio).await?,
         Delivery::Opus {
             quality,
             offset: 0.0,
@@ -92,8 +93,28 @@ pub(crate) async fn stream(request: &Request) -> Outcome {
 /// `download`: the original file, with Range.
 pub(crate) async fn download(request: &Request) -> Outcome {
     let id = track_id(request.params.required("id")?)?;
-    let audio = request.library.media().track_audio(&id).await?;
+    let audio = audio_of(request, &id).await?;
     Ok(Reply::Media(send_audio(request, &audio).await?))
+}
+
+/// How long `stream` and `download` of a placeholder wait for its audio to be fetched.
+const MATERIALIZE_WAIT: std::time::Duration = std::time::Duration::from_secs(90);
+
+/// The track's stored audio. A placeholder of a remote item (a playlist may hold one) is
+/// fetched first, the request waiting for it: a Subsonic app can only play what `stream`
+/// sends.
+async fn audio_of(request: &Request, id: &TrackId) -> Result<TrackAudio, SubsonicError> {
+    let library = &request.library;
+    match library.media().track_audio(id).await {
+        Err(musiclib_core::Error::NotMaterialized(_)) => {
+            library
+                .remote()
+                .materialize_and_wait(&request.caller, id, MATERIALIZE_WAIT)
+                .await?;
+            Ok(library.media().track_audio(id).await?)
+        }
+        other => Ok(other?),
+    }
 }
 
 async fn live(

@@ -216,8 +216,26 @@ impl Request {
             .collect())
     }
 
-    /// Songs as elements named `name`, with the caller's marks.
+    /// Songs as elements named `name`, with the caller's marks. Placeholders of remote items
+    /// (no audio yet) are left out: Subsonic apps list and cache songs to play them, and one
+    /// they could not play would fail there. Playlists keep them ([`Request::every_song`]).
     pub async fn songs(
+        &self,
+        name: &'static str,
+        tracks: &[Track],
+    ) -> Result<Vec<Element>, SubsonicError> {
+        let playable: Vec<Track> = tracks
+            .iter()
+            .filter(|track| musiclib_core::remote::has_audio(track))
+            .cloned()
+            .collect();
+        self.every_song(name, &playable).await
+    }
+
+    /// Songs as elements named `name`, with the caller's marks, placeholders included: for a
+    /// playlist, whose entries are addressed by position, and a song asked for by id.
+    /// Streaming a placeholder fetches its audio first.
+    pub async fn every_song(
         &self,
         name: &'static str,
         tracks: &[Track],

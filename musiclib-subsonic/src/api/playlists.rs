@@ -22,7 +22,7 @@ async fn with_entries(request: &Request, playlist: &Playlist) -> Result<Element,
         .tracks_by_ids(&playlist.track_ids)
         .await?;
     Ok(model::playlist(playlist, request.caller.user.id.as_str())
-        .list("entry", request.songs("entry", &tracks).await?))
+        .list("entry", request.every_song("entry", &tracks).await?))
 }
 
 /// `getPlaylists`: the caller's and the public ones of others; `username` (admins) narrows
