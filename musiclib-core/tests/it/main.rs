@@ -11,6 +11,8 @@
 //!   jobs queued by an earlier release.
 //! - `lyrics`: lyrics from embedded tags and sidecar files, in order.
 //! - `permissions`: the table of who may do what, decided by core.
+//! - `remote`: remote sources (a mock Subsonic server, the real yt-dlp on a loopback site):
+//!   search, placeholders, materialization, downloads, retries, cancellation.
 //! - `renditions`: Opus renditions (ffmpeg), the LRU cache.
 //! - `hls`: HLS segments encoded ahead of the player, published whole.
 //! - `sync`: playlists with versions, likes, plays, and the sync protocol.
@@ -25,6 +27,7 @@ mod hls;
 mod jobs;
 mod lyrics;
 mod permissions;
+mod remote;
 mod renditions;
 mod scan;
 mod sync;

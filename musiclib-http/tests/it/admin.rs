@@ -66,7 +66,7 @@ both_backends!(reports_and_settings, |backend: Backend| async move {
         .iter()
         .map(|source| source["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["upload", "local_folder", "remote"]);
+    assert_eq!(names, ["upload", "local_folder", "remote", "subsonic"]);
 
     // Settings: every secret redacted, the real values nowhere in the answer.
     let (status, settings) = app.get("/api/v1/admin/settings", Some(&admin)).await;

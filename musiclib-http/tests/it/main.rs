@@ -43,6 +43,7 @@ mod covers;
 mod hls;
 mod lyrics;
 mod permissions;
+mod remote;
 mod scrobbling;
 mod settings;
 mod storage;

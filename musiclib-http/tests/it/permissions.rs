@@ -25,6 +25,8 @@ struct World {
     owner_id: String,
     /// Accounts to disable and delete, one per role.
     accounts: Vec<String>,
+    /// The owner's queued downloads, one per role.
+    downloads: Vec<String>,
 }
 
 struct Row {
@@ -72,6 +74,20 @@ fn rows() -> Vec<Row> {
             path: |w, role| format!("/api/v1/tracks/{}", w.tracks[role]),
             body: None,
             expect: [401, 204, 403, 204],
+        },
+        Row {
+            operation: "read a download",
+            method: "GET",
+            path: |w, _| format!("/api/v1/downloads/{}", w.downloads[0]),
+            body: None,
+            expect: [401, 200, 404, 200],
+        },
+        Row {
+            operation: "cancel a download",
+            method: "POST",
+            path: |w, role| format!("/api/v1/downloads/{}/cancel", w.downloads[role]),
+            body: None,
+            expect: [401, 200, 404, 200],
         },
         Row {
             operation: "read a job",
@@ -299,8 +315,22 @@ async fn world(app: &App, owner: &str, owner_id: &str) -> World {
         let (_, me) = app.get("/api/v1/users/me", Some(&token)).await;
         accounts.push(me["id"].as_str().unwrap().to_string());
     }
+    let mut downloads = Vec::new();
+    for role in 0..ROLES.len() {
+        let (status, created) = app
+            .json(
+                "POST",
+                "/api/v1/downloads",
+                Some(owner),
+                json!({"source": "subsonic", "source_id": format!("s{role}")}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+        downloads.push(created["download"]["id"].as_str().unwrap().to_string());
+    }
     World {
         accounts,
+        downloads,
         tracks,
         job: job["job_id"].as_str().unwrap().to_string(),
         private,
@@ -314,8 +344,25 @@ both_backends!(
     |backend: Backend| async move {
         let folder = tempfile::tempdir().unwrap();
         let path = folder.path().to_path_buf();
+        let audio = musiclib_core::testing::wav_tone(1);
+        let songs: Vec<(String, String)> = (0..ROLES.len())
+            .map(|role| (format!("s{role}"), format!("Song {role}")))
+            .collect();
+        let songs: Vec<(&str, &str, Option<u64>)> = songs
+            .iter()
+            .map(|(id, title)| (id.as_str(), title.as_str(), None))
+            .collect();
+        let subsonic = musiclib_core::testing::subsonic_server(&songs, &audio).await;
+        let url = subsonic.uri();
         let library = TestLibrary::builder(backend)
-            .config(move |config| config.local_media_import_path = Some(path))
+            .config(move |config| {
+                config.local_media_import_path = Some(path);
+                config.remote.subsonic = Some(musiclib_core::config::SubsonicSourceConfig {
+                    url,
+                    username: "friend".into(),
+                    password: "app-password".into(),
+                });
+            })
             .build()
             .await;
         let app = App::new(library).await;

@@ -31,8 +31,16 @@ pub struct Fixture {
 
 impl Fixture {
     pub async fn new(backend: Backend) -> Fixture {
+        Fixture::with_config(backend, |_| {}).await
+    }
+
+    /// The fixture on a library whose configuration `change` adjusts.
+    pub async fn with_config(
+        backend: Backend,
+        change: impl FnOnce(&mut musiclib_core::Config) + Send + 'static,
+    ) -> Fixture {
         let corpus = musiclib_core::testing::corpus();
-        let library = TestLibrary::new(backend).await;
+        let library = TestLibrary::builder(backend).config(change).build().await;
         let ann = library
             .accounts()
             .create_user("ann", "ann-password", false)
