@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the musiclib server on the embedded default (SQLite file and local disk under ./data,
-# in-process job worker), installing a Rust toolchain and ffmpeg first when they are missing.
+# in-process job worker), installing a Rust toolchain and ffmpeg first when they are missing
+# (and the pinned yt-dlp when REMOTE_ENABLED=true).
 # Extra arguments go to `musiclib serve`; settings come from the environment (see the README).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -8,6 +9,13 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if ! command -v ffmpeg >/dev/null; then
   echo "installing ffmpeg (transcoding)" >&2
   apt_install ffmpeg
+fi
+# The yt-dlp source (REMOTE_ENABLED=true) needs yt-dlp: install the pinned one under DATA_DIR
+# unless YTDLP_PATH names one.
+remote_enabled="$(printf '%s' "${REMOTE_ENABLED:-false}" | tr '[:upper:]' '[:lower:]')"
+if [[ "$remote_enabled" =~ ^(1|true|yes|on)$ ]] && [ -z "${YTDLP_PATH:-}" ]; then
+  YTDLP_PATH="$(.ci/ytdlp.sh "$(realpath -m "${DATA_DIR:-./data}")/yt-dlp")"
+  export YTDLP_PATH
 fi
 cargo build --release --quiet -p musiclib-bin
 exec ./target/release/musiclib serve "$@"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh Debian machine or in CI:
 #   - installs what is missing (a Rust toolchain, Debian packages, moto for the S3-compatible
-#     server),
+#     server, the pinned yt-dlp for the remote source's tests),
 #   - starts a private PostgreSQL and an S3-compatible server (moto) on loopback,
 #   - generates the test corpus (shared/corpus/make-corpus.sh),
 #   - builds once and runs every test on SQLite + local disk and on PostgreSQL + S3,
@@ -42,6 +42,9 @@ if [ -z "$moto" ] || ! "$moto" --help >/dev/null 2>&1; then
   fi
   moto="$state/venv/bin/moto_server"
 fi
+
+# yt-dlp (the `remote` source), pinned, from PyPI: the tests run the real program.
+export MUSICLIB_TEST_YTDLP="$(.ci/ytdlp.sh "$state/ytdlp")"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 
