@@ -224,6 +224,21 @@ pub const SETTINGS: &[(&str, &str, &str)] = &[
         "3600",
         "Longest delay between download attempts",
     ),
+    (
+        "RECOMMENDER_URL",
+        "",
+        "An external recommender mixed into the radio (POST; see the README); unset: the heuristics alone",
+    ),
+    (
+        "RECOMMENDER_TIMEOUT_MS",
+        "150",
+        "How long a radio request waits for the external recommender (a timeout leaves it out for 30 s)",
+    ),
+    (
+        "SOUND_ANALYSIS",
+        "true",
+        "Analyse each track's sound (bliss-audio) in the background, for sounds_like and the sonic endpoints",
+    ),
     ("LOG_FORMAT", "text", "text or json"),
     ("RUST_LOG", "info", "Log filter (tracing-subscriber syntax)"),
 ];
@@ -460,6 +475,15 @@ impl TryFrom<RawSettings> for Settings {
         config.scrobbling.listenbrainz_base_url =
             raw.url("LISTENBRAINZ_BASE_URL", "https://api.listenbrainz.org")?;
         config.remote = remote_settings(&raw)?;
+        if raw.get("RECOMMENDER_URL").is_some() {
+            config.recommend.external_url = Some(raw.url("RECOMMENDER_URL", "")?);
+        }
+        let timeout: u64 = raw.parse("RECOMMENDER_TIMEOUT_MS", 150)?;
+        if !(10..=10_000).contains(&timeout) {
+            bail!("RECOMMENDER_TIMEOUT_MS: must be between 10 and 10000");
+        }
+        config.recommend.external_timeout = Duration::from_millis(timeout);
+        config.recommend.sound_analysis = raw.flag("SOUND_ANALYSIS", true)?;
 
         let bind_address = raw
             .get("BIND_ADDRESS")

@@ -35,6 +35,40 @@ pub struct Config {
     pub scrobbling: ScrobblingConfig,
     /// Remote sources.
     pub remote: RemoteConfig,
+    /// Recommendations.
+    pub recommend: RecommendConfig,
+}
+
+/// Recommendations (settings `RECOMMENDER_*`, `SOUND_ANALYSIS`).
+#[derive(Debug, Clone)]
+pub struct RecommendConfig {
+    /// An external recommender whose suggestions are mixed in (`RECOMMENDER_URL`).
+    pub external_url: Option<String>,
+    /// An external recommender given as code (wins over `external_url`).
+    pub external: Option<crate::recommend::ExternalPlugin>,
+    /// How long a radio request waits for it (`RECOMMENDER_TIMEOUT_MS`); after a failure or
+    /// a timeout it is left out for [`RecommendConfig::external_pause`].
+    pub external_timeout: Duration,
+    /// How long a failing external recommender is left out.
+    pub external_pause: Duration,
+    /// Whether tracks' audio is analysed for `sounds_like` (`SOUND_ANALYSIS`).
+    pub sound_analysis: bool,
+    /// How often workers look for work for the recommendation jobs (tracks to analyse,
+    /// artist similarity to recompute when the library or its listening changed).
+    pub sweep_interval: Duration,
+}
+
+impl Default for RecommendConfig {
+    fn default() -> Self {
+        RecommendConfig {
+            external_url: None,
+            external: None,
+            external_timeout: Duration::from_millis(150),
+            external_pause: Duration::from_secs(30),
+            sound_analysis: true,
+            sweep_interval: Duration::from_secs(300),
+        }
+    }
 }
 
 /// Remote sources (settings `REMOTE_*`, `YTDLP_PATH`, `SUBSONIC_SOURCE_*`, `DOWNLOAD_*`).
@@ -368,6 +402,15 @@ impl Config {
                 "DOWNLOAD_RETRY_MAX_SECONDS",
                 self.remote.download_retry.max.as_secs(),
             ),
+            optional(
+                "RECOMMENDER_URL",
+                self.recommend.external_url.as_deref().map(redact_url),
+            ),
+            plain(
+                "RECOMMENDER_TIMEOUT_MS",
+                self.recommend.external_timeout.as_millis(),
+            ),
+            plain("SOUND_ANALYSIS", self.recommend.sound_analysis),
         ]);
         settings
     }
@@ -551,6 +594,7 @@ impl Config {
                 listenbrainz_base_url: "https://api.listenbrainz.org".into(),
             },
             remote: RemoteConfig::default(),
+            recommend: RecommendConfig::default(),
             data_dir,
         }
     }

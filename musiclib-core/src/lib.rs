@@ -29,7 +29,8 @@
 //! - [`media`]: original audio, Opus renditions, HLS, covers.
 //! - [`playlists`]: versioned playlists.
 //! - [`social`]: likes, plays, stars and ratings, the play queue, and offline sync.
-//! - [`recommend`]: tracks to play next (random, top, similar; the radio).
+//! - [`recommend`]: the radio, similar tracks and artists (metadata, listening, sound), random
+//!   and top tracks.
 //! - [`admin`]: admin-only server operations.
 //! - [`jobs`]: the durable queue, the typed job registry, workers.
 //! - [`storage`]: the blob layout ([`storage::layout`]) on local disk or S3.

@@ -123,7 +123,7 @@ impl Library {
             jobs.clone(),
             catalog.clone(),
             media.clone(),
-            cpu,
+            cpu.clone(),
             config.enrichment.clone(),
             crate::outside::http_client(),
         );
@@ -138,7 +138,7 @@ impl Library {
             playlists.clone(),
             forwarder.clone(),
         );
-        let recommend = Recommend::new(db.clone(), catalog.clone());
+        let recommend = Recommend::new(db.clone(), catalog.clone(), &config.recommend, cpu.clone());
         let settings = Settings::new(db.clone());
         let scrobbling = Scrobbling::new(
             db.clone(),

@@ -10,6 +10,7 @@
 mod annotations;
 mod bookmarks;
 mod events;
+pub(crate) use events::LATEST_LIKE;
 mod listening;
 mod sync;
 

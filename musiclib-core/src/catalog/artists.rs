@@ -40,6 +40,25 @@ impl Catalog {
             .ok_or_else(|| Error::not_found("artist", id))
     }
 
+    /// Artists by id, in no particular order; ids of missing artists are left out.
+    pub async fn artists_by_ids(&self, ids: &[ArtistId]) -> Result<Vec<Artist>> {
+        let mut found = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(crate::db::CHUNK) {
+            let mut select = self.db.sql(&format!("{ARTIST_SELECT} WHERE ar.id IN ("));
+            select
+                .push_list(chunk.iter().map(ArtistId::as_str))
+                .push(")");
+            found.extend(
+                select
+                    .fetch_all::<ArtistRow, _>(self.db.pool())
+                    .await?
+                    .into_iter()
+                    .map(Artist::from),
+            );
+        }
+        Ok(found)
+    }
+
     /// The albums whose album artist this is, newest first.
     pub async fn artist_albums(&self, id: &ArtistId, page: Page) -> Result<Paged<Album>> {
         self.get_artist(id).await?;

@@ -376,9 +376,9 @@ pub(crate) async fn insert_track(
             "INSERT INTO tracks (id, title, artist_id, album_id, artist_name, album_title, album_artist_name, genre,
                  year, track_number, disc_number, duration_ms, format, mime_type, bitrate_kbps, sample_rate, channels,
                  size_bytes, content_sha256, storage_uri, source, source_id, source_mtime, added_by, availability,
-                 metadata_status, musicbrainz_recording_id, has_embedded_cover, tags, search_text, created_at, updated_at)
+                 metadata_status, musicbrainz_recording_id, has_embedded_cover, tags, search_text, shuffle_key, created_at, updated_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-                     $22, $23, $28, 'available', 'pending', $24, $25, $26, $27, {now}, {now})
+                     $22, $23, $28, 'available', 'pending', $24, $25, $26, $27, $29, {now}, {now})
              ON CONFLICT (source, source_id) DO NOTHING",
         )
         .bind(&track.id)
@@ -409,6 +409,7 @@ pub(crate) async fn insert_track(
         .bind(tags_json)
         .bind(search_text)
         .bind(track.added_by.as_ref())
+        .bind(crate::recommend::shuffle_key())
         .execute(&mut **tx)
         .await?;
     Ok(inserted == 1)

@@ -9,7 +9,8 @@
 //! `cleanup_storage`, `download_task` and `materialize_track` (both fetch a remote track's
 //! audio, and share one live job per track). Beside them, `reindex_library` (`POST /admin/reindex`) and `check_files`
 //! (`POST /storage/broken/check`), and `submit_scrobbles` and `update_now_playing`
-//! (forwarding plays to Last.fm and ListenBrainz).
+//! (forwarding plays to Last.fm and ListenBrainz), `analyze_sound` and `compute_similarity`
+//! (recommendations).
 //! Stored names and payload shapes are a contract with jobs
 //! already queued in a database: a payload may gain optional fields, never lose or rename one.
 
@@ -110,6 +111,8 @@ registry!(
     crate::scrobbling::UpdateNowPlaying,
     crate::remote::MaterializeTrack,
     crate::remote::DownloadTask,
+    crate::recommend::AnalyzeSound,
+    crate::recommend::ComputeSimilarity,
 );
 
 /// The stored names of the kinds `pool`'s workers take (every kind for the general pool).
@@ -157,6 +160,9 @@ mod tests {
                     // Forwarding plays to Last.fm and ListenBrainz.
                     "submit_scrobbles",
                     "update_now_playing",
+                    // Recommendations: sound analysis and artist similarity.
+                    "analyze_sound",
+                    "compute_similarity",
                 ]
                 .contains(name),
                 "{name} is not a known job kind"

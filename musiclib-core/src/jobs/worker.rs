@@ -241,7 +241,7 @@ pub struct WorkerPlan {
 }
 
 /// Starts the workers of `plan`, and with them the task that re-enqueues plays still waiting
-/// to be scrobbled; each stops when the future `shutdown()` returns resolves.
+/// to be scrobbled and the recommendations' sweep; each stops when the future `shutdown()` returns resolves.
 pub fn spawn_workers<F>(
     library: &Library,
     plan: WorkerPlan,
@@ -261,6 +261,11 @@ where
     if !tasks.is_empty() {
         // Plays still queued for scrobbling (a service down longer than a job's retries).
         tasks.push(tokio::spawn(crate::scrobbling::resume_forever(
+            library.clone(),
+            shutdown(),
+        )));
+        // Tracks to analyse, artist similarity to recompute.
+        tasks.push(tokio::spawn(crate::recommend::sweep_forever(
             library.clone(),
             shutdown(),
         )));

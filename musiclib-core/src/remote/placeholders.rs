@@ -122,9 +122,9 @@ impl Remote {
             .sql(
                 "INSERT INTO tracks (id, title, artist_id, album_id, artist_name, album_title, album_artist_name,
                      genre, year, track_number, duration_ms, storage_uri, source, source_id, added_by,
-                     availability, metadata_status, search_text, created_at, updated_at)
+                     availability, metadata_status, search_text, shuffle_key, created_at, updated_at)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, '', $12, $13, $14,
-                     'placeholder', 'pending', $15, {now}, {now})
+                     'placeholder', 'pending', $15, $16, {now}, {now})
                  ON CONFLICT (source, source_id) DO NOTHING",
             )
             .bind(&id)
@@ -142,6 +142,7 @@ impl Remote {
             .bind(hit.source_id.as_str())
             .bind(&caller.user.id)
             .bind(search_text)
+            .bind(crate::recommend::shuffle_key())
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;

@@ -11,6 +11,8 @@
 //!   jobs queued by an earlier release.
 //! - `lyrics`: lyrics from embedded tags and sidecar files, in order.
 //! - `permissions`: the table of who may do what, decided by core.
+//! - `recommend`: the radio, similar tracks and artists, sound analysis, the external
+//!   recommender, on a library built so the right answers are known.
 //! - `remote`: remote sources (a mock Subsonic server, the real yt-dlp on a loopback site):
 //!   search, placeholders, materialization, downloads, retries, cancellation.
 //! - `renditions`: Opus renditions (ffmpeg), the LRU cache.
@@ -27,6 +29,7 @@ mod hls;
 mod jobs;
 mod lyrics;
 mod permissions;
+mod recommend;
 mod remote;
 mod renditions;
 mod scan;

@@ -1,0 +1,172 @@
+//! The optional external recommender: a plug-in asked alongside the heuristics, whose
+//! suggestions are mixed into the radio with the reason `external`.
+//!
+//! Embedders implement [`ExternalRecommender`] and hand it to `LibraryBuilder`; the binary
+//! uses [`HttpRecommender`] when `RECOMMENDER_URL` is set. Either way the call is guarded:
+//! it may take `RECOMMENDER_TIMEOUT_MS` (150 ms by default) and runs while the heuristics
+//! do; a timeout or a failure leaves it out for 30 s, so a slow or broken recommender costs
+//! one request that much and the others nothing (the heuristics answer alone).
+//!
+//! The HTTP protocol: `POST {RECOMMENDER_URL}` with
+//! `{"user_id", "seeds": [{"track_id", "title", "artist", "album", "musicbrainz_recording_id"}], "count"}`
+//! (no seeds for a feed from the caller's likes), answered by
+//! `{"suggestions": [{"track_id"?, "musicbrainz_recording_id"?, "score"?}]}`, where a
+//! suggestion names a track of this library by id or by MusicBrainz recording id, and
+//! `score` (0 to 1, default 1) weighs it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::config::RecommendConfig;
+
+/// What the external recommender is asked.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExternalRequest {
+    /// The user the feed is for.
+    pub user_id: String,
+    /// The seed track, or the liked tracks a feed without one starts from.
+    pub seeds: Vec<ExternalSeed>,
+    /// How many items the batch will hold.
+    pub count: usize,
+}
+
+/// A seed as the external recommender sees it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExternalSeed {
+    /// Its id in this library.
+    pub track_id: String,
+    /// Title.
+    pub title: String,
+    /// Artist name.
+    pub artist: Option<String>,
+    /// Album title.
+    pub album: Option<String>,
+    /// MusicBrainz recording id, when known.
+    pub musicbrainz_recording_id: Option<String>,
+}
+
+/// One suggestion: a track of this library, by id or MusicBrainz recording id.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExternalSuggestion {
+    /// The track's id here.
+    #[serde(default)]
+    pub track_id: Option<String>,
+    /// Or its MusicBrainz recording id.
+    #[serde(default)]
+    pub musicbrainz_recording_id: Option<String>,
+    /// Weight, 0 to 1 (1 when absent).
+    #[serde(default)]
+    pub score: Option<f64>,
+}
+
+/// A recommender outside the library. Failures are messages: the radio never fails for
+/// them.
+#[async_trait]
+pub trait ExternalRecommender: Send + Sync {
+    /// Suggestions for `request`, best first.
+    async fn suggest(&self, request: &ExternalRequest) -> Result<Vec<ExternalSuggestion>, String>;
+}
+
+/// The HTTP recommender (`RECOMMENDER_URL`).
+#[derive(Debug, Clone)]
+pub struct HttpRecommender {
+    url: String,
+    client: reqwest::Client,
+}
+
+impl HttpRecommender {
+    /// A recommender answering `POST url`.
+    pub fn new(url: String) -> HttpRecommender {
+        HttpRecommender {
+            url,
+            client: crate::outside::http_client(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Answer {
+    #[serde(default)]
+    suggestions: Vec<ExternalSuggestion>,
+}
+
+#[async_trait]
+impl ExternalRecommender for HttpRecommender {
+    async fn suggest(&self, request: &ExternalRequest) -> Result<Vec<ExternalSuggestion>, String> {
+        let response = self
+            .client
+            .post(&self.url)
+            .json(request)
+            .send()
+            .await
+            .map_err(|error| format!("cannot reach the recommender: {error}"))?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(format!("the recommender answered {status}"));
+        }
+        let answer: Answer = response
+            .json()
+            .await
+            .map_err(|error| format!("the recommender's answer is malformed: {error}"))?;
+        Ok(answer.suggestions)
+    }
+}
+
+/// An [`ExternalRecommender`] handed over in [`crate::config::RecommendConfig::external`]
+/// (for embedders; the binary sets `RECOMMENDER_URL` instead).
+#[derive(Clone)]
+pub struct ExternalPlugin(pub Arc<dyn ExternalRecommender>);
+
+impl std::fmt::Debug for ExternalPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ExternalPlugin")
+    }
+}
+
+/// A recommender behind its timeout and its pause after a failure.
+#[derive(Clone)]
+pub(crate) struct Guarded {
+    inner: Arc<dyn ExternalRecommender>,
+    timeout: Duration,
+    pause: Duration,
+    paused_until: Arc<std::sync::Mutex<Option<Instant>>>,
+}
+
+impl Guarded {
+    pub(crate) fn new(inner: Arc<dyn ExternalRecommender>, config: &RecommendConfig) -> Guarded {
+        Guarded {
+            inner,
+            timeout: config.external_timeout,
+            pause: config.external_pause,
+            paused_until: Arc::default(),
+        }
+    }
+
+    /// The suggestions, or none when the recommender is paused, slow or failing.
+    pub(crate) async fn suggest(&self, request: &ExternalRequest) -> Vec<ExternalSuggestion> {
+        {
+            let paused = self
+                .paused_until
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner());
+            if paused.is_some_and(|until| Instant::now() < until) {
+                return Vec::new();
+            }
+        }
+        let outcome = tokio::time::timeout(self.timeout, self.inner.suggest(request)).await;
+        let failure = match outcome {
+            Ok(Ok(suggestions)) => return suggestions,
+            Ok(Err(message)) => message,
+            Err(_) => format!("no answer within {} ms", self.timeout.as_millis()),
+        };
+        tracing::warn!(error = %failure, pause_seconds = self.pause.as_secs(), "external recommender left out");
+        *self
+            .paused_until
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner()) = Some(Instant::now() + self.pause);
+        Vec::new()
+    }
+}

@@ -1,0 +1,389 @@
+//! Recommendations on a library built so the right answers are known: two genres (rock and
+//! jazz, spelled several ways), artists whose play histories connect them across genres,
+//! and tracks whose audio is near-identical.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use musiclib_core::auth::Caller;
+use musiclib_core::catalog::TrackMetadata;
+use musiclib_core::recommend::{
+    ArtistReason, ExternalPlugin, ExternalRecommender, ExternalRequest, ExternalSuggestion,
+    RadioRequest, Reason,
+};
+use musiclib_core::social::{NewLike, NewPlay};
+use musiclib_core::Timestamp;
+use musiclib_core::{ErrorKind, Library, TrackId};
+
+use crate::backend_test;
+use crate::support::*;
+
+/// A 16-bit mono WAV at 22,050 Hz: `seconds` of a tone at `hz` pulsing `beats` times a
+/// second, with a little of a second tone at `overtone` Hz; `seed` changes the last sample
+/// only (distinct bytes, the same sound).
+fn wav(hz: f64, overtone: f64, beats: f64, seconds: u32, seed: u16) -> Vec<u8> {
+    let rate = 22_050u32;
+    let samples = rate * seconds;
+    let data_len = samples * 2;
+    let mut out = Vec::with_capacity(44 + data_len as usize);
+    out.extend_from_slice(b"RIFF");
+    out.extend_from_slice(&(36 + data_len).to_le_bytes());
+    out.extend_from_slice(b"WAVEfmt ");
+    out.extend_from_slice(&16u32.to_le_bytes());
+    out.extend_from_slice(&1u16.to_le_bytes());
+    out.extend_from_slice(&1u16.to_le_bytes());
+    out.extend_from_slice(&rate.to_le_bytes());
+    out.extend_from_slice(&(rate * 2).to_le_bytes());
+    out.extend_from_slice(&2u16.to_le_bytes());
+    out.extend_from_slice(&16u16.to_le_bytes());
+    out.extend_from_slice(b"data");
+    out.extend_from_slice(&data_len.to_le_bytes());
+    for index in 0..samples {
+        let t = f64::from(index) / f64::from(rate);
+        let envelope = 0.55 + 0.45 * (std::f64::consts::TAU * beats * t).sin().abs();
+        let value = envelope
+            * (0.8 * (std::f64::consts::TAU * hz * t).sin()
+                + 0.2 * (std::f64::consts::TAU * overtone * t).sin());
+        let mut sample = (value * 14_000.0) as i16;
+        if index == samples - 1 {
+            sample = seed as i16;
+        }
+        out.extend_from_slice(&sample.to_le_bytes());
+    }
+    out
+}
+
+struct Fixture {
+    library: TestLibrary,
+    ann: Caller,
+    /// Track ids by a short name (`r1a`: rock artist 1, track a).
+    tracks: HashMap<&'static str, TrackId>,
+}
+
+/// (name, artist, genre, year, hz, overtone, beats)
+const TRACKS: [(&str, &str, &str, i64, f64, f64, f64); 15] = [
+    ("r1a", "Rock One", "Rock", 1991, 220.0, 660.0, 2.0),
+    ("r1b", "Rock One", "rock", 1992, 247.0, 740.0, 2.1),
+    ("r1c", "Rock One", "Rock", 1993, 262.0, 786.0, 2.2),
+    ("r2a", "Rock Two", "ROCK", 1990, 294.0, 880.0, 2.3),
+    ("r2b", "Rock Two", "Rock", 2015, 330.0, 990.0, 2.4),
+    ("r2c", "Rock Two", "Rock", 1994, 349.0, 1047.0, 2.5),
+    ("r3a", "Rock Three", "Rock", 1995, 392.0, 1176.0, 2.6),
+    ("r3b", "Rock Three", "Rock", 1996, 440.0, 1320.0, 2.7),
+    ("j1a", "Jazz One", "Jazz", 1960, 523.0, 1569.0, 0.5),
+    ("j1b", "Jazz One", "jazz", 1961, 587.0, 1761.0, 0.6),
+    ("j1c", "Jazz One", "Jazz", 1962, 659.0, 1977.0, 0.7),
+    ("j2a", "Jazz Two", "Jazz", 1963, 698.0, 2094.0, 0.8),
+    ("j2b", "Jazz Two", "Jazz", 1964, 784.0, 2352.0, 0.9),
+    // The same sound as r1a, by another artist in another genre.
+    ("twin", "Jazz Two", "Jazz", 1965, 220.0, 660.0, 2.0),
+    ("j2c", "Jazz Two", "Jazz", 1966, 880.0, 2640.0, 1.0),
+];
+
+async fn fixture(backend: Backend) -> Fixture {
+    fixture_with(backend, |_| {}).await
+}
+
+async fn fixture_with(
+    backend: Backend,
+    change: impl FnOnce(&mut musiclib_core::Config) + Send + 'static,
+) -> Fixture {
+    let library = TestLibrary::builder(backend).config(change).build().await;
+    let ann = user(&library, "ann").await;
+    let mut tracks = HashMap::new();
+    for (index, (name, artist, genre, year, hz, overtone, beats)) in TRACKS.into_iter().enumerate()
+    {
+        let bytes = wav(hz, overtone, beats, 6, index as u16 + 1);
+        let track = library
+            .ingest()
+            .upload_track(&ann, Some(&format!("{name}.wav")), bytes.as_slice())
+            .await
+            .unwrap()
+            .track;
+        library
+            .catalog()
+            .set_track_metadata(
+                &ann,
+                &track.id,
+                &TrackMetadata {
+                    title: name.to_string(),
+                    artist: Some(artist.to_string()),
+                    album: Some(format!("{artist} Album")),
+                    genre: Some(genre.to_string()),
+                    year: Some(year),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        tracks.insert(name, track.id);
+    }
+    musiclib_core::testing::drain_jobs(&library).await;
+    Fixture {
+        library,
+        ann,
+        tracks,
+    }
+}
+
+impl Fixture {
+    fn id(&self, name: &str) -> TrackId {
+        self.tracks[name].clone()
+    }
+
+    fn name(&self, id: &str) -> &'static str {
+        self.tracks
+            .iter()
+            .find(|(_, track)| track.as_str() == id)
+            .map(|(name, _)| *name)
+            .unwrap_or("?")
+    }
+
+    /// Ann plays `a` then `b` five minutes later, `times` times on different days.
+    async fn play_together(&self, a: &str, b: &str, times: i64) {
+        for day in 0..times {
+            let start = Timestamp::now().as_micros() - (day + 1) * 86_400_000_000;
+            for (offset, name) in [(0, a), (300_000_000, b)] {
+                self.library
+                    .social()
+                    .record_play(
+                        &self.ann,
+                        NewPlay {
+                            track_id: self.id(name).to_string(),
+                            played_at: Timestamp::from_micros(start + offset),
+                            seconds_played: Some(180.0),
+                            client_event_id: format!("play-{a}-{b}-{day}-{name}"),
+                        },
+                    )
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+
+    async fn like(&self, caller: &Caller, name: &str) {
+        self.library
+            .social()
+            .record_like(
+                caller,
+                NewLike {
+                    track_id: self.id(name).to_string(),
+                    liked: true,
+                    client_event_id: format!("like-{name}"),
+                    event_time: Timestamp::now(),
+                },
+            )
+            .await
+            .unwrap();
+    }
+}
+
+fn request(seed: Option<&TrackId>, exclude: &[String], count: usize) -> RadioRequest {
+    RadioRequest {
+        seed_track_id: seed.map(|id| id.to_string()),
+        exclude_ids: exclude.to_vec(),
+        count: Some(count),
+    }
+}
+
+backend_test! {
+    async fn radio_follows_artist_genre_and_listening(backend: Backend) {
+        let f = fixture(backend).await;
+        let library: &Library = &f.library;
+        // Rock One and Jazz One are played together; Jazz Two's track is liked with Rock Two's.
+        f.play_together("r1a", "j1a", 4).await;
+        f.play_together("r1b", "j1b", 2).await;
+        let report = library.recommend().compute_similarity().await.unwrap();
+        assert!(report.pairs > 0);
+
+        // Similar artists: Jazz One by listening, Rock Two and Three by genre.
+        let rock_one = library.catalog().get_track(&f.id("r1a")).await.unwrap().artist_id.unwrap();
+        let similar = library.recommend().similar_artists(&rock_one, 10).await.unwrap();
+        let names: Vec<&str> = similar.iter().map(|s| s.artist.name.as_str()).collect();
+        assert_eq!(names[0], "Jazz One", "{names:?}");
+        assert_eq!(similar[0].reasons, [ArtistReason::ListenedTogether]);
+        assert!(names.contains(&"Rock Two") && names.contains(&"Rock Three"), "{names:?}");
+        let rock_two = similar.iter().find(|s| s.artist.name == "Rock Two").unwrap();
+        assert_eq!(rock_two.reasons, [ArtistReason::SharedGenre]);
+        assert!(!names.contains(&"Jazz Two"), "no signal links Rock One and Jazz Two: {names:?}");
+
+        // Similar tracks of r1a: its artist, its genre (any spelling), what was played with it.
+        let items = library.recommend().similar_tracks_of(&f.ann, &f.id("r1a"), 20).await.unwrap();
+        let reasons: HashMap<&str, Vec<Reason>> = items
+            .iter()
+            .map(|item| (f.name(item.track.id.as_str()), item.reasons.clone()))
+            .collect();
+        assert!(!reasons.contains_key("r1a"));
+        assert!(reasons["r1b"].contains(&Reason::SameArtist), "{reasons:?}");
+        assert!(reasons["r2a"].contains(&Reason::SameGenre), "ROCK is rock: {reasons:?}");
+        assert!(reasons["r2a"].contains(&Reason::SameEra), "{reasons:?}");
+        assert!(!reasons["r2b"].contains(&Reason::SameEra), "2015 is not 1991's era: {reasons:?}");
+        assert!(reasons["j1a"].contains(&Reason::ListenedTogether), "{reasons:?}");
+        assert!(reasons["j1b"].contains(&Reason::SimilarArtist), "{reasons:?}");
+        // Ranked: scores never rise.
+        assert!(items.windows(2).all(|pair| pair[0].score >= pair[1].score));
+
+        // The radio from r1a: a full batch under every rule.
+        let batch = library.recommend().radio(&f.ann, &request(Some(&f.id("r1a")), &[], 10)).await.unwrap();
+        assert_eq!(batch.len(), 10);
+        let ids: HashSet<String> = batch.iter().map(|item| item.track.id.to_string()).collect();
+        assert_eq!(ids.len(), 10, "no track twice");
+        assert!(!ids.contains(f.id("r1a").as_str()), "never the seed");
+        assert!(batch.iter().all(|item| !item.reasons.is_empty()));
+        let mut per_artist: HashMap<String, usize> = HashMap::new();
+        for item in &batch {
+            *per_artist.entry(item.track.artist_name.clone().unwrap()).or_default() += 1;
+        }
+        // Five artists in the library: at most 1 per 10 each would leave the batch short, so
+        // the cap (1 in 10) gives way only after every artist has had its turn.
+        assert!(per_artist.len() >= 5, "{per_artist:?}");
+
+        // Next batches exclude what came before, until the library is used up, never
+        // answering an excluded id; the last answers hold what is left.
+        let mut seen: Vec<String> = ids.into_iter().collect();
+        loop {
+            let next = library
+                .recommend()
+                .radio(&f.ann, &request(Some(&f.id("r1a")), &seen, 4))
+                .await
+                .unwrap();
+            for item in &next {
+                assert!(!seen.contains(&item.track.id.to_string()), "an excluded id came back");
+            }
+            let left = TRACKS.len() - 1 - seen.len();
+            assert_eq!(next.len(), left.min(4), "the feed ran dry with {left} tracks left");
+            if next.is_empty() {
+                break;
+            }
+            seen.extend(next.iter().map(|item| item.track.id.to_string()));
+        }
+
+        // Bad requests.
+        for bad in [0, 101] {
+            let error = library.recommend().radio(&f.ann, &request(None, &[], bad)).await.unwrap_err();
+            assert_eq!(error.kind(), ErrorKind::InvalidInput);
+        }
+        let many: Vec<String> = (0..5001).map(|n| format!("x{n}")).collect();
+        let error = library.recommend().radio(&f.ann, &request(None, &many, 10)).await.unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidInput);
+        let unknown = TrackId::new();
+        let error = library.recommend().radio(&f.ann, &request(Some(&unknown), &[], 10)).await.unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::NotFound);
+    }
+}
+
+backend_test! {
+    async fn a_feed_without_a_seed_starts_from_likes_and_skips_placeholders(backend: Backend) {
+        let f = fixture(backend).await;
+        let library: &Library = &f.library;
+        let bob = user(library, "bob").await;
+        f.like(&bob, "j2a").await;
+        // A placeholder (no audio) is never recommended.
+        musiclib_core::testing::make_placeholder(library, &f.id("j2b")).await;
+
+        let batch = library.recommend().radio(&bob, &request(None, &[], 14)).await.unwrap();
+        let names: Vec<&str> = batch.iter().map(|item| f.name(item.track.id.as_str())).collect();
+        assert!(!names.contains(&"j2b"), "a placeholder: {names:?}");
+        assert_eq!(batch.len(), TRACKS.len() - 1, "every playable track: {names:?}");
+        let liked = batch.iter().find(|item| f.name(item.track.id.as_str()) == "j2a").unwrap();
+        assert!(liked.reasons.contains(&Reason::Liked), "{:?}", liked.reasons);
+        // Jazz Two's other playable tracks come by artist, from the like.
+        let twin = batch.iter().find(|item| f.name(item.track.id.as_str()) == "j2c").unwrap();
+        assert!(twin.reasons.contains(&Reason::SameArtist), "{:?}", twin.reasons);
+
+        // Without likes or seed: exploration and filler only, still a full batch.
+        let carol = user(library, "carol").await;
+        let batch = library.recommend().radio(&carol, &request(None, &[], 10)).await.unwrap();
+        assert_eq!(batch.len(), 10);
+        assert!(batch.iter().all(|item| item.reasons == [Reason::Exploration] || item.reasons == [Reason::Filler]));
+        assert_eq!(batch.iter().filter(|item| item.reasons == [Reason::Exploration]).count(), 2);
+    }
+}
+
+backend_test! {
+    async fn the_sound_finds_the_near_identical_track(backend: Backend) {
+        let f = fixture(backend).await;
+        let library: &Library = &f.library;
+        let before = library.recommend().sound_status().await.unwrap();
+        assert_eq!(before.pending, TRACKS.len() as i64);
+        let report = library.recommend().analyze_pending(library.storage(), 100).await.unwrap();
+        assert_eq!((report.analyzed, report.failed), (TRACKS.len(), 0), "{report:?}");
+        let after = library.recommend().sound_status().await.unwrap();
+        assert_eq!((after.analyzed, after.pending), (TRACKS.len() as i64, 0));
+
+        // r1a's nearest sound is its twin (another artist, another genre).
+        let near = library.recommend().sonic_similar(&f.id("r1a"), 5).await.unwrap();
+        assert_eq!(f.name(near[0].track.id.as_str()), "twin", "{:?}", near.iter().map(|m| (f.name(m.track.id.as_str()), m.similarity)).collect::<Vec<_>>());
+        assert!(near[0].similarity > 0.9 && near[0].similarity > near[1].similarity);
+        assert!(near.iter().all(|m| m.track.id != f.id("r1a")));
+
+        // It comes as sounds_like among r1a's similar tracks.
+        let items = library.recommend().similar_tracks_of(&f.ann, &f.id("r1a"), 20).await.unwrap();
+        let twin = items.iter().find(|item| f.name(item.track.id.as_str()) == "twin").unwrap();
+        assert!(twin.reasons.contains(&Reason::SoundsLike), "{:?}", twin.reasons);
+
+        // A path from r1a to j2c: both ends, distinct tracks between.
+        let path = library.recommend().sonic_path(&f.id("r1a"), &f.id("j2c"), 5).await.unwrap();
+        assert_eq!(path.len(), 5);
+        assert_eq!(path[0].track.id, f.id("r1a"));
+        assert_eq!(path[4].track.id, f.id("j2c"));
+        let distinct: HashSet<_> = path.iter().map(|m| m.track.id.clone()).collect();
+        assert_eq!(distinct.len(), 5);
+    }
+}
+
+/// Suggests the track in `suggested`; takes 5 s when `slow` (the timeout is 150 ms).
+struct LateSuggestion {
+    suggested: Arc<std::sync::Mutex<Option<String>>>,
+    slow: Arc<std::sync::atomic::AtomicBool>,
+    calls: Arc<AtomicUsize>,
+}
+
+#[async_trait::async_trait]
+impl ExternalRecommender for LateSuggestion {
+    async fn suggest(&self, _request: &ExternalRequest) -> Result<Vec<ExternalSuggestion>, String> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if self.slow.load(Ordering::SeqCst) {
+            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+        }
+        let suggested = self.suggested.lock().unwrap().clone();
+        Ok(suggested
+            .map(|track| ExternalSuggestion {
+                track_id: Some(track),
+                score: Some(1.0),
+                ..Default::default()
+            })
+            .into_iter()
+            .collect())
+    }
+}
+
+backend_test! {
+    async fn an_external_recommender_is_mixed_in_and_left_out_when_slow(backend: Backend) {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let suggested = Arc::new(std::sync::Mutex::new(None));
+        let slow = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let plugin = LateSuggestion { suggested: suggested.clone(), slow: slow.clone(), calls: calls.clone() };
+        let f = fixture_with(backend, move |config| {
+            config.recommend.external = Some(ExternalPlugin(Arc::new(plugin)));
+        })
+        .await;
+
+        // Answers at once: its suggestion is in the batch with the reason `external`.
+        *suggested.lock().unwrap() = Some(f.id("j2c").to_string());
+        let batch = f.library.recommend().radio(&f.ann, &request(Some(&f.id("r1a")), &[], 10)).await.unwrap();
+        let item = batch.iter().find(|item| item.track.id == f.id("j2c"));
+        assert!(item.is_some_and(|item| item.reasons.contains(&Reason::External)), "{batch:?}");
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+
+        // Slow: the batch comes without it, and the next request does not ask it again.
+        slow.store(true, Ordering::SeqCst);
+        let batch = f.library.recommend().radio(&f.ann, &request(Some(&f.id("r1a")), &[], 10)).await.unwrap();
+        assert_eq!(batch.len(), 10);
+        assert!(batch.iter().all(|item| !item.reasons.contains(&Reason::External)));
+        let batch = f.library.recommend().radio(&f.ann, &request(Some(&f.id("r1a")), &[], 10)).await.unwrap();
+        assert_eq!(batch.len(), 10);
+        assert_eq!(calls.load(Ordering::SeqCst), 2, "paused after the timeout");
+    }
+}
