@@ -9,6 +9,7 @@ pub mod downloads;
 pub mod dto;
 pub mod lyrics;
 pub mod playlists;
+pub mod radio;
 pub mod remote;
 pub mod search;
 pub mod settings;
@@ -39,6 +40,7 @@ use utoipa_axum::router::OpenApiRouter;
         (name = "playlists", description = "Versioned playlists: a stale version answers 409"),
         (name = "likes", description = "Likes and play history (append-only event logs)"),
         (name = "sync", description = "Offline sync: delta pull and idempotent push"),
+        (name = "recommendations", description = "The stateless radio, similar tracks and similar artists, each item with reason codes and a score"),
         (name = "storage", description = "Library statistics and upkeep"),
         (name = "settings", description = "Per-user settings and scrobbling"),
         (name = "admin", description = "Superusers only: accounts, services, server settings"), (name = "health"),
@@ -82,6 +84,7 @@ pub(crate) fn routes() -> OpenApiRouter<Library> {
         .merge(covers::routes())
         .merge(search::routes())
         .merge(remote::routes())
+        .merge(radio::routes())
         .merge(downloads::routes())
         .merge(settings::routes())
         .merge(sources::routes())

@@ -35,6 +35,8 @@ pub const EXTENSIONS: &[(&str, &[i64])] = &[
     ("apiKeyAuthentication", &[1]),
     ("formPost", &[1]),
     ("songLyrics", &[1]),
+    ("sonicSimilarity", &[1]),
+    ("topSongsByArtistId", &[1]),
     ("transcodeOffset", &[1]),
 ];
 

@@ -43,6 +43,7 @@ mod covers;
 mod hls;
 mod lyrics;
 mod permissions;
+mod radio;
 mod remote;
 mod scrobbling;
 mod settings;

@@ -208,8 +208,9 @@ pub(crate) async fn song(request: &Request) -> Outcome {
     envelope(songs.remove(0))
 }
 
-/// `getArtistInfo` / `getArtistInfo2`: the MusicBrainz id and similar artists (those of
-/// similar songs: same genres). No biography or images: musiclib keeps none.
+/// `getArtistInfo` / `getArtistInfo2`: the MusicBrainz id and the similar artists of the
+/// recommendation engine (shared genres, co-listening, co-liking, shared playlists). No
+/// biography or images: musiclib keeps none.
 pub(crate) async fn artist_info(request: &Request, method: &str) -> Outcome {
     let raw = request.params.required("id")?;
     let id = artist_id(raw)?;
@@ -217,24 +218,20 @@ pub(crate) async fn artist_info(request: &Request, method: &str) -> Outcome {
         .params
         .int("count")?
         .unwrap_or(20)
-        .clamp(0, MAX_LIST);
+        .clamp(0, musiclib_core::recommend::SIMILAR_MAX as i64);
     let library = &request.library;
     let artist = library.catalog().get_artist(&id).await?;
-    let mut similar: Vec<Artist> = Vec::new();
-    if count > 0 {
-        for track in library.recommend().similar_tracks(raw, MAX_LIST).await? {
-            let Some(other) = track.artist_id else {
-                continue;
-            };
-            if other == id || similar.iter().any(|known| known.id == other) {
-                continue;
-            }
-            similar.push(library.catalog().get_artist(&other).await?);
-            if similar.len() as i64 >= count {
-                break;
-            }
-        }
-    }
+    let similar: Vec<Artist> = if count > 0 {
+        library
+            .recommend()
+            .similar_artists(&id, count as usize)
+            .await?
+            .into_iter()
+            .map(|similar| similar.artist)
+            .collect()
+    } else {
+        Vec::new()
+    };
     let folder = method == "getArtistInfo";
     let marks = request
         .marks(
@@ -271,19 +268,20 @@ pub(crate) async fn album_info(request: &Request) -> Outcome {
     envelope(info)
 }
 
-/// `getSimilarSongs` / `getSimilarSongs2`: songs by the same artists or of the same genres
-/// as a song, album or artist, shuffled.
+/// `getSimilarSongs` / `getSimilarSongs2`: songs like a song, album or artist, from the
+/// recommendation engine (the radio's signals: artist, similar artists, genre and era,
+/// listened together, likes, sound), ranked, at most two per artist in twenty.
 pub(crate) async fn similar_songs(request: &Request, method: &str) -> Outcome {
     let id = request.params.required("id")?;
     let count = request
         .params
         .int("count")?
         .unwrap_or(50)
-        .clamp(1, MAX_LIST);
+        .clamp(1, musiclib_core::recommend::SIMILAR_MAX as i64);
     let tracks = request
         .library
         .recommend()
-        .similar_tracks(id, count)
+        .similar_tracks(&request.caller, id, count)
         .await?;
     let name = if method == "getSimilarSongs" {
         "similarSongs"
@@ -293,18 +291,73 @@ pub(crate) async fn similar_songs(request: &Request, method: &str) -> Outcome {
     envelope(Element::new(name).list("song", request.songs("song", &tracks).await?))
 }
 
-/// `getTopSongs`: an artist's most played songs.
+/// `getTopSongs`: an artist's most played songs, by `artist` name or by `id`
+/// (OpenSubsonic `topSongsByArtistId`; `id` wins).
 pub(crate) async fn top_songs(request: &Request) -> Outcome {
-    let artist = request.params.required("artist")?;
     let count = request
         .params
         .int("count")?
         .unwrap_or(50)
         .clamp(1, MAX_LIST);
-    let tracks = request
+    let recommend = request.library.recommend();
+    let tracks = match request.params.get("id") {
+        Some(raw) => {
+            let id = artist_id(raw)?;
+            request.library.catalog().get_artist(&id).await?;
+            recommend.top_tracks_of(&id, count).await?
+        }
+        None => {
+            let artist = request.params.required("artist")?;
+            recommend.top_tracks(artist, count).await?
+        }
+    };
+    envelope(Element::new("topSongs").list("song", request.songs("song", &tracks).await?))
+}
+
+/// `getSonicSimilarTracks` (OpenSubsonic `sonicSimilarity`): songs nearest to a song by its
+/// analysed sound, each with its similarity (1 the same sound). Empty while the song's
+/// sound is not analysed.
+pub(crate) async fn sonic_similar(request: &Request) -> Outcome {
+    let id = track_id(request.params.required("id")?)?;
+    let count = request.params.int("count")?.unwrap_or(10).clamp(1, 100);
+    let matches = request
         .library
         .recommend()
-        .top_tracks(artist, count)
+        .sonic_similar(&id, count as usize)
         .await?;
-    envelope(Element::new("topSongs").list("song", request.songs("song", &tracks).await?))
+    sonic_matches(request, matches).await
+}
+
+/// `findSonicPath` (OpenSubsonic `sonicSimilarity`): about `count` songs (default 25)
+/// leading by sound from `startSongId` to `endSongId`, both included.
+pub(crate) async fn sonic_path(request: &Request) -> Outcome {
+    let from = track_id(request.params.required("startSongId")?)?;
+    let to = track_id(request.params.required("endSongId")?)?;
+    let count = request.params.int("count")?.unwrap_or(25).clamp(2, 100);
+    let matches = request
+        .library
+        .recommend()
+        .sonic_path(&from, &to, count as usize)
+        .await?;
+    sonic_matches(request, matches).await
+}
+
+/// `sonicMatch` entries: `{"entry": Child, "similarity": number}`.
+async fn sonic_matches(
+    request: &Request,
+    matches: Vec<musiclib_core::recommend::SonicMatch>,
+) -> Outcome {
+    let tracks: Vec<musiclib_core::domain::Track> =
+        matches.iter().map(|found| found.track.clone()).collect();
+    let entries = request.every_song("entry", &tracks).await?;
+    let items = entries
+        .into_iter()
+        .zip(&matches)
+        .map(|(entry, found)| {
+            Element::new("sonicMatch")
+                .child(entry)
+                .attr("similarity", found.similarity)
+        })
+        .collect();
+    envelope(Element::bare().list("sonicMatch", items))
 }

@@ -47,6 +47,8 @@ pub(crate) async fn dispatch(name: &str, request: &Request) -> Outcome {
         "getAlbumInfo" | "getAlbumInfo2" => Box::pin(browsing::album_info(request)),
         "getSimilarSongs" | "getSimilarSongs2" => Box::pin(browsing::similar_songs(request, name)),
         "getTopSongs" => Box::pin(browsing::top_songs(request)),
+        "getSonicSimilarTracks" => Box::pin(browsing::sonic_similar(request)),
+        "findSonicPath" => Box::pin(browsing::sonic_path(request)),
 
         "getAlbumList" | "getAlbumList2" => Box::pin(lists::album_list(request, name)),
         "getRandomSongs" => Box::pin(lists::random_songs(request)),

@@ -599,3 +599,96 @@ both_backends!(scan_from_the_interface, |backend: Backend| async move {
 fn encode(value: &str) -> String {
     form_urlencoded::byte_serialize(value.as_bytes()).collect()
 }
+
+both_backends!(recommendations, |backend: Backend| async move {
+    let app = Fixture::new(backend).await;
+    let song = app.track_ids[0].clone();
+    let other = app.track_ids[app.track_ids.len() - 1].clone();
+
+    // The extensions are advertised.
+    let extensions = app.json_as("", "getOpenSubsonicExtensions", "").await;
+    let names: Vec<&str> = extensions["openSubsonicExtensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|extension| extension["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"sonicSimilarity") && names.contains(&"topSongsByArtistId"),
+        "{names:?}"
+    );
+
+    // getTopSongs by artist id (topSongsByArtistId).
+    let track = app.json("getSong", &format!("id={song}")).await["song"].clone();
+    let artist_id = track["artistId"].as_str().unwrap().to_string();
+    let top = both(&app, "getTopSongs", &format!("id={artist_id}&count=5")).await;
+    let top_ids = ids(&top["topSongs"]["song"]);
+    assert!(top_ids.contains(&song), "{top}");
+    assert_eq!(
+        app.json_as(
+            &app.auth(),
+            "getTopSongs",
+            "id=00000000-0000-7000-8000-000000000000"
+        )
+        .await["error"]["code"],
+        70
+    );
+
+    // Similar songs never hold the song itself; similar artists come from the engine.
+    app.library.recommend().compute_similarity().await.unwrap();
+    let similar = both(&app, "getSimilarSongs", &format!("id={song}&count=5")).await;
+    assert!(!ids(&similar["similarSongs"]["song"]).contains(&song));
+    both(&app, "getArtistInfo", &format!("id={artist_id}")).await;
+
+    // Before analysis: no sonic matches; after: matches with a similarity, and a path
+    // from one song to the other with both ends.
+    let none = app
+        .json("getSonicSimilarTracks", &format!("id={song}"))
+        .await;
+    assert_eq!(none["sonicMatch"], serde_json::json!([]), "{none}");
+    let report = app
+        .library
+        .recommend()
+        .analyze_pending(app.library.storage(), 100)
+        .await
+        .unwrap();
+    assert!(report.analyzed >= 4, "{report:?}");
+    let near = app
+        .json("getSonicSimilarTracks", &format!("id={song}&count=3"))
+        .await;
+    let matches = near["sonicMatch"].as_array().unwrap();
+    assert_eq!(matches.len(), 3, "{near}");
+    for found in matches {
+        assert_ne!(found["entry"]["id"], song.as_str());
+        let similarity = found["similarity"].as_f64().unwrap();
+        assert!(similarity > 0.0 && similarity <= 1.0, "{found}");
+    }
+    let path = app
+        .json(
+            "findSonicPath",
+            &format!("startSongId={song}&endSongId={other}&count=4"),
+        )
+        .await;
+    let steps = path["sonicMatch"].as_array().unwrap();
+    assert_eq!(
+        steps.first().unwrap()["entry"]["id"],
+        song.as_str(),
+        "{path}"
+    );
+    assert_eq!(
+        steps.last().unwrap()["entry"]["id"],
+        other.as_str(),
+        "{path}"
+    );
+    let (_, _, xml) = app
+        .get(
+            "getSonicSimilarTracks",
+            &format!("id={song}&count=2&{}", app.auth()),
+        )
+        .await;
+    let xml = String::from_utf8(xml).unwrap();
+    assert!(
+        xml.contains("<sonicMatch similarity=") && xml.contains("<entry "),
+        "{xml}"
+    );
+});
