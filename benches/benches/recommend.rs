@@ -62,7 +62,10 @@ async fn run(backend: Backend, name: &str) {
             let vector: Vec<String> = (0..bliss_audio::NUMBER_FEATURES)
                 .map(|_| format!("{:.4}", (rng.below(2000) as f64 / 1000.0) - 1.0))
                 .collect();
-            values.push(format!("('{id}', 2, '[{}]', NULL, NULL, 0)", vector.join(",")));
+            values.push(format!(
+                "('{id}', 2, '[{}]', NULL, NULL, 0)",
+                vector.join(",")
+            ));
         }
         sqlx::query(sqlx::AssertSqlSafe(format!(
             "INSERT INTO track_features (track_id, version, features, content_sha256, error, analyzed_at) VALUES {}",
@@ -72,10 +75,12 @@ async fn run(backend: Backend, name: &str) {
         .await
         .unwrap();
     }
-    sqlx::query("INSERT INTO server_state (key, value, updated_at) VALUES ('sound_features_stamp', '1', 0)")
-        .execute(pool(&library))
-        .await
-        .unwrap();
+    sqlx::query(
+        "INSERT INTO server_state (key, value, updated_at) VALUES ('sound_features_stamp', '1', 0)",
+    )
+    .execute(pool(&library))
+    .await
+    .unwrap();
     // Listeners: sessions of ten plays, some likes.
     let mut callers = Vec::new();
     for user in 0..USERS {
@@ -88,7 +93,11 @@ async fn run(backend: Backend, name: &str) {
         let mut at = Timestamp::now().as_micros() - 400 * 86_400_000_000;
         let mut plays = Vec::new();
         for play in 0..1000 {
-            at += if play % 10 == 0 { 86_400_000_000 } else { 240_000_000 };
+            at += if play % 10 == 0 {
+                86_400_000_000
+            } else {
+                240_000_000
+            };
             plays.push(NewPlay {
                 track_id: ids[rng.below(ids.len())].clone(),
                 played_at: Timestamp::from_micros(at),
@@ -104,11 +113,18 @@ async fn run(backend: Backend, name: &str) {
                 event_time: Timestamp::from_micros(at + like),
             })
             .collect();
-        library.social().push_events(&caller, likes, plays).await.unwrap();
+        library
+            .social()
+            .push_events(&caller, likes, plays)
+            .await
+            .unwrap();
         callers.push(caller);
     }
     if library.database_kind() == DatabaseKind::Postgres {
-        sqlx::query("VACUUM ANALYZE").execute(pool(&library)).await.unwrap();
+        sqlx::query("VACUUM ANALYZE")
+            .execute(pool(&library))
+            .await
+            .unwrap();
     }
     eprintln!("{name}: loaded in {:.1} s", started.elapsed().as_secs_f64());
 
@@ -122,7 +138,11 @@ async fn run(backend: Backend, name: &str) {
     );
     let started = Instant::now();
     let seed = musiclib_core::TrackId::parse(&ids[0]).unwrap();
-    library.recommend().similar_tracks_of(&callers[0], &seed, 20).await.unwrap();
+    library
+        .recommend()
+        .similar_tracks_of(&callers[0], &seed, 20)
+        .await
+        .unwrap();
     println!(
         "recommend/first_sound_index/{name}: {:.2} s (loads and builds the k-d tree of {TRACKS} vectors)",
         started.elapsed().as_secs_f64()
@@ -134,7 +154,9 @@ async fn run(backend: Backend, name: &str) {
     for call in 0..200 {
         let caller = &callers[call % USERS];
         let seed = &ids[rng.below(ids.len())];
-        let exclude: Vec<String> = (0..100).map(|_| ids[rng.below(ids.len())].clone()).collect();
+        let exclude: Vec<String> = (0..100)
+            .map(|_| ids[rng.below(ids.len())].clone())
+            .collect();
         let request = RadioRequest {
             seed_track_id: Some(seed.clone()),
             exclude_ids: exclude.clone(),
@@ -157,7 +179,11 @@ async fn run(backend: Backend, name: &str) {
 
         let seed = musiclib_core::TrackId::parse(seed).unwrap();
         let started = Instant::now();
-        library.recommend().similar_tracks_of(caller, &seed, 20).await.unwrap();
+        library
+            .recommend()
+            .similar_tracks_of(caller, &seed, 20)
+            .await
+            .unwrap();
         similar.push(started.elapsed());
     }
     for (what, times) in [
@@ -229,7 +255,11 @@ fn make_flacs(dir: &std::path::Path, count: usize, seconds: u32, first_hz: u32) 
 }
 
 /// Seconds from starting the import of `folder` until every track is imported and enriched.
-async fn timed_import(folder: std::path::PathBuf, backlog: &std::path::Path, analysis: bool) -> f64 {
+async fn timed_import(
+    folder: std::path::PathBuf,
+    backlog: &std::path::Path,
+    analysis: bool,
+) -> f64 {
     let library = TestLibrary::builder(Backend::Embedded)
         .config(move |config| {
             config.local_media_import_path = Some(folder);
@@ -239,15 +269,26 @@ async fn timed_import(folder: std::path::PathBuf, backlog: &std::path::Path, ana
         .build()
         .await;
     let admin = Caller {
-        user: library.accounts().create_user("admin", "bench-password", true).await.unwrap(),
+        user: library
+            .accounts()
+            .create_user("admin", "bench-password", true)
+            .await
+            .unwrap(),
     };
-    let mut entries: Vec<_> = std::fs::read_dir(backlog).unwrap().map(|entry| entry.unwrap().path()).collect();
+    let mut entries: Vec<_> = std::fs::read_dir(backlog)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
     entries.sort();
     for path in entries {
         let bytes = std::fs::read(&path).unwrap();
         library
             .ingest()
-            .upload_track(&admin, path.file_name().and_then(|name| name.to_str()), bytes.as_slice())
+            .upload_track(
+                &admin,
+                path.file_name().and_then(|name| name.to_str()),
+                bytes.as_slice(),
+            )
             .await
             .unwrap();
     }
@@ -255,7 +296,10 @@ async fn timed_import(folder: std::path::PathBuf, backlog: &std::path::Path, ana
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let workers = musiclib_core::jobs::spawn_workers(
         &library,
-        musiclib_core::jobs::WorkerPlan { general: 2, network: 2 },
+        musiclib_core::jobs::WorkerPlan {
+            general: 2,
+            network: 2,
+        },
         move || {
             let mut stopped = stopped.clone();
             async move {
@@ -273,10 +317,11 @@ async fn timed_import(folder: std::path::PathBuf, backlog: &std::path::Path, ana
     let job = library.ingest().start_local_scan(&admin).await.unwrap();
     loop {
         let state = library.jobs().get(&admin, &job).await.unwrap().state;
-        let pending: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tracks WHERE metadata_status = 'pending'")
-            .fetch_one(pool(&library))
-            .await
-            .unwrap();
+        let pending: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM tracks WHERE metadata_status = 'pending'")
+                .fetch_one(pool(&library))
+                .await
+                .unwrap();
         if state == musiclib_core::jobs::JobState::Succeeded && pending == 0 {
             break;
         }
@@ -314,6 +359,10 @@ async fn import_alongside_analysis() {
 }
 
 fn main() {
+    // `cargo test` runs benchmarks once to check they start: this one takes minutes.
+    if !std::env::args().any(|arg| arg == "--bench") {
+        return;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

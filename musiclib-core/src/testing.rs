@@ -603,9 +603,20 @@ impl QueueProbe {
 /// a real file without the corpus.
 pub fn wav_tone(seconds: u32) -> Vec<u8> {
     let rate = 8000u32;
-    let samples = rate * seconds;
-    let data_len = samples * 2;
-    let mut wav = Vec::with_capacity(44 + data_len as usize);
+    wav_mono(
+        rate,
+        (0..rate * seconds).map(|index| {
+            let phase = f64::from(index) * 440.0 * std::f64::consts::TAU / f64::from(rate);
+            (phase.sin() * 12000.0) as i16
+        }),
+    )
+}
+
+/// A 16-bit mono PCM WAV file of `samples` at `rate` Hz.
+pub fn wav_mono(rate: u32, samples: impl IntoIterator<Item = i16>) -> Vec<u8> {
+    let data: Vec<u8> = samples.into_iter().flat_map(i16::to_le_bytes).collect();
+    let data_len = data.len() as u32;
+    let mut wav = Vec::with_capacity(44 + data.len());
     wav.extend_from_slice(b"RIFF");
     wav.extend_from_slice(&(36 + data_len).to_le_bytes());
     wav.extend_from_slice(b"WAVEfmt ");
@@ -618,10 +629,6 @@ pub fn wav_tone(seconds: u32) -> Vec<u8> {
     wav.extend_from_slice(&16u16.to_le_bytes());
     wav.extend_from_slice(b"data");
     wav.extend_from_slice(&data_len.to_le_bytes());
-    for index in 0..samples {
-        let phase = index as f64 * 440.0 * std::f64::consts::TAU / f64::from(rate);
-        let sample = (phase.sin() * 12000.0) as i16;
-        wav.extend_from_slice(&sample.to_le_bytes());
-    }
+    wav.extend_from_slice(&data);
     wav
 }

@@ -25,33 +25,20 @@ use crate::support::*;
 fn wav(hz: f64, overtone: f64, beats: f64, seconds: u32, seed: u16) -> Vec<u8> {
     let rate = 22_050u32;
     let samples = rate * seconds;
-    let data_len = samples * 2;
-    let mut out = Vec::with_capacity(44 + data_len as usize);
-    out.extend_from_slice(b"RIFF");
-    out.extend_from_slice(&(36 + data_len).to_le_bytes());
-    out.extend_from_slice(b"WAVEfmt ");
-    out.extend_from_slice(&16u32.to_le_bytes());
-    out.extend_from_slice(&1u16.to_le_bytes());
-    out.extend_from_slice(&1u16.to_le_bytes());
-    out.extend_from_slice(&rate.to_le_bytes());
-    out.extend_from_slice(&(rate * 2).to_le_bytes());
-    out.extend_from_slice(&2u16.to_le_bytes());
-    out.extend_from_slice(&16u16.to_le_bytes());
-    out.extend_from_slice(b"data");
-    out.extend_from_slice(&data_len.to_le_bytes());
-    for index in 0..samples {
-        let t = f64::from(index) / f64::from(rate);
-        let envelope = 0.55 + 0.45 * (std::f64::consts::TAU * beats * t).sin().abs();
-        let value = envelope
-            * (0.8 * (std::f64::consts::TAU * hz * t).sin()
-                + 0.2 * (std::f64::consts::TAU * overtone * t).sin());
-        let mut sample = (value * 14_000.0) as i16;
-        if index == samples - 1 {
-            sample = seed as i16;
-        }
-        out.extend_from_slice(&sample.to_le_bytes());
-    }
-    out
+    musiclib_core::testing::wav_mono(
+        rate,
+        (0..samples).map(|index| {
+            if index == samples - 1 {
+                return seed as i16;
+            }
+            let t = f64::from(index) / f64::from(rate);
+            let envelope = 0.55 + 0.45 * (std::f64::consts::TAU * beats * t).sin().abs();
+            let value = envelope
+                * (0.8 * (std::f64::consts::TAU * hz * t).sin()
+                    + 0.2 * (std::f64::consts::TAU * overtone * t).sin());
+            (value * 14_000.0) as i16
+        }),
+    )
 }
 
 struct Fixture {
