@@ -83,6 +83,11 @@ pub const SETTINGS: &[(&str, &str, &str)] = &[
         "Largest accepted upload (413 above)",
     ),
     (
+        "CLEANUP_GRACE_SECONDS",
+        "3600",
+        "How old a stored file no row references must be before storage cleanup deletes it (younger ones may belong to a write in progress)",
+    ),
+    (
         "WORKER_CONCURRENCY",
         "2",
         "Jobs run at once by `serve` (in-process) and by each `worker`",
@@ -442,6 +447,7 @@ impl TryFrom<RawSettings> for Settings {
         if config.max_upload_bytes == 0 {
             bail!("MAX_UPLOAD_BYTES: must be positive");
         }
+        config.cleanup_grace = Duration::from_secs(raw.parse("CLEANUP_GRACE_SECONDS", 3600)?);
         config.jobs.max_attempts = raw.parse("JOB_MAX_ATTEMPTS", 5)?;
         if config.jobs.max_attempts == 0 {
             bail!("JOB_MAX_ATTEMPTS: must be at least 1");

@@ -23,6 +23,10 @@ pub struct Config {
     pub token_ttl: Duration,
     /// Largest accepted upload, in bytes.
     pub max_upload_bytes: u64,
+    /// How old a blob no row references must be before `cleanup_storage` deletes it: younger
+    /// ones may belong to a write whose row is not committed yet (an upload, an import batch,
+    /// an HLS build).
+    pub cleanup_grace: Duration,
     /// Key material the legacy-interface app passwords are encrypted with (via HKDF).
     pub legacy_secret_key: Vec<u8>,
     /// Job queue behaviour.
@@ -232,6 +236,7 @@ impl std::fmt::Debug for Config {
             .field("jwt_secret", &"<redacted>")
             .field("token_ttl", &self.token_ttl)
             .field("max_upload_bytes", &self.max_upload_bytes)
+            .field("cleanup_grace", &self.cleanup_grace)
             .field("legacy_secret_key", &"<redacted>")
             .field("jobs", &self.jobs)
             .field("enrichment", &self.enrichment)
@@ -316,6 +321,7 @@ impl Config {
             plain("TOKEN_TTL_HOURS", self.token_ttl.as_secs() / 3600),
             secret("LEGACY_SECRET_KEY", !self.legacy_secret_key.is_empty()),
             plain("MAX_UPLOAD_BYTES", self.max_upload_bytes),
+            plain("CLEANUP_GRACE_SECONDS", self.cleanup_grace.as_secs()),
             plain("FFMPEG_PATH", self.transcoding.ffmpeg.display()),
             plain(
                 "RENDITION_CACHE_MAX_BYTES",
@@ -565,6 +571,7 @@ impl Config {
             jwt_secret: crate::auth::random_secret(),
             token_ttl: Duration::from_secs(7 * 24 * 3600),
             max_upload_bytes: 1024 * 1024 * 1024,
+            cleanup_grace: Duration::from_secs(3600),
             legacy_secret_key: crate::auth::random_secret(),
             jobs: JobsConfig {
                 lease: Duration::from_secs(60),

@@ -153,6 +153,10 @@ pub(crate) enum SendError {
     Temporary(String),
     /// Will not pass by asking again (a refused request, the server's API key).
     Permanent(String),
+    /// The service refused what was sent (a malformed listen): the batch is sent again one
+    /// play at a time, and a play refused on its own is dropped, so one bad play never holds
+    /// up the rest of the queue.
+    Refused(String),
 }
 
 impl SendError {
@@ -171,7 +175,8 @@ impl SendError {
         match self {
             SendError::Revoked(message)
             | SendError::Temporary(message)
-            | SendError::Permanent(message) => message,
+            | SendError::Permanent(message)
+            | SendError::Refused(message) => message,
         }
     }
 }
@@ -578,7 +583,15 @@ impl Scrobbling {
             Service::Lastfm => lastfm::MAX_BATCH,
             Service::Listenbrainz => listenbrainz::MAX_BATCH,
         };
+        // After a refused batch, its plays go one at a time.
+        let mut singles_left = 0usize;
         loop {
+            let batch_size = if singles_left > 0 {
+                singles_left -= 1;
+                1
+            } else {
+                batch_size
+            };
             let rows: Vec<(String, String, i64)> = self
                 .db
                 .sql(
@@ -656,6 +669,15 @@ impl Scrobbling {
                     }
                     report.state = Some(ServiceState::Ok);
                 }
+                Err(SendError::Refused(_)) if sendable.len() > 1 => {
+                    singles_left = sendable.len();
+                }
+                Err(SendError::Refused(message)) => {
+                    let play_id = sendable[0].0;
+                    tracing::warn!(user = %user, service = service.as_str(), play = play_id, error = %message, "a play was refused: dropped");
+                    report.ignored += 1;
+                    self.dequeue(user, service, &[play_id]).await?;
+                }
                 Err(error) => {
                     let ids: Vec<&str> = sendable.iter().map(|(play_id, _)| *play_id).collect();
                     self.note_failure(user, service, &ids, error.message())
@@ -676,7 +698,9 @@ impl Scrobbling {
                             Ok(report)
                         }
                         SendError::Temporary(message) => Err(JobError::retry(message)),
-                        SendError::Permanent(message) => Err(JobError::permanent(message)),
+                        SendError::Permanent(message) | SendError::Refused(message) => {
+                            Err(JobError::permanent(message))
+                        }
                     };
                 }
             }

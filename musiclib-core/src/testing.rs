@@ -114,6 +114,8 @@ impl TestLibraryBuilder {
         // Fast retries so tests can watch them.
         config.jobs.retry_base = std::time::Duration::from_millis(10);
         config.jobs.retry_max = std::time::Duration::from_millis(100);
+        // Orphans a test plants are deleted by the next cleanup (a test sets a grace to see it).
+        config.cleanup_grace = std::time::Duration::ZERO;
         // No test reaches a public service by accident: a port nothing listens on.
         config.enrichment.lrclib_base_url = "http://127.0.0.1:9".into();
         config.scrobbling.lastfm_base_url = "http://127.0.0.1:9/2.0/".into();

@@ -255,7 +255,7 @@ impl Ingest {
             .map(|(path, size, mtime)| (path, Known { size, mtime }))
             .collect();
         let missing_before: HashSet<String> = missing.into_iter().collect();
-        let walked = classify(files, &known, walk_report);
+        let walked = classify(files, &known, &missing_before, walk_report);
         let Walked {
             candidates,
             changed: changed_paths,
@@ -321,25 +321,27 @@ impl Ingest {
                 }
             }
         }
-        // Missing files that are back.
-        let back: Vec<String> = back_paths
-            .iter()
-            .filter_map(|path| details.get(*path))
-            .map(|known| known.id.clone())
-            .collect();
-        report.restored += self.set_availability(&back, "available").await?;
-
+        // Changed files are read again; so are missing files that are back (their stored
+        // copy may be gone too, when cleanup marked them), which are available again only
+        // once that read has stored them.
+        let back_set: HashSet<&str> = back_paths.iter().copied().collect();
         let changed = changed_paths.into_iter().filter_map(|candidate| {
             let id = TrackId::from_db(details.get(&candidate.relative)?.id.clone());
             Some(Changed { id, candidate })
         });
+        let mut back = Vec::new();
         for change in changed {
             let relative = change.candidate.relative.clone();
+            let id = change.id.clone();
             match self.reread_changed(change).await {
+                Ok(()) if back_set.contains(relative.as_str()) => back.push(id.to_string()),
                 Ok(()) => report.changed += 1,
                 Err(message) => report.fail(&relative, message),
             }
         }
+        // (A re-read may already have made them available.)
+        self.set_availability(&back, "available").await?;
+        report.restored += back.len() as u64;
         progress(&report);
 
         let mut prepared = stream::iter(candidates)
@@ -795,6 +797,7 @@ fn stat((absolute, relative): &(PathBuf, String)) -> Result<Candidate, ScanFileE
 fn classify(
     files: Vec<Candidate>,
     known: &HashMap<String, Known>,
+    missing: &HashSet<String>,
     mut report: WalkReport,
 ) -> Walked {
     let mut candidates = Vec::new();
@@ -810,7 +813,7 @@ fn classify(
                 // Tracks imported before modification times were kept have none: only a
                 // size change tells then.
                 let same_time = known.mtime.is_none() || known.mtime == candidate.mtime;
-                if same_size && same_time {
+                if same_size && same_time && !missing.contains(&candidate.relative) {
                     report.skipped += 1;
                     report.already_imported += 1;
                 } else {

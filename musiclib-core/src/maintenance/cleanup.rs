@@ -1,14 +1,17 @@
 //! The `cleanup_storage` job (`POST /storage/cleanup`): reconciles storage with the rows that
 //! reference it, namespace by namespace of [`crate::storage::layout`].
 //!
-//! 1. Every namespace is listed first, and every referencing column read. A listing that
-//!    fails stops the job before anything is deleted.
+//! 1. Every referencing column is read, then every namespace listed (in that order: a blob
+//!    is written before its row, so a row read first has its blob in the listing). A listing
+//!    that fails stops the job before anything is deleted.
 //! 2. It refuses to delete when the store looks unavailable: when a large share of the blobs
 //!    rows reference are not listed (an unmounted disk, an emptied folder, a wrong bucket or
 //!    prefix). Then nothing changes and the job's error says why.
-//! 3. Otherwise: blobs no row references are deleted (originals, covers, thumbnails of albums
-//!    without a cover, Opus and HLS renditions, playlist covers, abandoned staging files older
-//!    than a day), tracks whose original is gone are marked `missing` (never deleted), and
+//! 3. Otherwise: blobs no row references and older than `Config::cleanup_grace` are deleted
+//!    (originals, covers, thumbnails of albums without a cover, Opus and HLS renditions,
+//!    playlist covers, abandoned staging files older than a day; a younger blob may belong to
+//!    a write whose row is not committed yet), tracks whose original is gone are marked
+//!    `missing` (never deleted), and
 //!    cover sizes unknown to the statistics are filled in. A dry run reports the same without
 //!    changing anything. A delete that fails stops the job: what is left stays for the next run.
 
@@ -53,6 +56,9 @@ pub struct CleanupReport {
     pub dry_run: bool,
     /// Blobs listed, per namespace.
     pub listed: HashMap<&'static str, u64>,
+    /// Blobs younger than the grace period, per namespace: not judged this time (a write in
+    /// progress stores its blob before its row).
+    pub young: HashMap<&'static str, u64>,
     /// Blobs no row references, per namespace (deleted unless a dry run).
     pub orphans: HashMap<&'static str, u64>,
     /// Their bytes.
@@ -97,6 +103,9 @@ impl Maintenance {
 struct Referenced {
     /// `tracks.storage_uri` → track id.
     audio: HashMap<String, String>,
+    /// Tracks already marked `missing`: their originals are wanted (should they come back)
+    /// but not counted again when judging whether storage looks unavailable.
+    already_missing: HashSet<String>,
     /// `albums.cover_uri` → album id.
     covers: HashMap<String, String>,
     /// `playlists.cover_uri`.
@@ -110,10 +119,16 @@ struct Referenced {
 async fn referenced(library: &Library) -> Result<Referenced> {
     let db = &library.maintenance().db;
     let pool = db.pool();
-    let audio: Vec<(String, String)> = db
-        .sql("SELECT storage_uri, id FROM tracks WHERE storage_uri <> ''")
+    let audio: Vec<(String, String, String)> = db
+        .sql("SELECT storage_uri, id, availability FROM tracks WHERE storage_uri <> ''")
         .fetch_all(pool)
         .await?;
+    let already_missing = audio
+        .iter()
+        .filter(|(_, _, availability)| availability == "missing")
+        .map(|(key, _, _)| key.clone())
+        .collect();
+    let audio = audio.into_iter().map(|(key, id, _)| (key, id)).collect();
     let covers: Vec<(String, String)> = db
         .sql("SELECT cover_uri, id FROM albums WHERE cover_uri IS NOT NULL")
         .fetch_all(pool)
@@ -141,7 +156,8 @@ async fn referenced(library: &Library) -> Result<Referenced> {
         }
     }
     Ok(Referenced {
-        audio: audio.into_iter().collect(),
+        audio,
+        already_missing,
         covers: covers.into_iter().collect(),
         playlist_covers: playlist_covers.into_iter().collect(),
         opus,
@@ -184,7 +200,9 @@ async fn cleanup(
         dry_run,
         ..Default::default()
     };
-    // 1. List everything (a failure stops here, before any change).
+    // 1. Read the references, then list everything (a failure stops here, before any
+    // change).
+    let refs = referenced(library).await?;
     let mut listed = Vec::new();
     for prefix in ["audio/", "covers/", "playlist-covers/", "renditions/"] {
         let blobs_under = blobs.list_meta(prefix).await.map_err(|error| {
@@ -195,16 +213,18 @@ async fn cleanup(
         })?;
         listed.extend(blobs_under);
     }
-    let refs = referenced(library).await?;
     let present: HashSet<&str> = listed.iter().map(|blob| blob.key.as_str()).collect();
 
-    // 2. Refuse when the store looks unavailable.
-    let referenced_total =
-        refs.audio.len() + refs.covers.len() + refs.playlist_covers.len() + refs.opus.len();
+    // 2. Refuse when the store looks unavailable. Tracks already marked missing are not
+    // counted: one lost disk must not make every later cleanup refuse.
+    let referenced_total = refs.audio.len() - refs.already_missing.len()
+        + refs.covers.len()
+        + refs.playlist_covers.len()
+        + refs.opus.len();
     let gone_audio: Vec<&String> = refs
         .audio
         .keys()
-        .filter(|key| !present.contains(key.as_str()))
+        .filter(|key| !present.contains(key.as_str()) && !refs.already_missing.contains(*key))
         .collect();
     let gone = gone_audio.len()
         + refs
@@ -234,6 +254,8 @@ async fn cleanup(
 
     // 3. Orphans, namespace by namespace.
     let albums_with_cover: HashSet<&str> = refs.covers.values().map(String::as_str).collect();
+    let grace = library.config().cleanup_grace;
+    let now = std::time::SystemTime::now();
     let mut orphans = Vec::new();
     for blob in &listed {
         let Some(namespace) = layout::namespace_of(&blob.key) else {
@@ -241,6 +263,14 @@ async fn cleanup(
         };
         let name = namespace_name(namespace);
         *report.listed.entry(name).or_default() += 1;
+        let young = now
+            .duration_since(blob.modified)
+            .map_or(true, |age| age < grace);
+        if young {
+            // Possibly a write whose row is not committed yet: left for a later run.
+            *report.young.entry(name).or_default() += 1;
+            continue;
+        }
         if !wanted(namespace, &blob.key, &refs, &albums_with_cover) {
             *report.orphans.entry(name).or_default() += 1;
             report.orphan_bytes += blob.size;
@@ -298,7 +328,12 @@ async fn cleanup(
         report.deleted += 1;
     }
     for path in stale_staging {
-        if std::fs::remove_file(&path).is_ok() {
+        let removed = if path.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        if removed.is_ok() {
             report.deleted += 1;
         }
     }
@@ -317,7 +352,8 @@ fn namespace_name(namespace: Namespace) -> &'static str {
     }
 }
 
-/// Files in the local staging folders older than a day: writes that never finished.
+/// Files in the local staging folders older than a day, and download folders (`fetch-*`)
+/// nothing has written to for a day: writes that never finished.
 fn stale_staging_files(library: &Library) -> Vec<std::path::PathBuf> {
     let storage = library.storage();
     let mut folders = vec![storage.staging_dir().to_path_buf()];
@@ -331,11 +367,27 @@ fn stale_staging_files(library: &Library) -> Vec<std::path::PathBuf> {
             continue;
         };
         for entry in entries.flatten() {
-            let old = entry
-                .metadata()
-                .ok()
-                .filter(|meta| meta.is_file())
-                .and_then(|meta| meta.modified().ok())
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            let is_download =
+                meta.is_dir() && entry.file_name().to_string_lossy().starts_with("fetch-");
+            if !meta.is_file() && !is_download {
+                continue;
+            }
+            let mut newest = meta.modified().ok();
+            if is_download {
+                // A running download writes inside its folder.
+                for inner in std::fs::read_dir(entry.path())
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                {
+                    let modified = inner.metadata().and_then(|meta| meta.modified()).ok();
+                    newest = newest.max(modified);
+                }
+            }
+            let old = newest
                 .and_then(|modified| now.duration_since(modified).ok())
                 .is_some_and(|age| age > STAGING_MAX_AGE);
             if old {

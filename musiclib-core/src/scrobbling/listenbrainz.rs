@@ -87,6 +87,8 @@ impl ListenBrainz {
             401 => SendError::Revoked(said),
             429 => SendError::Temporary(said),
             code if code >= 500 => SendError::Temporary(said),
+            // What was sent is invalid (a listen it cannot take).
+            400 => SendError::Refused(said),
             _ => SendError::Permanent(said),
         })
     }

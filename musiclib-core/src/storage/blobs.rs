@@ -401,6 +401,7 @@ impl BlobStore {
             .map(|meta| ListedBlob {
                 key: meta.location.to_string(),
                 size: meta.size,
+                modified: meta.last_modified.into(),
             })
             .collect())
     }
@@ -413,6 +414,8 @@ pub(crate) struct ListedBlob {
     pub(crate) key: String,
     /// Its size in bytes.
     pub(crate) size: u64,
+    /// When it was last written.
+    pub(crate) modified: std::time::SystemTime,
 }
 
 /// Size of the slices a mapped range is sent in.

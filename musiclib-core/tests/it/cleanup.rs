@@ -171,6 +171,49 @@ backend_test! {
     }
 }
 
+backend_test! {
+    #[services]
+    async fn young_orphans_wait_for_the_grace_period(backend: Backend) {
+        // A blob stored a moment ago may be an upload whose row is not committed yet.
+        let library = TestLibrary::builder(backend)
+            .config(|config| config.cleanup_grace = std::time::Duration::from_secs(3600))
+            .build()
+            .await;
+        let root = admin(&library).await;
+        upload_all(&library, &root).await;
+        let fresh = format!("audio/{}.mp3", musiclib_core::TrackId::new());
+        musiclib_core::testing::put_blob(&library, &fresh, bytes::Bytes::from_static(b"in flight")).await;
+        let done = run_cleanup(&library, &root, false).await;
+        assert_eq!(done.state, JobState::Succeeded, "{done:?}");
+        let result = done.result.clone().unwrap();
+        assert_eq!(result["deleted"], 0, "{result}");
+        assert_eq!(result["young"]["originals"], 5, "{result}");
+        assert!(musiclib_core::testing::blob_exists(&library, &fresh).await);
+    }
+}
+
+backend_test! {
+    #[services]
+    async fn tracks_already_missing_do_not_make_cleanup_refuse(backend: Backend) {
+        // Originals lost one at a time: each cleanup marks one more track missing. Tracks
+        // already marked are not counted again, so the third loss (three of four files gone
+        // in all) is still a lost file, not an outage.
+        let library = TestLibrary::new(backend).await;
+        let root = admin(&library).await;
+        let tracks = upload_all(&library, &root).await;
+        for (lost, track) in tracks.iter().take(3).enumerate() {
+            musiclib_core::testing::delete_blob(&library, &track.storage_uri).await;
+            let done = run_cleanup(&library, &root, false).await;
+            assert_eq!(done.state, JobState::Succeeded, "loss {lost}: {done:?}");
+            assert_eq!(done.result.clone().unwrap()["missing_tracks"], 1, "loss {lost}");
+            let track = library.catalog().get_track(&track.id).await.unwrap();
+            assert_eq!(track.availability.as_str(), "missing");
+        }
+        let kept = library.catalog().get_track(&tracks[3].id).await.unwrap();
+        assert_eq!(kept.availability.as_str(), "available");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(musiclib_services),
@@ -383,5 +426,44 @@ async fn the_object_store_stopping_mid_run_deletes_nothing() {
     assert!(!musiclib_core::testing::blob_exists(&library, &orphan).await);
     for track in &tracks {
         assert!(musiclib_core::testing::blob_exists(&library, &track.storage_uri).await);
+    }
+}
+
+backend_test! {
+    #[services]
+    async fn tracks_of_one_musicbrainz_recording_are_duplicates(backend: Backend) {
+        // Different files (other bytes, no fingerprint in common) identified as the same
+        // recording: one group, for that reason; the other tracks are not grouped.
+        let library = TestLibrary::new(backend).await;
+        let reader = user(&library, "reader").await;
+        musiclib_core::testing::insert_synthetic_tracks(&library, 6).await;
+        let tracks = library
+            .catalog()
+            .list_tracks(&Default::default(), None, musiclib_core::domain::Page::default())
+            .await
+            .unwrap()
+            .items;
+        let (a, b) = (&tracks[1], &tracks[4]);
+        musiclib_core::testing::execute(
+            &library,
+            "UPDATE tracks SET musicbrainz_recording_id = 'b9b6dc4c-6d4a-4bba-9d1f-2f3f1ba5e8a1' WHERE id IN ($1, $2)",
+            &[a.id.as_str(), b.id.as_str()],
+        )
+        .await;
+        let groups = library
+            .maintenance()
+            .duplicates(&reader, musiclib_core::domain::Page::default())
+            .await
+            .unwrap();
+        assert_eq!(groups.items.len(), 1, "{groups:#?}");
+        let group = &groups.items[0];
+        let reasons: Vec<&str> = group.reasons.iter().map(|reason| reason.as_str()).collect();
+        assert_eq!(reasons, vec!["same_recording"]);
+        let mut ids: Vec<&str> = group.tracks.iter().map(|track| track.id.as_str()).collect();
+        ids.sort();
+        let mut expected = vec![a.id.as_str(), b.id.as_str()];
+        expected.sort();
+        assert_eq!(ids, expected);
+        assert!(expected.contains(&group.keeper.as_str()));
     }
 }

@@ -223,6 +223,26 @@ backend_test! {
             })
             .await
             .unwrap();
+        library
+            .social()
+            .record_like(&alice, musiclib_core::social::NewLike {
+                track_id: deleted_id.to_string(),
+                liked: true,
+                client_event_id: "like-1".into(),
+                event_time: musiclib_core::Timestamp::from_micros(1_000_000),
+            })
+            .await
+            .unwrap();
+        let playlist = library
+            .playlists()
+            .create(&alice, musiclib_core::playlists::NewPlaylist {
+                name: "Keep".into(),
+                description: None,
+                public: false,
+                track_ids: vec![deleted_id.clone()],
+            })
+            .await
+            .unwrap();
 
         // An unchanged rescan changes nothing.
         let unchanged = library.ingest().scan_local_folder(|_| {}).await.expect("rescan");
@@ -267,17 +287,39 @@ backend_test! {
         assert_eq!(deleted.availability.as_str(), "missing");
         let history = library.social().history(&alice, Page::default()).await.unwrap();
         assert_eq!(history.items.len(), 1);
+        let likes = library.social().liked_tracks(&alice, Page::default()).await.unwrap();
+        assert_eq!(likes.items.len(), 1);
+        assert_eq!(likes.items[0].track_id, deleted_id.to_string());
+        let kept = library.playlists().get(&alice, &playlist.id).await.unwrap();
+        assert_eq!(kept.track_ids, vec![deleted_id.clone()]);
         // The moved file is the same track at its new path.
         let moved = &after["sub/moved.flac"];
         assert_eq!(moved.id, before["moving.flac"].id);
         assert_eq!(moved.availability.as_str(), "available");
         assert!(!after.contains_key("moving.flac"));
 
-        // The file is back: available again.
+        // The stored copy of a file still in the folder is lost: cleanup marks its track
+        // missing, and the next rescan stores the file again before it is available.
+        musiclib_core::testing::delete_blob(&library, &retagged.storage_uri).await;
+        let cleanup = library.maintenance().start_cleanup(&admin, false).await.unwrap();
+        musiclib_core::testing::drain_jobs(&library).await;
+        let cleanup = library.jobs().get(&admin, &cleanup).await.unwrap();
+        assert_eq!(cleanup.state, musiclib_core::jobs::JobState::Succeeded, "{cleanup:?}");
+        assert_eq!(cleanup.result.unwrap()["missing_tracks"], 1);
+        assert_eq!(library.catalog().get_track(&retagged.id).await.unwrap().availability.as_str(), "missing");
+
+        // The files are back: available again, the lost copy stored again.
         put("deleted.mp3", song(3));
         let third = library.ingest().scan_local_folder(|_| {}).await.expect("rescan");
-        assert_eq!(third.restored, 1, "{third:#?}");
-        assert_eq!(folder_tracks(&library).await["deleted.mp3"].availability.as_str(), "available");
+        assert_eq!(third.restored, 2, "{third:#?}");
+        let back = folder_tracks(&library).await;
+        assert_eq!(back["deleted.mp3"].availability.as_str(), "available");
+        assert_eq!(back["retagged.mp3"].availability.as_str(), "available");
+        assert_eq!(back["retagged.mp3"].title, "Ñandú Bailarín");
+        assert_eq!(
+            musiclib_core::testing::blob_bytes(&library, &back["retagged.mp3"].storage_uri).await.len() as i64,
+            back["retagged.mp3"].size_bytes.unwrap()
+        );
 
         // An emptied folder (an unmounted disk) marks nothing missing, and says why.
         for entry in std::fs::read_dir(&root).unwrap() {

@@ -79,10 +79,24 @@ impl From<StoredSettings> for SettingsOut {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SettingsPatchIn {
-    /// The default stream quality.
+    /// The default stream quality (`null` is refused: leave the field out to keep it).
+    #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false)]
     pub streaming_quality: Option<StreamingQualityName>,
-    /// Scrobbling on or off.
+    /// Scrobbling on or off (`null` is refused: leave the field out to keep it).
+    #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false)]
     pub scrobbling: Option<bool>,
+}
+
+/// A field that may be left out but, when given, must have a value: `null` is an error
+/// naming the field, not "no change".
+fn not_null<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
 }
 
 /// The caller's settings (made with the defaults on first access).

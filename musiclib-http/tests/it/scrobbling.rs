@@ -458,3 +458,92 @@ both_backends!(
         assert!(listenbrainz_requests(&server).await.is_empty());
     }
 );
+
+/// Refuses (HTTP 400, as ListenBrainz does for an invalid listen) any submission holding the
+/// track titled `bad`, and takes the rest.
+struct RefuseTitle {
+    bad: String,
+}
+
+impl Respond for RefuseTitle {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let refused = body["payload"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|listen| listen["track_metadata"]["track_name"] == self.bad.as_str());
+        if refused {
+            ResponseTemplate::new(400).set_body_json(
+                json!({"code": 400, "error": "Value for key track_name is invalid."}),
+            )
+        } else {
+            ResponseTemplate::new(200).set_body_json(json!({"status": "ok"}))
+        }
+    }
+}
+
+both_backends!(
+    a_refused_play_does_not_hold_up_the_queue,
+    |backend: Backend| async move {
+        let server = MockServer::start().await;
+        mount_success(&server).await;
+        let (app, alice, _, ids) = set_up(backend, &server, 3).await;
+        let (_, bad) = app
+            .get(&format!("/api/v1/tracks/{}", ids[1]), Some(&alice))
+            .await;
+        Mock::given(method("POST"))
+            .and(path("/1/submit-listens"))
+            .respond_with(RefuseTitle {
+                bad: bad["title"].as_str().unwrap().to_string(),
+            })
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        let plays: Vec<Value> = (0..3)
+            .map(|index| play(&format!("p{index}"), &ids[index], index as u32, 120.0))
+            .collect();
+        let (status, _) = app
+            .json(
+                "POST",
+                "/api/v1/sync/push",
+                Some(&alice),
+                json!({"plays": plays}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        drain_jobs(&app.library).await;
+        // The import of three is refused; then one at a time: two taken, the bad one dropped.
+        let listens = listenbrainz_requests(&server).await;
+        let kinds: Vec<(&str, usize)> = listens
+            .iter()
+            .map(|listen| {
+                (
+                    listen["listen_type"].as_str().unwrap(),
+                    listen["payload"].as_array().unwrap().len(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![("import", 3), ("single", 1), ("single", 1), ("single", 1)]
+        );
+        let (_, state) = app.get("/api/v1/settings/scrobbling", Some(&alice)).await;
+        assert_eq!(state["listenbrainz"]["state"], "ok", "{state}");
+        // Nothing is left queued: a new play goes alone.
+        app.json(
+            "POST",
+            "/api/v1/history",
+            Some(&alice),
+            play("later", &ids[0], 30, 120.0),
+        )
+        .await;
+        drain_jobs(&app.library).await;
+        let listens = listenbrainz_requests(&server).await;
+        assert_eq!(listens.len(), 5);
+        assert_eq!(listens[4]["listen_type"], "single");
+        // Last.fm took all three in one batch.
+        let scrobbles = lastfm_requests(&server, "track.scrobble").await;
+        assert_eq!(scrobbles.len(), 2);
+    }
+);

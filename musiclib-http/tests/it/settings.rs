@@ -74,6 +74,8 @@ both_backends!(settings_are_per_user, |backend: Backend| async move {
             "streaming_quality",
         ),
         (json!({"streaming_quality": 3}), "streaming_quality"),
+        (json!({"scrobbling": null}), "scrobbling"),
+        (json!({"streaming_quality": null}), "streaming_quality"),
     ] {
         let (status, error) = app
             .json("PATCH", "/api/v1/settings", Some(&alice), body.clone())

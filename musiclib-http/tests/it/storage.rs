@@ -287,6 +287,15 @@ async fn broken_files_are_found(backend: Backend) {
         )
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = app.get("/api/v1/storage/broken", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    for bad in ["limit=0", "limit=201", "offset=-1", "limit=many"] {
+        let (status, error) = app
+            .get(&format!("/api/v1/storage/broken?{bad}"), Some(&user))
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {error}");
+        assert!(error["error"]["field"].is_string(), "{bad}: {error}");
+    }
     // Nothing is known before a check.
     let (status, none) = app.get("/api/v1/storage/broken", Some(&user)).await;
     assert_eq!(status, StatusCode::OK);
