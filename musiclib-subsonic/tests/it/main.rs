@@ -7,6 +7,7 @@ mod endpoints;
 mod harness;
 mod media;
 mod remote;
+mod scrobbling;
 
 /// Runs an async test body once per backend pairing. Every scenario uploads tracks of the
 /// corpus and validates with xmllint, and the scale-out one needs PostgreSQL and S3: outside
