@@ -119,6 +119,13 @@ impl Catalog {
                 )
             }
         };
+        // Only albums with something to play: an album of saved remote hits (placeholders)
+        // alone is not listed to legacy clients, which cannot play it.
+        let playable = "EXISTS (SELECT 1 FROM tracks p WHERE p.album_id = al.id AND p.availability <> 'placeholder')";
+        let filter = match filter.strip_prefix("WHERE ") {
+            Some(condition) => format!("WHERE ({condition}) AND {playable}"),
+            None => format!("WHERE {playable}"),
+        };
         select.push(&format!(
             " {join} {filter} ORDER BY {order} LIMIT {} OFFSET {}",
             page.limit(),

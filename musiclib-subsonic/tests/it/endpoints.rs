@@ -414,6 +414,10 @@ both_backends!(every_method, |backend: Backend| async move {
         (Some(other.as_str()), Some(42000))
     );
     assert_eq!(queue["changedBy"], "tests");
+    // Each user has their own queue.
+    let theirs = app.json_as(&app.admin_auth(), "getPlayQueue", "").await;
+    assert_eq!(theirs["status"], "ok", "{theirs}");
+    assert!(theirs.get("playQueue").is_none(), "{theirs}");
     assert_eq!(
         app.json_as(
             &app.auth(),

@@ -59,6 +59,37 @@ both_backends!(
         );
         app.xml("search3", "query=drift").await;
 
+        // An album made only of saved hits is left out of the album lists; one with
+        // something to play stays.
+        let mut lone = musiclib_core::testing::subsonic_song("s9", "Far Signal", None);
+        lone["album"] = "Only Remote".into();
+        lone["artist"] = "Far Away".into();
+        wiremock::Mock::given(wiremock::matchers::method("GET"))
+            .and(wiremock::matchers::path("/rest/getSong"))
+            .and(wiremock::matchers::query_param("id", "s9"))
+            .respond_with(musiclib_core::testing::subsonic_ok(
+                serde_json::json!({"song": lone}),
+            ))
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        let remote_only = app
+            .library
+            .remote()
+            .save(&app.caller, "subsonic", "s9")
+            .await
+            .unwrap();
+        let remote_album = remote_only.track.album_id.as_ref().unwrap().to_string();
+        assert_ne!(remote_album, album_id);
+        for kind in ["alphabeticalByName", "newest", "random"] {
+            let list = app
+                .json("getAlbumList2", &format!("type={kind}&size=500"))
+                .await;
+            let albums = song_ids(&list["albumList2"]["album"]);
+            assert!(albums.contains(&album_id), "{kind}: {list}");
+            assert!(!albums.contains(&remote_album), "{kind}: {list}");
+        }
+
         // A playlist keeps it, and getSong answers it.
         let created = app
             .json(
