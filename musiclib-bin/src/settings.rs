@@ -210,6 +210,11 @@ pub const SETTINGS: &[(&str, &str, &str)] = &[
         "Its (app) password: only a salted token travels; redacted wherever settings are shown",
     ),
     (
+        "SUBSONIC_SOURCE_API_KEY",
+        "",
+        "Its OpenSubsonic API key, sent as `apiKey` instead of the user and token (needs no username or password); redacted wherever settings are shown",
+    ),
+    (
         "REMOTE_SEARCH_TIMEOUT_SECONDS",
         "10",
         "How long one remote source may take to answer a search",
@@ -567,19 +572,23 @@ fn remote_settings(raw: &RawSettings) -> Result<RemoteConfig> {
     }
     if let Some(url) = raw.get("SUBSONIC_SOURCE_URL") {
         raw.url("SUBSONIC_SOURCE_URL", "")?;
-        let (Some(username), Some(password)) = (
+        let api_key = raw.get("SUBSONIC_SOURCE_API_KEY");
+        let (username, password) = match (
             raw.get("SUBSONIC_SOURCE_USERNAME"),
             raw.get("SUBSONIC_SOURCE_PASSWORD"),
-        ) else {
-            bail!(
-                "SUBSONIC_SOURCE_URL: needs SUBSONIC_SOURCE_USERNAME and SUBSONIC_SOURCE_PASSWORD"
-            );
+        ) {
+            (Some(username), Some(password)) => (username, password),
+            (username, _) if api_key.is_some() => (username.unwrap_or(""), ""),
+            _ => bail!(
+                "SUBSONIC_SOURCE_URL: needs SUBSONIC_SOURCE_API_KEY, or SUBSONIC_SOURCE_USERNAME and SUBSONIC_SOURCE_PASSWORD"
+            ),
         };
         remote.subsonic = Some(SubsonicSourceConfig {
             url: url.trim_end_matches('/').to_string(),
             username: username.to_string(),
             password: password.to_string(),
         });
+        remote.subsonic_api_key = api_key.map(str::to_string);
     }
     let timeout: u64 = raw.parse("REMOTE_SEARCH_TIMEOUT_SECONDS", 10)?;
     if !(1..=120).contains(&timeout) {
@@ -673,5 +682,34 @@ mod tests {
         }
         let error = build(&[("STORAGE_BACKEND", "s3")]).unwrap_err().to_string();
         assert!(error.starts_with("S3_BUCKET"), "{error}");
+    }
+
+    #[test]
+    fn a_subsonic_source_takes_an_api_key_or_a_password() {
+        let url = ("SUBSONIC_SOURCE_URL", "http://friend.example");
+        let keyed = build(&[url, ("SUBSONIC_SOURCE_API_KEY", "k3y-secret")]).unwrap();
+        assert!(keyed.config.remote.subsonic.is_some());
+        assert_eq!(
+            keyed.config.remote.subsonic_api_key.as_deref(),
+            Some("k3y-secret")
+        );
+        let shown = keyed.config.effective();
+        let key = shown
+            .iter()
+            .find(|setting| setting.name == "SUBSONIC_SOURCE_API_KEY")
+            .unwrap();
+        assert!(key.secret && key.value.as_deref() != Some("k3y-secret"));
+        assert!(!format!("{:?}", keyed.config).contains("k3y-secret"));
+        let password = build(&[
+            url,
+            ("SUBSONIC_SOURCE_USERNAME", "friend"),
+            ("SUBSONIC_SOURCE_PASSWORD", "pw"),
+        ])
+        .unwrap();
+        assert_eq!(password.config.remote.subsonic_api_key, None);
+        let error = build(&[url, ("SUBSONIC_SOURCE_USERNAME", "friend")])
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with("SUBSONIC_SOURCE_URL"), "{error}");
     }
 }

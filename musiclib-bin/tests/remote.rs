@@ -217,10 +217,24 @@ async fn another_musiclib_is_a_subsonic_source() {
     let wrong_port = free_port();
     let wrong = format!("http://127.0.0.1:{wrong_port}/api/v1");
     let _wrong = serve(wrong_data.path(), wrong_port, &source("not-the-password"));
+    // And one with the OpenSubsonic API key alone (musiclib's is the app password).
+    let keyed_data = tempfile::tempdir().unwrap();
+    let keyed_port = free_port();
+    let keyed = format!("http://127.0.0.1:{keyed_port}/api/v1");
+    let _keyed = serve(
+        keyed_data.path(),
+        keyed_port,
+        &[
+            ("SUBSONIC_SOURCE_URL", friend_base.clone()),
+            ("SUBSONIC_SOURCE_API_KEY", app_password.clone()),
+        ],
+    );
     wait_healthy(&client, &format!("http://127.0.0.1:{ours_port}")).await;
     wait_healthy(&client, &format!("http://127.0.0.1:{wrong_port}")).await;
+    wait_healthy(&client, &format!("http://127.0.0.1:{keyed_port}")).await;
     let token = register(&client, &format!("http://127.0.0.1:{ours_port}"), "me").await;
     let wrong_token = register(&client, &format!("http://127.0.0.1:{wrong_port}"), "me").await;
+    let keyed_token = register(&client, &format!("http://127.0.0.1:{keyed_port}"), "me").await;
 
     // The registry: subsonic enabled and answering; yt-dlp's `remote` off.
     let (status, sources) = get(&client, &format!("{ours}/sources"), &token).await;
@@ -352,6 +366,12 @@ async fn another_musiclib_is_a_subsonic_source() {
     .await;
     assert_eq!(status, 200, "{had}");
     assert_eq!(had["download"]["already_in_library"], true);
+
+    // The API key works as the password does.
+    let (status, found) = get(&client, &format!("{keyed}/search?q=polar%20drift"), &keyed_token).await;
+    assert_eq!(status, 200, "{found}");
+    assert_eq!(found["sources"][0]["ok"], true, "{found}");
+    assert_eq!(found["hits"][0]["source_id"], polar.as_str(), "{found}");
 
     // Refused credentials: the search still answers, saying why.
     let (status, refused) = get(&client, &format!("{wrong}/search?q=polar"), &wrong_token).await;

@@ -50,8 +50,9 @@ pub struct RecommendConfig {
     pub external_url: Option<String>,
     /// An external recommender given as code (wins over `external_url`).
     pub external: Option<crate::recommend::ExternalPlugin>,
-    /// How long a radio request waits for it (`RECOMMENDER_TIMEOUT_MS`); after a failure or
-    /// a timeout it is left out for [`RecommendConfig::external_pause`].
+    /// How long one call to it may take (`RECOMMENDER_TIMEOUT_MS`); after a failure or a
+    /// timeout it is left out for [`RecommendConfig::external_pause`]. A radio request waits
+    /// for it only until its own signals are read plus `recommend::EXTERNAL_GRACE`.
     pub external_timeout: Duration,
     /// How long a failing external recommender is left out.
     pub external_pause: Duration,
@@ -70,18 +71,22 @@ impl Default for RecommendConfig {
             external_timeout: Duration::from_millis(150),
             external_pause: Duration::from_secs(30),
             sound_analysis: true,
-            sweep_interval: Duration::from_secs(300),
+            sweep_interval: Duration::from_secs(60),
         }
     }
 }
 
 /// Remote sources (settings `REMOTE_*`, `YTDLP_PATH`, `SUBSONIC_SOURCE_*`, `DOWNLOAD_*`).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct RemoteConfig {
     /// The yt-dlp source (`remote`), when `REMOTE_ENABLED`.
     pub ytdlp: Option<YtDlpConfig>,
     /// A Subsonic server as the `subsonic` source, when `SUBSONIC_SOURCE_URL` is set.
     pub subsonic: Option<SubsonicSourceConfig>,
+    /// The `subsonic` source's OpenSubsonic API key (`SUBSONIC_SOURCE_API_KEY`): when set, it
+    /// is sent as `apiKey` in place of the user and token (username and password may then be
+    /// empty).
+    pub subsonic_api_key: Option<String>,
     /// How long one source may take to answer a search (`REMOTE_SEARCH_TIMEOUT_SECONDS`).
     pub search_timeout: Duration,
     /// Retries of downloads and materializations (`DOWNLOAD_MAX_ATTEMPTS`,
@@ -89,11 +94,27 @@ pub struct RemoteConfig {
     pub download_retry: RetryPolicy,
 }
 
+impl std::fmt::Debug for RemoteConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteConfig")
+            .field("ytdlp", &self.ytdlp)
+            .field("subsonic", &self.subsonic)
+            .field(
+                "subsonic_api_key",
+                &self.subsonic_api_key.as_ref().map(|_| REDACTED),
+            )
+            .field("search_timeout", &self.search_timeout)
+            .field("download_retry", &self.download_retry)
+            .finish()
+    }
+}
+
 impl Default for RemoteConfig {
     fn default() -> Self {
         RemoteConfig {
             ytdlp: None,
             subsonic: None,
+            subsonic_api_key: None,
             search_timeout: Duration::from_secs(10),
             download_retry: RetryPolicy {
                 max_attempts: 5,
@@ -391,7 +412,17 @@ impl Config {
                 "SUBSONIC_SOURCE_USERNAME",
                 self.remote.subsonic.as_ref().map(|source| &source.username),
             ),
-            secret("SUBSONIC_SOURCE_PASSWORD", self.remote.subsonic.is_some()),
+            secret(
+                "SUBSONIC_SOURCE_PASSWORD",
+                self.remote
+                    .subsonic
+                    .as_ref()
+                    .is_some_and(|source| !source.password.is_empty()),
+            ),
+            secret(
+                "SUBSONIC_SOURCE_API_KEY",
+                self.remote.subsonic.is_some() && self.remote.subsonic_api_key.is_some(),
+            ),
             plain(
                 "REMOTE_SEARCH_TIMEOUT_SECONDS",
                 self.remote.search_timeout.as_secs(),

@@ -323,7 +323,11 @@ impl Remote {
             sources.push(Arc::new(ytdlp::YtDlpSource::new(ytdlp.clone(), ffmpeg)));
         }
         if let Some(subsonic) = &config.subsonic {
-            sources.push(Arc::new(subsonic::SubsonicSource::new(http, subsonic)));
+            sources.push(Arc::new(subsonic::SubsonicSource::new(
+                http,
+                subsonic,
+                config.subsonic_api_key.clone(),
+            )));
         }
         Remote {
             db,
@@ -404,7 +408,10 @@ impl Remote {
                 .config
                 .subsonic
                 .as_ref()
-                .map(|subsonic| format!("{} as {}", subsonic.url, subsonic.username))
+                .map(|subsonic| match &self.config.subsonic_api_key {
+                    Some(_) => format!("{} with an API key", subsonic.url),
+                    None => format!("{} as {}", subsonic.url, subsonic.username),
+                })
                 .unwrap_or_default(),
         }
     }
@@ -552,31 +559,52 @@ impl Remote {
 
     /// Queues the fetch of a placeholder's audio (`POST /tracks/{id}/materialize`); a track
     /// with audio is answered as it is. Any signed-in user: the library is shared.
+    ///
+    /// A live `download_task` of the track is joined, and becomes a `materialize_track`: that
+    /// kind is how the job remembers a materialization wants it, so cancelling the downloads
+    /// that share it does not stop it.
     pub async fn materialize(&self, caller: &Caller, id: &TrackId) -> Result<Materialize> {
         let track = self.catalog.get_track(id).await?;
         if has_audio(&track) {
             return Ok(Materialize::Ready(Box::new(track)));
         }
         self.enabled_source(track.source.as_str(), "source")?;
-        let job = self
-            .jobs
-            .enqueue::<MaterializeTrack>(
-                &fetch::FetchPayload {
-                    track_id: id.clone(),
-                    download_id: None,
-                },
-                Some(&caller.user.id),
-            )
-            .await?;
-        let state = self.jobs.queue().get(&job).await?.state;
-        Ok(Materialize::Queued { job_id: job, state })
+        let payload = fetch::FetchPayload {
+            track_id: id.clone(),
+            download_id: None,
+        };
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let job = self
+                .jobs
+                .enqueue::<MaterializeTrack>(&payload, Some(&caller.user.id))
+                .await?;
+            self.db
+                .sql(
+                    "UPDATE jobs SET kind = $2, updated_at = {now}
+                     WHERE id = $1 AND kind = $3 AND state IN ('queued', 'running')",
+                )
+                .bind(&job)
+                .bind(<MaterializeTrack as crate::jobs::JobKind>::NAME)
+                .bind(<DownloadTask as crate::jobs::JobKind>::NAME)
+                .execute(self.db.pool())
+                .await?;
+            let state = self.jobs.queue().get(&job).await?.state;
+            if state == crate::jobs::JobState::Failed && attempt < 3 {
+                // The download job answered was cancelled in between: queue a fresh one.
+                continue;
+            }
+            return Ok(Materialize::Queued { job_id: job, state });
+        }
     }
 }
 
 impl Remote {
     /// Materializes a placeholder and waits for its audio, at most `wait` (the Subsonic
-    /// `stream` of a placeholder). A track with audio answers at once; a fetch that fails or
-    /// takes longer is unavailable, saying why.
+    /// `stream` of a placeholder). A track with audio answers at once; a fetch that fails,
+    /// whose attempt failed and waits for a retry (the source is down: waiting longer would
+    /// not help this request), or that takes longer is unavailable, saying why.
     pub async fn materialize_and_wait(
         &self,
         caller: &Caller,
@@ -596,6 +624,13 @@ impl Remote {
                     return Err(Error::Unavailable(format!(
                         "track {id} could not be fetched from its source: {}",
                         job.error.unwrap_or_default()
+                    )))
+                }
+                crate::jobs::JobState::Queued if job.attempts > 0 => {
+                    return Err(Error::Unavailable(format!(
+                        "track {id} could not be fetched from its source for now ({}); another attempt follows at {}",
+                        job.error.unwrap_or_default(),
+                        job.run_at
                     )))
                 }
                 _ if Instant::now() >= deadline => {

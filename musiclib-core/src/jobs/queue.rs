@@ -74,12 +74,6 @@ pub(crate) trait JobQueue: Send + Sync + std::fmt::Debug {
         error: &str,
         retry_in: Option<Duration>,
     ) -> Result<()>;
-    /// Ends a job that has not started (state queued, a first attempt or a retry) as failed
-    /// with `reason`. `false` when it is running or finished: a running handler stops by
-    /// itself when it sees why (a cancelled download).
-    async fn cancel_queued(&self, _id: &JobId, _reason: &str) -> Result<bool> {
-        Ok(false)
-    }
     /// Reads a job.
     async fn get(&self, id: &JobId) -> Result<Job>;
     /// The most recently created job of `kind`.
@@ -330,20 +324,6 @@ impl JobQueue for SqlQueue {
             .execute(self.db.pool())
             .await?;
         Ok(())
-    }
-
-    async fn cancel_queued(&self, id: &JobId, reason: &str) -> Result<bool> {
-        let changed = self
-            .db
-            .sql(
-                "UPDATE jobs SET state = 'failed', error = $2, finished_at = {now}, updated_at = {now}
-                 WHERE id = $1 AND state = 'queued'",
-            )
-            .bind(id)
-            .bind(reason)
-            .execute(self.db.pool())
-            .await?;
-        Ok(changed == 1)
     }
 
     async fn get(&self, id: &JobId) -> Result<Job> {

@@ -253,60 +253,86 @@ impl Remote {
                 self.save(caller, source, source_id).await?.track
             }
         };
-        let live: Option<String> = self
-            .db
-            .sql(
-                "SELECT d.id FROM downloads d JOIN jobs j ON j.id = d.job_id
-                 WHERE d.user_id = $1 AND d.track_id = $2 AND d.state = 'active'
-                   AND j.state IN ('queued', 'running')
-                 ORDER BY d.created_at DESC LIMIT 1",
+        // The job first (one live fetch per track: a live one is answered), then, in one
+        // transaction holding the track's lock, this user's live download of the track or a
+        // new row born with its job: concurrent requests make one download and one job.
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let id = DownloadId::new();
+            let payload = FetchPayload {
+                track_id: track.id.clone(),
+                download_id: Some(id.to_string()),
+            };
+            let job = self
+                .jobs
+                .enqueue::<DownloadTask>(&payload, Some(&caller.user.id))
+                .await?;
+            let db = &self.db;
+            let mut tx = db.begin().await?;
+            db.sql(&format!(
+                "SELECT t.id FROM tracks t WHERE t.id = $1{}",
+                db.lock("t")
+            ))
+            .bind(&track.id)
+            .fetch_scalar_optional::<String, _>(&mut *tx)
+            .await?
+            .ok_or_else(|| Error::not_found("track", &track.id))?;
+            let live: Option<String> = db
+                .sql(
+                    "SELECT d.id FROM downloads d JOIN jobs j ON j.id = d.job_id
+                     WHERE d.user_id = $1 AND d.track_id = $2 AND d.state = 'active'
+                       AND j.state IN ('queued', 'running')
+                     ORDER BY d.created_at DESC LIMIT 1",
+                )
+                .bind(&caller.user.id)
+                .bind(&track.id)
+                .fetch_scalar_optional(&mut *tx)
+                .await?;
+            if let Some(live) = live {
+                tx.commit().await?;
+                return Ok(NewDownload {
+                    download: self.download_row(&DownloadId::from_db(live)).await?,
+                    created: false,
+                });
+            }
+            // Locked, so a cancellation deciding whether anyone still uses it waits for us.
+            let state: Option<String> = db
+                .sql(&format!(
+                    "SELECT j.state FROM jobs j WHERE j.id = $1{}",
+                    db.lock("j")
+                ))
+                .bind(&job)
+                .fetch_scalar_optional(&mut *tx)
+                .await?;
+            if state.as_deref().is_none_or(|state| state == "failed") && attempt < 3 {
+                // The live job answered ended in between (its last download was cancelled):
+                // queue a fresh one.
+                tx.rollback().await?;
+                continue;
+            }
+            db.sql(
+                "INSERT INTO downloads (id, user_id, track_id, source, source_id, state, job_id, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, 'active', $6, {now}, {now})",
             )
+            .bind(&id)
             .bind(&caller.user.id)
             .bind(&track.id)
-            .fetch_scalar_optional(self.db.pool())
+            .bind(source)
+            .bind(source_id)
+            .bind(&job)
+            .execute(&mut *tx)
             .await?;
-        if let Some(id) = live {
+            tx.commit().await?;
+            tracing::info!(download_id = %id, track_id = %track.id, %job, source, source_id, "download queued");
             return Ok(NewDownload {
-                download: self.download_row(&DownloadId::from_db(id)).await?,
-                created: false,
+                download: self.download_row(&id).await?,
+                created: true,
             });
         }
-        let id = self
-            .insert_download(caller, &track.id, source, source_id, "active")
-            .await?;
-        let payload = FetchPayload {
-            track_id: track.id.clone(),
-            download_id: Some(id.to_string()),
-        };
-        match self
-            .jobs
-            .enqueue::<DownloadTask>(&payload, Some(&caller.user.id))
-            .await
-        {
-            Ok(job) => {
-                self.db
-                    .sql("UPDATE downloads SET job_id = $2, updated_at = {now} WHERE id = $1")
-                    .bind(&id)
-                    .bind(&job)
-                    .execute(self.db.pool())
-                    .await?;
-            }
-            Err(error) => {
-                self.db
-                    .sql("DELETE FROM downloads WHERE id = $1")
-                    .bind(&id)
-                    .execute(self.db.pool())
-                    .await?;
-                return Err(error);
-            }
-        }
-        tracing::info!(download_id = %id, track_id = %track.id, source, source_id, "download queued");
-        Ok(NewDownload {
-            download: self.download_row(&id).await?,
-            created: true,
-        })
     }
 
+    /// A download the library answered at once (`completed`, no job).
     async fn insert_download(
         &self,
         caller: &Caller,
@@ -377,9 +403,13 @@ impl Remote {
         }
     }
 
-    /// Cancels a live download (`POST /downloads/{id}/cancel`): a queued one never runs, a
-    /// running one stops within a second (its process killed, its staging removed). The
-    /// placeholder stays. A finished download is a conflict.
+    /// Cancels a live download (`POST /downloads/{id}/cancel`). The job fetching it is
+    /// shared by everyone who wants the track, so it stops only when nobody else does: no
+    /// other download of it is live and no materialization asked for it (the job is still a
+    /// `download_task`, see [`Remote::materialize`]). Then a queued job never runs and a
+    /// running one stops within a second (its process killed); either way its staging
+    /// directory goes. Otherwise only this download is cancelled and the fetch goes on for
+    /// the others. The placeholder stays. A finished download is a conflict.
     pub async fn cancel_download(&self, caller: &Caller, id: &DownloadId) -> Result<Download> {
         let download = self.download(caller, id).await?;
         if !download.state.is_live() {
@@ -388,22 +418,52 @@ impl Remote {
                 download.state.as_str()
             )));
         }
-        self.db
-            .sql(
-                "UPDATE downloads SET state = 'cancelled', error = $2, updated_at = {now}
-                 WHERE id = $1 AND state = 'active'",
-            )
-            .bind(id)
-            .bind(super::fetch::CANCELLED)
-            .execute(self.db.pool())
-            .await?;
+        let db = &self.db;
+        let mut tx = db.begin().await?;
         if let Some(job) = &download.job_id {
-            self.jobs
-                .queue()
-                .cancel_queued(job, super::fetch::CANCELLED)
-                .await?;
+            // Whoever joins the job meanwhile (a download, a materialization) waits for us.
+            db.sql(&format!(
+                "SELECT j.id FROM jobs j WHERE j.id = $1{}",
+                db.lock("j")
+            ))
+            .bind(job)
+            .fetch_scalar_optional::<String, _>(&mut *tx)
+            .await?;
         }
-        tracing::info!(download_id = %id, "download cancelled");
+        db.sql(
+            "UPDATE downloads SET state = 'cancelled', error = $2, updated_at = {now}
+             WHERE id = $1 AND state = 'active'",
+        )
+        .bind(id)
+        .bind(super::fetch::CANCELLED)
+        .execute(&mut *tx)
+        .await?;
+        let mut stopped = false;
+        if let Some(job) = &download.job_id {
+            // A running job sees the same condition (`Remote::abandoned`) and stops itself.
+            stopped = db
+                .sql(&format!(
+                    "UPDATE jobs SET state = 'failed', error = $2, finished_at = {{now}}, updated_at = {{now}}
+                     WHERE id = $1 AND state = 'queued' AND {ABANDONED}"
+                ))
+                .bind(job)
+                .bind(super::fetch::CANCELLED)
+                .execute(&mut *tx)
+                .await?
+                == 1;
+        }
+        tx.commit().await?;
+        if stopped {
+            // An attempt killed earlier may have left files (a running one cleans up itself).
+            self.remove_idle_staging(&download.track_id).await;
+        }
+        tracing::info!(download_id = %id, job_stopped = stopped, "download cancelled");
         self.download_row(id).await
     }
 }
+
+/// The condition on a job `jobs` row under which no one wants its fetch any more: a
+/// `download_task` (no materialization joined it) with a cancelled download and no live one.
+pub(super) const ABANDONED: &str = "jobs.kind = 'download_task'
+    AND EXISTS (SELECT 1 FROM downloads c WHERE c.job_id = jobs.id AND c.state = 'cancelled')
+    AND NOT EXISTS (SELECT 1 FROM downloads a WHERE a.job_id = jobs.id AND a.state = 'active')";

@@ -14,9 +14,13 @@
 //! so no row ever points at a missing or half-written file. Both kinds share one dedup key per
 //! track, so a materialization and a download of one track are one job. They retry by the
 //! download policy (`DOWNLOAD_MAX_ATTEMPTS`, `DOWNLOAD_RETRY_*`); permanent failures (gone at
-//! the source, refused, too large, not audio, cancelled) do not retry. A download cancelled
-//! while running stops within a second: the source's process is killed and the staging
-//! directory removed.
+//! the source, refused, too large, not audio, cancelled) do not retry. The job stops only when no one wants it any more (every download of it
+//! cancelled, no materialization: `downloads.rs`); it then stops within a second when
+//! running: the source's process is killed and the staging directory removed.
+//!
+//! A staging directory outlives its job only when the process running it was killed: a
+//! retry empties it, and when the job ended for good meanwhile (its last attempt killed), the
+//! next fetch of any track removes it once it is a minute old and no live job wants it.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -160,8 +164,8 @@ impl Remote {
                 super::disabled_reason(name)
             )));
         };
-        let staging =
-            StagingDir::create(self.storage.staging_dir().join(format!("fetch-{track_id}")))?;
+        self.sweep_staging(track_id).await;
+        let staging = StagingDir::create(self.staging_of(track_id))?;
         let progress = Arc::new(Mutex::new(Progress::default()));
         let report = {
             let progress = progress.clone();
@@ -188,7 +192,7 @@ impl Remote {
                             reported = Some(now);
                             context.progress(&progress_value(now)).await;
                         }
-                        if self.cancelled(context.job_id()).await? {
+                        if self.abandoned(context.job_id()).await? {
                             // Dropping the download stops it (its process is killed).
                             return Err(JobError::permanent(CANCELLED));
                         }
@@ -318,15 +322,75 @@ impl Remote {
         Ok(true)
     }
 
-    /// Whether a download that this job serves was cancelled.
-    async fn cancelled(&self, job: &JobId) -> Result<bool> {
+    /// Whether no one wants this job's fetch any more (its downloads were cancelled, and no
+    /// materialization asked for it: `downloads.rs`).
+    async fn abandoned(&self, job: &JobId) -> Result<bool> {
         let count: i64 = self
             .db
-            .sql("SELECT COUNT(*) FROM downloads WHERE job_id = $1 AND state = 'cancelled'")
+            .sql(&format!(
+                "SELECT COUNT(*) FROM jobs WHERE id = $1 AND {}",
+                super::downloads::ABANDONED
+            ))
             .bind(job)
             .fetch_scalar(self.db.pool())
             .await?;
         Ok(count > 0)
+    }
+
+    /// The staging directory of a track's fetch.
+    fn staging_of(&self, track_id: &TrackId) -> PathBuf {
+        self.storage.staging_dir().join(format!("fetch-{track_id}"))
+    }
+
+    /// Whether a live fetch job of the track exists.
+    async fn fetch_live(&self, track_id: &TrackId) -> Result<bool> {
+        let count: i64 = self
+            .db
+            .sql(
+                "SELECT COUNT(*) FROM jobs WHERE dedup_key = $1 AND state IN ('queued', 'running')",
+            )
+            .bind(dedup_key(track_id))
+            .fetch_scalar(self.db.pool())
+            .await?;
+        Ok(count > 0)
+    }
+
+    /// Removes a track's staging directory when no live job would use it (best effort).
+    pub(super) async fn remove_idle_staging(&self, track_id: &TrackId) {
+        let path = self.staging_of(track_id);
+        if path.exists() && matches!(self.fetch_live(track_id).await, Ok(false)) {
+            if let Err(error) = std::fs::remove_dir_all(&path) {
+                tracing::warn!(path = %path.display(), %error, "cannot remove a fetch's staging directory");
+            }
+        }
+    }
+
+    /// Removes the staging directories that fetches killed on their last attempt left (at
+    /// least a minute old, no live job of their track), except `current`'s. Best effort.
+    async fn sweep_staging(&self, current: &TrackId) {
+        const STALE: Duration = Duration::from_secs(60);
+        let Ok(entries) = std::fs::read_dir(self.storage.staging_dir()) else {
+            return;
+        };
+        let stale: Vec<TrackId> = entries
+            .flatten()
+            .filter_map(|entry| {
+                let name = entry.file_name().into_string().ok()?;
+                let track = name.strip_prefix("fetch-")?;
+                let old = entry
+                    .metadata()
+                    .ok()?
+                    .modified()
+                    .ok()?
+                    .elapsed()
+                    .is_ok_and(|age| age >= STALE);
+                (old && entry.file_type().ok()?.is_dir() && track != current.as_str())
+                    .then(|| TrackId::from_db(track.to_string()))
+            })
+            .collect();
+        for track in stale {
+            self.remove_idle_staging(&track).await;
+        }
     }
 }
 

@@ -1,9 +1,13 @@
 //! The `subsonic` source: any Subsonic or OpenSubsonic server (a friend's Navidrome, gonic or
 //! musiclib), reached with a user and an app password (`SUBSONIC_SOURCE_URL`,
-//! `SUBSONIC_SOURCE_USERNAME`, `SUBSONIC_SOURCE_PASSWORD`).
+//! `SUBSONIC_SOURCE_USERNAME`, `SUBSONIC_SOURCE_PASSWORD`) or an OpenSubsonic API key
+//! (`SUBSONIC_SOURCE_API_KEY`).
 //!
 //! Every request carries token authentication (`u`, `t` = md5(password + salt), `s`, a fresh
-//! salt each time), `v=1.16.1`, `c=musiclib` and `f=json`; the password itself never travels.
+//! salt each time), or `apiKey` alone when a key is set, and `v=1.16.1`, `c=musiclib` and
+//! `f=json`; the password itself never travels. A request waits at most 20 s for the
+//! server's answer (a download's headers included; its body then may take as long as it
+//! keeps coming).
 //! Search is `search3` (songs only), one item is `getSong`, audio is `download` (the original
 //! file), health is `ping`. An answer is
 //! `{"subsonic-response": {"status": "ok" | "failed", "error": {"code", "message"}, …}}`.
@@ -34,6 +38,8 @@ pub(crate) struct SubsonicSource {
     base_url: String,
     username: String,
     password: String,
+    /// The OpenSubsonic API key, sent instead of `u`, `t` and `s` when set.
+    api_key: Option<String>,
 }
 
 impl std::fmt::Debug for SubsonicSource {
@@ -41,6 +47,10 @@ impl std::fmt::Debug for SubsonicSource {
         f.debug_struct("SubsonicSource")
             .field("base_url", &self.base_url)
             .field("username", &self.username)
+            .field(
+                "api_key",
+                &self.api_key.as_ref().map(|_| crate::config::REDACTED),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -87,11 +97,20 @@ impl RemoteSource for SubsonicSource {
         source_id: &str,
         request: DownloadRequest<'_>,
     ) -> Result<PathBuf, SourceError> {
-        let response = self
-            .request("download", &[("id", source_id.to_string())])
-            .send()
-            .await
-            .map_err(unreachable)?;
+        // The whole download may take long; its answer's headers may not.
+        let response = tokio::time::timeout(
+            TIMEOUT,
+            self.request("download", &[("id", source_id.to_string())])
+                .send(),
+        )
+        .await
+        .map_err(|_| {
+            SourceError::Unavailable(format!(
+                "the Subsonic server did not answer within {} s",
+                TIMEOUT.as_secs()
+            ))
+        })?
+        .map_err(unreachable)?;
         let status = response.status();
         let is_json = response
             .headers()
@@ -173,27 +192,36 @@ impl RemoteSource for SubsonicSource {
 }
 
 impl SubsonicSource {
-    pub(crate) fn new(http: reqwest::Client, config: &SubsonicSourceConfig) -> SubsonicSource {
+    pub(crate) fn new(
+        http: reqwest::Client,
+        config: &SubsonicSourceConfig,
+        api_key: Option<String>,
+    ) -> SubsonicSource {
         SubsonicSource {
             http,
             base_url: config.url.trim_end_matches('/').to_string(),
             username: config.username.clone(),
             password: config.password.clone(),
+            api_key,
         }
     }
 
-    /// A request of `method` with fresh token authentication.
+    /// A request of `method` with the API key, else fresh token authentication.
     fn request(&self, method: &str, params: &[(&str, String)]) -> reqwest::RequestBuilder {
-        let salt = hex::encode(rand::random::<[u8; 8]>());
-        let token = hex::encode(Md5::digest(format!("{}{salt}", self.password)));
-        let mut query: Vec<(&str, String)> = vec![
-            ("u", self.username.clone()),
-            ("t", token),
-            ("s", salt),
-            ("v", API_VERSION.into()),
+        let mut query: Vec<(&str, String)> = match &self.api_key {
+            // OpenSubsonic: a key stands alone (`u` beside it is an error, code 43).
+            Some(key) => vec![("apiKey", key.clone())],
+            None => {
+                let salt = hex::encode(rand::random::<[u8; 8]>());
+                let token = hex::encode(Md5::digest(format!("{}{salt}", self.password)));
+                vec![("u", self.username.clone()), ("t", token), ("s", salt)]
+            }
+        };
+        query.extend([
+            ("v", API_VERSION.to_string()),
             ("c", "musiclib".into()),
             ("f", "json".into()),
-        ];
+        ]);
         query.extend(params.iter().cloned());
         self.http
             .get(format!("{}/rest/{method}", self.base_url))
@@ -229,7 +257,9 @@ fn answer_of(body: &Value) -> Result<Value, SourceError> {
             let message = answer["error"]["message"].as_str().unwrap_or("");
             let said = format!("the Subsonic server refused ({code}): {message}");
             Err(match code {
-                40 | 41 | 44 | 50 => SourceError::Refused(said),
+                // Wrong credentials, an unsupported or conflicting authentication
+                // (OpenSubsonic 42, 43), an invalid API key (44), not authorized.
+                40..=44 | 50 => SourceError::Refused(said),
                 70 => SourceError::NotFound(said),
                 _ => SourceError::Failed(said),
             })
@@ -371,10 +401,12 @@ mod tests {
     #[test]
     fn errors_are_classified() {
         let failed = |code| serde_json::json!({"subsonic-response": {"status": "failed", "error": {"code": code, "message": "m"}}});
-        assert!(matches!(
-            answer_of(&failed(40)),
-            Err(SourceError::Refused(_))
-        ));
+        for code in [40, 41, 42, 43, 44, 50] {
+            assert!(
+                matches!(answer_of(&failed(code)), Err(SourceError::Refused(_))),
+                "{code}"
+            );
+        }
         assert!(matches!(
             answer_of(&failed(70)),
             Err(SourceError::NotFound(_))

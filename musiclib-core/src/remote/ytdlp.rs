@@ -3,19 +3,25 @@
 //! Every call runs yt-dlp directly (never through a shell) with `--no-config`, so nothing on
 //! the machine changes what it does, and `--` before the one positional argument:
 //!
-//! - search: `--flat-playlist -J` of `ytsearchN:query` (`REMOTE_SEARCH=videos`, the default:
+//! - search: `--flat-playlist -J --ignore-no-formats-error` of `ytsearchN:query` (`REMOTE_SEARCH=videos`, the default:
 //!   "Artist - Title" video titles are read as such, [`split_video_title`]) or of YouTube
 //!   Music's song search (`https://music.youtube.com/search?q=…#songs`, `REMOTE_SEARCH=music`,
 //!   titles only);
-//! - one item: `-j --no-playlist` of `REMOTE_WATCH_URL` with the id in it;
+//! - one item: `-j --no-playlist --ignore-no-formats-error` of `REMOTE_WATCH_URL` with the id
+//!   in it (describing an item needs no format);
 //! - download: `-f bestaudio/best -x` (the audio stream as it is, no re-encoding, where the
 //!   container allows), `--max-filesize`, `--newline --progress --progress-template` for
 //!   progress on stdout, `--print after_move:filepath` for the final file, into a staging
-//!   directory;
+//!   directory; without `--ignore-no-formats-error`, so an item without a usable format is a
+//!   permanent "not found", not a retried "finished without a file";
 //! - health: `--version`.
 //!
+//! Each run is the leader of its own process group, and stopping a run (a cancelled
+//! download, a search past its timeout) kills the whole group: yt-dlp and the ffmpeg it
+//! starts for `-x`.
+//!
 //! yt-dlp rewrites its cookies file, so each run gets its own copy of `REMOTE_COOKIES_FILE`
-//! (mode 0600, removed after). Its errors are read from stderr and sorted: a sign-in or bot
+//! (created with mode 0600 before a byte is written, removed after). Its errors are read from stderr and sorted: a sign-in or bot
 //! check and expired cookies are refusals (the operator must act), a removed, private or
 //! unknown video is not found, HTTP 429 is a rate limit (the source pauses: `pacer.rs`),
 //! network failures and 5xx are temporary. The program's directory is put first on its
@@ -72,11 +78,13 @@ impl YtDlpSource {
         command
             .arg("--no-config")
             .arg("--no-warnings")
-            .arg("--ignore-no-formats-error")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        // Its own process group, so a stop reaches the ffmpeg it starts (`ProcessGroup`).
+        #[cfg(unix)]
+        command.process_group(0);
         // yt-dlp dies with this process, even one killed with SIGKILL (which runs no drop):
         // an orphan would go on writing into a staging directory a retry reuses.
         #[cfg(target_os = "linux")]
@@ -121,11 +129,19 @@ impl YtDlpSource {
         }
         self.pacer.slot().await;
         let (mut command, _cookies) = self.command()?;
-        command.args(args).arg("--").arg(target);
-        let output = command
-            .output()
+        command
+            .args(args)
+            // Describing an item needs no downloadable format.
+            .arg("--ignore-no-formats-error")
+            .arg("--")
+            .arg(target);
+        let child = command.spawn().map_err(|error| self.not_runnable(error))?;
+        let mut group = ProcessGroup::of(&child);
+        let output = child
+            .wait_with_output()
             .await
-            .map_err(|error| self.not_runnable(error))?;
+            .map_err(|error| SourceError::Failed(format!("yt-dlp did not finish: {error}")))?;
+        group.ended();
         let stderr = String::from_utf8_lossy(&output.stderr);
         if !output.status.success() {
             return Err(self.classified(&stderr));
@@ -230,6 +246,8 @@ impl RemoteSource for YtDlpSource {
             .arg("--")
             .arg(self.url_of(source_id));
         let mut child = command.spawn().map_err(|error| self.not_runnable(error))?;
+        // Dropped (the download cancelled or failed early): yt-dlp and its ffmpeg are killed.
+        let mut group = ProcessGroup::of(&child);
         let stdout = child.stdout.take().expect("piped stdout");
         let mut stderr = child.stderr.take().expect("piped stderr");
         let stderr_text = tokio::spawn(async move {
@@ -283,6 +301,7 @@ impl RemoteSource for YtDlpSource {
             .wait()
             .await
             .map_err(|error| SourceError::Failed(format!("yt-dlp did not finish: {error}")))?;
+        group.ended();
         let stderr = stderr_text.await.unwrap_or_default();
         if !status.success() {
             return Err(self.classified(&stderr));
@@ -323,22 +342,55 @@ impl RemoteSource for YtDlpSource {
     }
 }
 
-/// A private copy of the cookies file for one run.
+/// A private copy of the cookies file for one run: the file is created with mode 0600 and
+/// only then are the cookies written into it (never a copy that carries the original's
+/// mode, even for a moment).
 fn cookies_copy(file: &Path) -> Result<tempfile::TempPath, SourceError> {
-    let copy = tempfile::Builder::new()
-        .prefix("musiclib-cookies-")
-        .suffix(".txt")
-        .tempfile()
-        .map_err(|error| SourceError::Failed(format!("cannot copy the cookies file: {error}")))?
-        .into_temp_path();
-    std::fs::copy(file, &copy).map_err(|error| {
+    use std::io::Write;
+    let cannot_write = |error: std::io::Error| {
+        SourceError::Failed(format!("cannot copy the cookies file: {error}"))
+    };
+    let cookies = std::fs::read(file).map_err(|error| {
         SourceError::Refused(format!(
             "the cookies file (REMOTE_COOKIES_FILE) cannot be read: {error}"
         ))
     })?;
-    // The copy carries the original's mode: make it private whatever that was.
-    let _ = std::fs::set_permissions(&copy, std::os::unix::fs::PermissionsExt::from_mode(0o600));
-    Ok(copy)
+    let mut copy = tempfile::Builder::new()
+        .prefix("musiclib-cookies-")
+        .suffix(".txt")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .tempfile()
+        .map_err(cannot_write)?;
+    copy.write_all(&cookies).map_err(cannot_write)?;
+    copy.flush().map_err(cannot_write)?;
+    Ok(copy.into_temp_path())
+}
+
+/// The process group of one yt-dlp run (it leads it: `process_group(0)`), killed when
+/// dropped before the run ended, so the ffmpeg yt-dlp starts dies with it.
+struct ProcessGroup(Option<rustix::process::Pid>);
+
+impl ProcessGroup {
+    fn of(child: &tokio::process::Child) -> ProcessGroup {
+        ProcessGroup(
+            child
+                .id()
+                .and_then(|id| rustix::process::Pid::from_raw(id as i32)),
+        )
+    }
+
+    /// yt-dlp ended by itself (and was reaped): nothing to kill, and its id may be reused.
+    fn ended(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        if let Some(group) = self.0.take() {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
+    }
 }
 
 fn paused(left: Duration) -> SourceError {
@@ -499,17 +551,28 @@ pub(crate) fn hit_of(info: &Value) -> Option<RemoteHit> {
         .or_else(|| text(&info["uploader"]))
         .map(|name| name.trim_end_matches(" - Topic").to_string());
     let (title, artist) = match (text(&info["track"]), music_artist) {
-        (Some(track), artist) => (track, artist.or(channel)),
+        (Some(track), artist) => (track, artist.or_else(|| channel.clone())),
         (None, Some(artist)) => (text(&info["title"])?, Some(artist)),
         (None, None) => {
             let title = text(&info["title"])?;
             let topic = text(&info["channel"]).is_some_and(|name| name.ends_with(" - Topic"));
             match split_video_title(&title, channel.as_deref()).filter(|_| !topic) {
                 Some((artist, title)) => (title, Some(artist)),
-                None => (title, channel),
+                None => (title, channel.clone()),
             }
         }
     };
+    // The channel's id is the artist's remote identity only when the artist is the channel
+    // (its name, or read from a title that names it): an "Artist - Title" upload by a label,
+    // a fan or a cover band must not tie that artist to the uploader.
+    let artist_source_id = text(&info["channel_id"])
+        .filter(|id| super::check_id_chars(id).is_ok())
+        .filter(|_| {
+            artist
+                .as_deref()
+                .zip(channel.as_deref())
+                .is_some_and(|(artist, channel)| names_channel(artist, channel))
+        });
     let album_artists = list("album_artists");
     let number = |value: &Value| {
         value
@@ -530,7 +593,7 @@ pub(crate) fn hit_of(info: &Value) -> Option<RemoteHit> {
         source_id,
         title,
         artist,
-        artist_source_id: text(&info["channel_id"]).filter(|id| super::check_id_chars(id).is_ok()),
+        artist_source_id,
         album: text(&info["album"]),
         album_source_id: None,
         album_artist: (!album_artists.is_empty())
@@ -563,22 +626,23 @@ pub(crate) fn split_video_title(title: &str, channel: Option<&str>) -> Option<(S
     if left.is_empty() || right.is_empty() {
         return None;
     }
-    let channel = channel.map(|name| {
-        name.trim_end_matches("VEVO")
-            .trim_end_matches(" Official")
-            .trim()
-            .to_lowercase()
-            .replace(' ', "")
-    });
-    let names = |side: &str| {
-        channel.as_deref().is_some_and(|channel| {
-            !channel.is_empty() && side.to_lowercase().replace(' ', "") == channel
-        })
-    };
+    let names = |side: &str| channel.is_some_and(|channel| names_channel(side, channel));
     if names(&right) && !names(left) {
         return Some((right, left.to_string()));
     }
     Some((left.to_string(), right))
+}
+
+/// Whether `name` is the channel's name ("Daft Punk" for "DaftPunkVEVO", "Daft Punk - Topic"
+/// or "Daft Punk Official"), ignoring case and spaces.
+fn names_channel(name: &str, channel: &str) -> bool {
+    let key = |text: &str| text.to_lowercase().replace(' ', "");
+    let channel = key(channel
+        .trim_end_matches(" - Topic")
+        .trim_end_matches("VEVO")
+        .trim_end_matches(" Official")
+        .trim());
+    !channel.is_empty() && key(name) == channel
 }
 
 /// A video title without its bracketed marks of no musical meaning ("(Official Video)",
@@ -771,6 +835,108 @@ mod tests {
             (cover.artist.as_deref(), cover.title.as_str()),
             (Some("Kitchen Sessions"), "Get Lucky (Daft Punk cover)")
         );
+    }
+
+    #[test]
+    fn only_the_channel_itself_gives_the_artist_its_id() {
+        // The artist named by the title is the channel: the channel is its identity.
+        let own = hit_of(&fixture("video_plain")).unwrap();
+        assert_eq!(
+            own.artist_source_id.as_deref(),
+            Some("UC_kRDKYrUlrbtrSiyu5Tflg")
+        );
+        // A label's or a fan's upload of "Artist - Title": the artist is not the uploader.
+        let upload = serde_json::json!({"id": "abc123", "title": "Daft Punk - Get Lucky (Official Audio)",
+            "channel": "Some Label Records", "uploader": "Some Label Records", "channel_id": "UClabel"});
+        let hit = hit_of(&upload).unwrap();
+        assert_eq!(hit.artist.as_deref(), Some("Daft Punk"));
+        assert_eq!(hit.artist_source_id, None);
+        // A VEVO channel names its artist.
+        let vevo = serde_json::json!({"id": "abc124", "title": "Daft Punk - Get Lucky",
+            "channel": "DaftPunkVEVO", "channel_id": "UCvevo"});
+        assert_eq!(
+            hit_of(&vevo).unwrap().artist_source_id.as_deref(),
+            Some("UCvevo")
+        );
+        // No split: the channel is the artist, and its id comes with it.
+        let vlog = serde_json::json!({"id": "abc125", "title": "Studio day",
+            "channel": "Kitchen Sessions", "channel_id": "UCkitchen"});
+        assert_eq!(
+            hit_of(&vlog).unwrap().artist_source_id.as_deref(),
+            Some("UCkitchen")
+        );
+        // A Topic channel's song credited to several artists is not the channel's artist.
+        let music = hit_of(&fixture("video_music")).unwrap();
+        assert_eq!(music.artist_source_id, None);
+    }
+
+    #[tokio::test]
+    async fn a_stopped_run_kills_what_ytdlp_started() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("child.pid");
+        // A yt-dlp that starts a helper (as it starts ffmpeg for -x) and hangs.
+        let program = dir.path().join("yt-dlp");
+        std::fs::write(
+            &program,
+            format!(
+                "#!/bin/sh\nsleep 300 &\necho $! > {}\nwait\n",
+                pid_file.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut config = YtDlpConfig::new(&program);
+        config.min_interval = Duration::ZERO;
+        let source = YtDlpSource::new(config, "ffmpeg".into());
+        let search = tokio::time::timeout(Duration::from_secs(1), source.search("x", 1)).await;
+        assert!(search.is_err(), "the run hangs until stopped");
+        let pid: u32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let alive = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                !stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while alive() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(!alive(), "the helper {pid} outlived the stopped run");
+    }
+
+    #[test]
+    fn the_cookies_copy_is_private_and_whole() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let original = dir.path().join("cookies.txt");
+        std::fs::write(
+            &original,
+            "# Netscape HTTP Cookie File\n.youtube.com\tTRUE\t/\tTRUE\t0\tSID\tx\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&original, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let copy = cookies_copy(&original).unwrap();
+        assert_eq!(
+            std::fs::read(&copy).unwrap(),
+            std::fs::read(&original).unwrap()
+        );
+        assert_eq!(
+            std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert!(matches!(
+            cookies_copy(&dir.path().join("missing.txt")),
+            Err(SourceError::Refused(_))
+        ));
     }
 
     #[test]

@@ -479,3 +479,318 @@ backend_test! {
         assert!(musiclib_core::testing::blob_keys(&library, "audio/").await.is_empty());
     }
 }
+
+/// The jobs table row of a job: its kind and state.
+async fn job_of(library: &Library, job: &musiclib_core::JobId) -> musiclib_core::jobs::Job {
+    musiclib_core::testing::queue(library).get(job).await.unwrap()
+}
+
+backend_test! {
+    #[services]
+    async fn one_users_cancel_leaves_the_others_fetch_alone(backend: Backend) {
+        let bytes = corpus_file(&corpus(), FLAC);
+        let server = subsonic_server(&[("s1", "Polar Drift", None), ("s2", "Drift II", None), ("s3", "Gone", None)], &bytes).await;
+        let library = TestLibrary::builder(backend).config(subsonic_config(&server)).build().await;
+        let ann = user(&library, "ann").await;
+        let bob = user(&library, "bob").await;
+        let remote = library.remote();
+
+        // Two users download one hit: one job; ann cancels, bob's download goes on.
+        let anns = remote.create_download(&ann, "subsonic", "s1").await.unwrap().download;
+        let bobs = remote.create_download(&bob, "subsonic", "s1").await.unwrap().download;
+        assert_ne!(anns.id, bobs.id);
+        assert_eq!(anns.job_id, bobs.job_id, "one fetch per track");
+        let cancelled = remote.cancel_download(&ann, &anns.id).await.unwrap();
+        assert_eq!(cancelled.state, DownloadState::Cancelled);
+        let bobs_now = remote.download(&bob, &bobs.id).await.unwrap();
+        assert_eq!(bobs_now.state, DownloadState::Queued, "{bobs_now:?}");
+        let done = settle(&library, &bob, &bobs.id).await;
+        assert_eq!(done.state, DownloadState::Completed, "{done:?}");
+        assert_eq!(remote.download(&ann, &anns.id).await.unwrap().state, DownloadState::Cancelled);
+        assert_eq!(
+            library.catalog().get_track(&done.track_id).await.unwrap().availability,
+            Availability::Available
+        );
+
+        // A download joined by a materialization: cancelling the download leaves the
+        // materialization's fetch running.
+        let download = remote.create_download(&bob, "subsonic", "s2").await.unwrap().download;
+        let job = download.job_id.clone().unwrap();
+        match remote.materialize(&ann, &download.track_id).await.unwrap() {
+            Materialize::Queued { job_id, .. } => assert_eq!(job_id, job),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(job_of(&library, &job).await.kind, "materialize_track");
+        remote.cancel_download(&bob, &download.id).await.unwrap();
+        assert_eq!(job_of(&library, &job).await.state, musiclib_core::jobs::JobState::Queued);
+        musiclib_core::testing::drain_jobs(&library).await;
+        assert_eq!(job_of(&library, &job).await.state, musiclib_core::jobs::JobState::Succeeded);
+        assert_eq!(
+            library.catalog().get_track(&download.track_id).await.unwrap().availability,
+            Availability::Available
+        );
+        assert_eq!(remote.download(&bob, &download.id).await.unwrap().state, DownloadState::Cancelled);
+
+        // When every download of a job is cancelled, the job stops.
+        let anns = remote.create_download(&ann, "subsonic", "s3").await.unwrap().download;
+        let bobs = remote.create_download(&bob, "subsonic", "s3").await.unwrap().download;
+        remote.cancel_download(&ann, &anns.id).await.unwrap();
+        remote.cancel_download(&bob, &bobs.id).await.unwrap();
+        let job = job_of(&library, anns.job_id.as_ref().unwrap()).await;
+        assert_eq!(job.state, musiclib_core::jobs::JobState::Failed);
+        assert_eq!(job.attempts, 0, "it never ran");
+        musiclib_core::testing::drain_jobs(&library).await;
+        assert_eq!(
+            library.catalog().get_track(&anns.track_id).await.unwrap().availability,
+            Availability::Placeholder
+        );
+        // A new download of it queues a fresh fetch.
+        let again = remote.create_download(&ann, "subsonic", "s3").await.unwrap();
+        assert!(again.created);
+        assert_ne!(again.download.job_id, anns.job_id);
+        assert_eq!(settle(&library, &ann, &again.download.id).await.state, DownloadState::Completed);
+    }
+}
+
+backend_test! {
+    #[services]
+    async fn concurrent_downloads_of_one_hit_by_one_user_make_one(backend: Backend) {
+        let bytes = corpus_file(&corpus(), FLAC);
+        let server = subsonic_server(&[("s1", "Polar Drift", None)], &bytes).await;
+        let library = TestLibrary::builder(backend).config(subsonic_config(&server)).build().await;
+        let ann = user(&library, "ann").await;
+        let creates = (0..10).map(|_| {
+            let library = library.library.clone();
+            let ann = ann.clone();
+            tokio::spawn(async move { library.remote().create_download(&ann, "subsonic", "s1").await.unwrap() })
+        });
+        let created: Vec<_> = futures::future::join_all(creates).await.into_iter().map(Result::unwrap).collect();
+        assert_eq!(created.iter().filter(|new| new.created).count(), 1);
+        let first = &created[0].download;
+        assert!(created.iter().all(|new| new.download.id == first.id && new.download.job_id == first.job_id));
+        let listed = library.remote().downloads(&ann, Default::default()).await.unwrap();
+        assert_eq!(listed.total, 1);
+        let fetch_jobs = musiclib_core::testing::execute(
+            &library,
+            "UPDATE jobs SET updated_at = updated_at WHERE dedup_key = $1",
+            &[&format!("fetch:{}", first.track_id)],
+        )
+        .await;
+        assert_eq!(fetch_jobs, 1, "one job");
+        musiclib_core::testing::drain_jobs(&library).await;
+        let done = library.remote().download(&ann, &first.id).await.unwrap();
+        assert_eq!(done.state, DownloadState::Completed, "{done:?}");
+    }
+}
+
+backend_test! {
+    #[services]
+    async fn a_subsonic_source_authenticates_with_an_api_key(backend: Backend) {
+        let bytes = corpus_file(&corpus(), FLAC);
+        let server = subsonic_server(&[("s1", "Polar Drift", None)], &bytes).await;
+        // The key "revoked" is refused as OpenSubsonic does (44: invalid API key).
+        Mock::given(query_param("apiKey", "revoked"))
+            .respond_with(failed(44, "Invalid API key"))
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        let with_key = |key: &'static str| {
+            let base = subsonic_config(&server);
+            move |config: &mut Config| {
+                base(config);
+                let source = config.remote.subsonic.as_mut().unwrap();
+                (source.username, source.password) = (String::new(), String::new());
+                config.remote.subsonic_api_key = Some(key.into());
+            }
+        };
+        let library = TestLibrary::builder(backend).config(with_key("friend-key")).build().await;
+        let ann = user(&library, "ann").await;
+        let remote = library.remote();
+        let info = remote.sources().await.unwrap();
+        let subsonic = info.iter().find(|source| source.name == "subsonic").unwrap();
+        assert_eq!(subsonic.available, Some(true), "{subsonic:?}");
+        assert!(!subsonic.detail.as_deref().unwrap().contains("friend-key"), "{subsonic:?}");
+        let found = remote.search(&ann, "drift", None).await.unwrap();
+        assert!(found.sources[0].ok && found.hits.len() == 1, "{found:?}");
+        let download = remote.create_download(&ann, "subsonic", "s1").await.unwrap().download;
+        assert_eq!(settle(&library, &ann, &download.id).await.state, DownloadState::Completed);
+        // Every request carried the key, alone: no user, token or salt.
+        let requests = server.received_requests().await.unwrap();
+        assert!(!requests.is_empty());
+        for request in &requests {
+            let query: std::collections::HashMap<_, _> = request.url.query_pairs().into_owned().collect();
+            assert_eq!(query.get("apiKey").map(String::as_str), Some("friend-key"), "{}", request.url);
+            assert!(!["u", "t", "s", "p"].iter().any(|name| query.contains_key(*name)), "{}", request.url);
+        }
+
+        // A refused key: the source is unavailable and says it was refused; a download fails
+        // at once (a retry would not help).
+        let refused = TestLibrary::builder(backend).config(with_key("revoked")).build().await;
+        let bob = user(&refused, "bob").await;
+        let found = refused.remote().search(&bob, "drift", None).await.unwrap();
+        assert!(!found.sources[0].ok);
+        assert!(found.sources[0].error.as_deref().unwrap().contains("refused (44)"), "{found:?}");
+        let error = refused.remote().save(&bob, "subsonic", "s1").await.unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::Unavailable);
+        assert!(error.to_string().contains("refused"), "{error}");
+    }
+}
+
+backend_test! {
+    #[services]
+    async fn streaming_a_placeholder_gives_up_when_its_source_is_down(backend: Backend) {
+        let bytes = corpus_file(&corpus(), FLAC);
+        let server = subsonic_server(&[("s1", "Polar Drift", None)], &bytes).await;
+        let base = subsonic_config(&server);
+        let library = TestLibrary::builder(backend)
+            .config(move |config| {
+                base(config);
+                // The retry would come much later than the stream waits.
+                config.remote.download_retry.base = Duration::from_secs(600);
+                config.remote.download_retry.max = Duration::from_secs(600);
+            })
+            .build()
+            .await;
+        let ann = user(&library, "ann").await;
+        let saved = library.remote().save(&ann, "subsonic", "s1").await.unwrap();
+        Mock::given(method("GET"))
+            .and(path("/rest/download"))
+            .respond_with(ResponseTemplate::new(503))
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        let started = Instant::now();
+        let waiting = {
+            let library = library.library.clone();
+            let ann = ann.clone();
+            let id = saved.track.id.clone();
+            tokio::spawn(async move {
+                library.remote().materialize_and_wait(&ann, &id, Duration::from_secs(90)).await
+            })
+        };
+        while !waiting.is_finished() {
+            musiclib_core::testing::drain_jobs(&library).await;
+            assert!(started.elapsed() < Duration::from_secs(30), "the stream still waits");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let error = waiting.await.unwrap().unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::Unavailable);
+        let message = error.to_string();
+        assert!(message.contains("503") && message.contains("another attempt follows"), "{message}");
+        assert!(started.elapsed() < Duration::from_secs(30));
+    }
+}
+
+/// A stand-in for yt-dlp that answers every search with one video at once.
+fn answering_ytdlp(dir: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let program = dir.join("yt-dlp");
+    std::fs::write(
+        &program,
+        "#!/bin/sh\nprintf '%s' '{\"entries\": [{\"id\": \"vid-1\", \"title\": \"Aurora Lane - Polar Drift\", \"channel\": \"Aurora Lane\", \"duration\": 142}]}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    program
+}
+
+backend_test! {
+    #[services]
+    async fn a_slow_source_is_reported_beside_the_others_hits(backend: Backend) {
+        let bytes = corpus_file(&corpus(), FLAC);
+        let server = subsonic_server(&[("s1", "Polar Drift", None)], &bytes).await;
+        // The Subsonic server takes 5 s to answer a search: past the 1 s allowed.
+        Mock::given(method("GET"))
+            .and(path("/rest/search3"))
+            .respond_with(musiclib_core::testing::subsonic_ok(serde_json::json!({"searchResult3": {}})).set_delay(Duration::from_secs(5)))
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        let dir = tempfile::tempdir().unwrap();
+        let program = answering_ytdlp(dir.path());
+        let base = subsonic_config(&server);
+        let library = TestLibrary::builder(backend)
+            .config(move |config| {
+                base(config);
+                let mut ytdlp = musiclib_core::config::YtDlpConfig::new(program);
+                ytdlp.min_interval = Duration::ZERO;
+                config.remote.ytdlp = Some(ytdlp);
+                config.remote.search_timeout = Duration::from_secs(1);
+            })
+            .build()
+            .await;
+        let ann = user(&library, "ann").await;
+        let started = Instant::now();
+        let found = library.remote().search(&ann, "polar drift", None).await.unwrap();
+        assert!(started.elapsed() < Duration::from_secs(4), "the slow source was waited for");
+        let outcome = |name: &str| found.sources.iter().find(|source| source.source == name).unwrap().clone();
+        let (ytdlp, subsonic) = (outcome("remote"), outcome("subsonic"));
+        assert!(ytdlp.ok && ytdlp.count == 1 && ytdlp.error.is_none(), "{ytdlp:?}");
+        assert!(!subsonic.ok && subsonic.count == 0, "{subsonic:?}");
+        assert_eq!(subsonic.error.as_deref(), Some("no answer within 1 s"));
+        assert!(subsonic.took_ms >= 900 && subsonic.took_ms < 4000, "{subsonic:?}");
+        assert_eq!(found.hits.len(), 1);
+        assert_eq!(found.hits[0].hit.source_id, "vid-1");
+        assert_eq!(found.hits[0].hit.artist.as_deref(), Some("Aurora Lane"));
+        assert!(!found.hits[0].in_library);
+    }
+}
+
+/// Makes a file or directory look `age` old.
+fn age(path: &std::path::Path, age: Duration) {
+    std::fs::File::open(path)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - age)
+        .unwrap();
+}
+
+backend_test! {
+    #[services]
+    async fn staging_left_by_killed_fetches_is_removed(backend: Backend) {
+        let bytes = corpus_file(&corpus(), FLAC);
+        let server = subsonic_server(&[("s1", "Polar Drift", None), ("s2", "Drift II", None)], &bytes).await;
+        let base = subsonic_config(&server);
+        let library = TestLibrary::builder(backend)
+            .config(move |config| {
+                base(config);
+                config.remote.download_retry.base = Duration::from_secs(600);
+                config.remote.download_retry.max = Duration::from_secs(600);
+            })
+            .build()
+            .await;
+        let ann = user(&library, "ann").await;
+        let remote = library.remote();
+        let staging = musiclib_core::testing::staging_dir(&library);
+
+        // A download waiting for its retry, whose killed attempt left files: cancelling it
+        // removes them.
+        Mock::given(method("GET"))
+            .and(path("/rest/download"))
+            .and(query_param("id", "s1"))
+            .respond_with(ResponseTemplate::new(503))
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        let download = remote.create_download(&ann, "subsonic", "s1").await.unwrap().download;
+        musiclib_core::testing::drain_jobs(&library).await;
+        assert_eq!(remote.download(&ann, &download.id).await.unwrap().state, DownloadState::Retrying);
+        let left = staging.join(format!("fetch-{}", download.track_id));
+        std::fs::create_dir_all(&left).unwrap();
+        std::fs::write(left.join("audio.flac.part"), b"half").unwrap();
+        remote.cancel_download(&ann, &download.id).await.unwrap();
+        assert!(!left.exists());
+
+        // The leftovers of a fetch killed on its last attempt (its job failed for good) go
+        // with the next fetch once a minute old; a fresh directory stays.
+        let dead = staging.join("fetch-0000dead-0000-7000-8000-000000000000");
+        std::fs::create_dir_all(&dead).unwrap();
+        std::fs::write(dead.join("audio.webm.part"), b"half").unwrap();
+        age(&dead, Duration::from_secs(120));
+        let fresh = staging.join("fetch-0000f4e5-0000-7000-8000-000000000000");
+        std::fs::create_dir_all(&fresh).unwrap();
+        let download = remote.create_download(&ann, "subsonic", "s2").await.unwrap().download;
+        assert_eq!(settle(&library, &ann, &download.id).await.state, DownloadState::Completed);
+        assert!(!dead.exists());
+        assert!(fresh.exists());
+    }
+}
