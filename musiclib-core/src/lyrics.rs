@@ -7,7 +7,11 @@
 //! 3. LRCLIB by title, artist, album and duration (`lrclib`), which needs no key.
 //!
 //! Text with LRC time stamps is synced wherever it comes from, parsed by the one parser
-//! (`lrc`). The cache (`lyrics` table): a `found` record stays until a refetch; a `not_found`
+//! (`lrc`); text without any is kept as written (verse breaks too). A file whose tags hold
+//! lyrics in several languages (two `USLT` frames, `eng` and `spa`) gives one record with
+//! the first language's lyrics and the others as [`LyricsRecord::alternates`].
+//!
+//! The cache (`lyrics` table): a `found` record stays until a refetch; a `not_found`
 //! is fetched again after [`NOT_FOUND_TTL`] (7 days), or after [`PROVIDER_ERROR_TTL`] (1 hour)
 //! when it stands for an LRCLIB failure rather than a real miss. Concurrent requests for one
 //! uncached track in a process make one fetch (a lock per track; the second reads what the
@@ -112,6 +116,61 @@ pub struct LyricsRecord {
     pub fetched_at: Timestamp,
     /// Why the provider could not answer (a `not_found` kept for a shorter time).
     pub error: Option<String>,
+    /// The same source's lyrics in other languages (one per language, best first; empty
+    /// for most tracks).
+    pub alternates: Vec<AlternateLyrics>,
+}
+
+/// A found record's lyrics in one more language, from the same source.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AlternateLyrics {
+    /// ISO 639 code, when known.
+    pub language: Option<String>,
+    /// Timed lines (empty when not synced).
+    #[serde(
+        rename = "synced",
+        serialize_with = "lines_as_lrc",
+        deserialize_with = "lines_from_lrc"
+    )]
+    pub lines: Vec<Line>,
+    /// The text without time stamps.
+    pub plain: String,
+    /// LRC `[offset:]` in ms.
+    pub offset_ms: i64,
+}
+
+impl AlternateLyrics {
+    /// Whether the lines carry times.
+    pub fn synced(&self) -> bool {
+        !self.lines.is_empty()
+    }
+}
+
+impl From<embedded::FileLyrics> for AlternateLyrics {
+    fn from(lyrics: embedded::FileLyrics) -> AlternateLyrics {
+        AlternateLyrics {
+            language: lyrics.language,
+            lines: lyrics.lines,
+            plain: lyrics.plain,
+            offset_ms: lyrics.offset_ms,
+        }
+    }
+}
+
+/// Timed lines are stored as LRC, as the `synced` column holds them; none as null.
+fn lines_as_lrc<S: serde::Serializer>(
+    lines: &[Line],
+    serializer: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    let text = (!lines.is_empty()).then(|| lrc::write(lines, 0));
+    serde::Serialize::serialize(&text, serializer)
+}
+
+fn lines_from_lrc<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Vec<Line>, D::Error> {
+    let text: Option<String> = serde::Deserialize::deserialize(deserializer)?;
+    Ok(text.map(|text| lrc::parse(&text).lines).unwrap_or_default())
 }
 
 impl LyricsRecord {
@@ -148,6 +207,7 @@ struct Row {
     offset_ms: i64,
     error: Option<String>,
     fetched_at: i64,
+    alternates: Option<String>,
 }
 
 /// The lyrics service.
@@ -240,7 +300,7 @@ impl Lyrics {
         let row: Option<Row> = self
             .db
             .sql(
-                "SELECT status, synced, plain, instrumental, provider, language, offset_ms, error, fetched_at
+                "SELECT status, synced, plain, instrumental, provider, language, offset_ms, error, fetched_at, alternates
                  FROM lyrics WHERE track_id = $1",
             )
             .bind(id)
@@ -274,20 +334,13 @@ impl Lyrics {
     /// Asks the sources in order; the first with text wins.
     async fn fetch(&self, track: &Track) -> Result<LyricsRecord> {
         let now = Timestamp::now();
-        let found = |source, lyrics: embedded::FileLyrics| LyricsRecord {
-            track_id: track.id.clone(),
-            status: LyricsStatus::Found,
-            source: Some(source),
-            plain: Some(lyrics.plain.clone()),
-            lines: lyrics.lines,
-            instrumental: false,
-            language: lyrics.language,
-            offset_ms: lyrics.offset_ms,
-            fetched_at: now,
-            error: None,
-        };
-        if let Some(lyrics) = self.embedded_in_file(track).await {
-            return Ok(found(LyricsSource::Embedded, lyrics));
+        let found =
+            |source, lyrics: embedded::FileLyrics, alternates: Vec<embedded::FileLyrics>| {
+                found_record(&track.id, source, lyrics, alternates, now)
+            };
+        let mut in_file = self.embedded_in_file(track).await.into_iter();
+        if let Some(lyrics) = in_file.next() {
+            return Ok(found(LyricsSource::Embedded, lyrics, in_file.collect()));
         }
         if let Some(path) = self.sidecar_audio_path(track) {
             let lyrics = tokio::task::spawn_blocking(move || embedded::sidecar(&path))
@@ -295,7 +348,7 @@ impl Lyrics {
                 .ok()
                 .flatten();
             if let Some(lyrics) = lyrics {
-                return Ok(found(LyricsSource::Sidecar, lyrics));
+                return Ok(found(LyricsSource::Sidecar, lyrics, Vec::new()));
             }
         }
         let mut record = LyricsRecord {
@@ -309,6 +362,7 @@ impl Lyrics {
             offset_ms: 0,
             fetched_at: now,
             error: None,
+            alternates: Vec::new(),
         };
         let Some(query) = query_of(track) else {
             return Ok(record);
@@ -331,12 +385,13 @@ impl Lyrics {
                     .and_then(|text| embedded::FileLyrics::from_text(text, None));
                 match (synced, plain) {
                     (Some(mut synced), plain) => {
-                        if let Some(plain) = plain {
+                        // LRCLIB's plain text keeps the verse breaks the timed lines lack.
+                        if let Some(plain) = plain.filter(|plain| !plain.synced()) {
                             synced.plain = plain.plain;
                         }
-                        record = found(LyricsSource::Lrclib, synced);
+                        record = found(LyricsSource::Lrclib, synced, Vec::new());
                     }
-                    (None, Some(plain)) => record = found(LyricsSource::Lrclib, plain),
+                    (None, Some(plain)) => record = found(LyricsSource::Lrclib, plain, Vec::new()),
                     (None, None) => {}
                 }
             }
@@ -349,23 +404,23 @@ impl Lyrics {
         Ok(record)
     }
 
-    /// Lyrics in the stored file's tags (none for a placeholder or an unreadable file).
-    async fn embedded_in_file(&self, track: &Track) -> Option<embedded::FileLyrics> {
+    /// Lyrics in the stored file's tags, one entry per language (none for a placeholder or
+    /// an unreadable file).
+    async fn embedded_in_file(&self, track: &Track) -> Vec<embedded::FileLyrics> {
         if track.storage_uri.is_empty() {
-            return None;
+            return Vec::new();
         }
         let file = match self.storage.local_file(&track.storage_uri).await {
             Ok(file) => file,
             Err(error) => {
                 tracing::warn!(track = %track.id, error = %crate::error_chain(&error), "cannot read the file for its lyrics");
-                return None;
+                return Vec::new();
             }
         };
         let path = file.path.clone();
         let lyrics = tokio::task::spawn_blocking(move || embedded::read(&path))
             .await
-            .ok()
-            .flatten();
+            .unwrap_or_default();
         drop(file);
         lyrics
     }
@@ -393,30 +448,32 @@ impl Lyrics {
     pub(crate) async fn store_text(&self, id: &TrackId, text: &str) -> Result<()> {
         let lyrics = embedded::FileLyrics::from_text(text, Some("spa".into()))
             .ok_or_else(|| crate::Error::invalid("text", "holds no lyrics"))?;
-        self.store(&LyricsRecord {
-            track_id: id.clone(),
-            status: LyricsStatus::Found,
-            source: Some(LyricsSource::Embedded),
-            plain: Some(lyrics.plain),
-            lines: lyrics.lines,
-            instrumental: false,
-            language: lyrics.language,
-            offset_ms: lyrics.offset_ms,
-            fetched_at: Timestamp::now(),
-            error: None,
-        })
-        .await
+        let record = found_record(
+            id,
+            LyricsSource::Embedded,
+            lyrics,
+            Vec::new(),
+            Timestamp::now(),
+        );
+        self.store(&record).await
     }
 
     async fn store(&self, record: &LyricsRecord) -> Result<()> {
         let synced = record.synced().then(|| lrc::write(&record.lines, 0));
+        let alternates = if record.alternates.is_empty() {
+            None
+        } else {
+            Some(serde_json::to_string(&record.alternates).map_err(|error| {
+                crate::Error::internal_with("writing lyrics in other languages", error)
+            })?)
+        };
         self.db
             .sql(&format!(
-                "INSERT INTO lyrics (track_id, status, synced, plain, instrumental, provider, language, offset_ms, error, fetched_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) {}",
+                "INSERT INTO lyrics (track_id, status, synced, plain, instrumental, provider, language, offset_ms, error, fetched_at, alternates)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) {}",
                 self.db.kind().upsert(
                     "track_id",
-                    &["status", "synced", "plain", "instrumental", "provider", "language", "offset_ms", "error", "fetched_at"]
+                    &["status", "synced", "plain", "instrumental", "provider", "language", "offset_ms", "error", "fetched_at", "alternates"]
                 )
             ))
             .bind(&record.track_id)
@@ -429,9 +486,33 @@ impl Lyrics {
             .bind(record.offset_ms)
             .bind(record.error.as_deref())
             .bind(record.fetched_at.as_micros())
+            .bind(alternates)
             .execute(self.db.pool())
             .await?;
         Ok(())
+    }
+}
+
+/// A found record of `source`'s lyrics, with those in other languages.
+fn found_record(
+    track_id: &TrackId,
+    source: LyricsSource,
+    lyrics: embedded::FileLyrics,
+    alternates: Vec<embedded::FileLyrics>,
+    fetched_at: Timestamp,
+) -> LyricsRecord {
+    LyricsRecord {
+        track_id: track_id.clone(),
+        status: LyricsStatus::Found,
+        source: Some(source),
+        plain: Some(lyrics.plain),
+        lines: lyrics.lines,
+        instrumental: false,
+        language: lyrics.language,
+        offset_ms: lyrics.offset_ms,
+        fetched_at,
+        error: None,
+        alternates: alternates.into_iter().map(AlternateLyrics::from).collect(),
     }
 }
 
@@ -440,6 +521,12 @@ fn record_of(track_id: TrackId, row: Row) -> LyricsRecord {
         .synced
         .as_deref()
         .map(|text| lrc::parse(text).lines)
+        .unwrap_or_default();
+    // Unreadable (never written so): the record's own lyrics still stand.
+    let alternates = row
+        .alternates
+        .as_deref()
+        .and_then(|json| serde_json::from_str(json).ok())
         .unwrap_or_default();
     LyricsRecord {
         track_id,
@@ -456,16 +543,18 @@ fn record_of(track_id: TrackId, row: Row) -> LyricsRecord {
         offset_ms: row.offset_ms,
         fetched_at: Timestamp::from_micros(row.fetched_at),
         error: row.error,
+        alternates,
     }
 }
 
-/// What LRCLIB is asked for a track: its title and artist are needed.
+/// What LRCLIB is asked for a track: its title is needed; without an artist LRCLIB is
+/// searched by the title alone.
 fn query_of(track: &Track) -> Option<lrclib::Query> {
     let artist = track
         .artist_name
         .clone()
         .or_else(|| track.album_artist_name.clone())
-        .filter(|name| !name.trim().is_empty())?;
+        .filter(|name| !name.trim().is_empty());
     if track.title.trim().is_empty() {
         return None;
     }

@@ -410,6 +410,33 @@ pub async fn store_lyrics(library: &Library, id: &crate::TrackId, text: &str) {
         .expect("store lyrics");
 }
 
+/// Adds ID3v2 `USLT` frames (language, text) to the MP3 at `path`, for tests of lyrics in
+/// several languages in crates without lofty.
+pub fn add_unsynced_lyrics(path: &std::path::Path, frames: &[([u8; 3], &str)]) {
+    use lofty::config::{ParseOptions, WriteOptions};
+    use lofty::file::AudioFile;
+    use lofty::id3::v2::{Frame, Id3v2Tag, UnsynchronizedTextFrame};
+    let mut file = lofty::mpeg::MpegFile::read_from(
+        &mut std::fs::File::open(path).expect("open the mp3"),
+        ParseOptions::new(),
+    )
+    .expect("read the mp3");
+    if file.id3v2().is_none() {
+        file.set_id3v2(Id3v2Tag::new());
+    }
+    let tag = file.id3v2_mut().expect("an id3v2 tag");
+    for (language, text) in frames {
+        tag.insert(Frame::UnsynchronizedText(UnsynchronizedTextFrame::new(
+            lofty::TextEncoding::UTF8,
+            *language,
+            String::from_utf8_lossy(language).into_owned(),
+            text.to_string(),
+        )));
+    }
+    file.save_to_path(path, WriteOptions::default())
+        .expect("write the mp3");
+}
+
 /// Runs one statement with text arguments (for tests that put rows in a state the API
 /// cannot, without depending on sqlx).
 pub async fn execute(library: &Library, statement: &str, args: &[&str]) -> u64 {

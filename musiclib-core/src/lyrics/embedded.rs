@@ -5,15 +5,17 @@
 //! - Vorbis comments (FLAC, Ogg, Opus): `LYRICS`, then `UNSYNCEDLYRICS`.
 //! - MP4: `©lyr`.
 //!
-//! Text with LRC time stamps counts as synced wherever it comes from. Within a file synced
-//! lyrics win over plain ones.
+//! Text with LRC time stamps counts as synced wherever it comes from. A file gives one
+//! entry per language (ID3v2 frames carry one each; other tags say none): within a language
+//! synced lyrics win over plain ones, and the first language read (synced ones first) comes
+//! first.
 
 use std::path::Path;
 
 use lofty::config::ParseOptions;
 use lofty::file::{AudioFile, FileType, TaggedFileExt};
 use lofty::id3::v2::{Frame, FrameId, Id3v2Tag, SynchronizedTextFrame, TimestampFormat};
-use lofty::tag::ItemKey;
+use lofty::tag::{ItemKey, TagType};
 
 use super::lrc::{self, Line};
 
@@ -51,32 +53,56 @@ impl FileLyrics {
     }
 }
 
-/// The lyrics embedded in the file at `path`, if any (an unreadable file has none).
-pub(crate) fn read(path: &Path) -> Option<FileLyrics> {
+/// The lyrics embedded in the file at `path`, one entry per language, best first (none for
+/// an unreadable file).
+pub(crate) fn read(path: &Path) -> Vec<FileLyrics> {
     let options = ParseOptions::new()
         .read_cover_art(false)
         .read_properties(true);
-    let tagged = crate::ingest::probe::read_tagged(path, options)?;
+    let Some(tagged) = crate::ingest::probe::read_tagged(path, options) else {
+        return Vec::new();
+    };
     let mut found = Vec::new();
+    let mut frames_read = false;
     if tagged.file_type() == FileType::Mpeg {
         let sample_rate = tagged.properties().sample_rate();
-        let mut file = std::fs::File::open(path).ok()?;
-        if let Ok(mpeg) = lofty::mpeg::MpegFile::read_from(&mut file, options) {
-            if let Some(id3v2) = mpeg.id3v2() {
-                found.extend(id3v2_lyrics(id3v2, sample_rate));
+        if let Ok(mut file) = std::fs::File::open(path) {
+            if let Ok(mpeg) = lofty::mpeg::MpegFile::read_from(&mut file, options) {
+                if let Some(id3v2) = mpeg.id3v2() {
+                    found.extend(id3v2_lyrics(id3v2, sample_rate));
+                    frames_read = true;
+                }
             }
         }
     }
     for tag in tagged.tags() {
+        // The ID3v2 frames were read with their languages above.
+        if frames_read && tag.tag_type() == TagType::Id3v2 {
+            continue;
+        }
         for key in [ItemKey::Lyrics, ItemKey::UnsyncLyrics] {
             for text in tag.get_strings(key) {
                 found.extend(FileLyrics::from_text(text, None));
             }
         }
     }
-    // Synced first, then in the order read.
+    one_per_language(found)
+}
+
+/// Synced first (stable otherwise), then the first of each language; the same text twice
+/// (a tag read through two keys) counts once.
+fn one_per_language(mut found: Vec<FileLyrics>) -> Vec<FileLyrics> {
     found.sort_by_key(|lyrics| !lyrics.synced());
-    found.into_iter().next()
+    let mut kept: Vec<FileLyrics> = Vec::new();
+    for lyrics in found {
+        if !kept
+            .iter()
+            .any(|other| other.language == lyrics.language || other.plain == lyrics.plain)
+        {
+            kept.push(lyrics);
+        }
+    }
+    kept
 }
 
 /// `SYLT` frames, then `USLT` frames, of an ID3v2 tag.
@@ -120,9 +146,12 @@ fn from_sylt(sylt: &SynchronizedTextFrame<'_>, sample_rate: Option<u32>) -> Opti
         .iter()
         .map(|(stamp, text)| Line {
             start_ms: to_ms(*stamp),
-            // SYLT entries often carry their own line break at the start.
-            text: text.trim().to_string(),
+            // SYLT entries often carry their own line break at the start; one inside would
+            // split the line once written as LRC. Spaces as the LRC parser leaves them.
+            text: text.split_whitespace().collect::<Vec<_>>().join(" "),
         })
+        // Past what a stamp can say (a week): not a real time.
+        .filter(|line| line.start_ms <= lrc::MAX_START_MS)
         .collect();
     lines.sort_by_key(|line| line.start_ms);
     if lines.iter().all(|line| line.text.is_empty()) {

@@ -1,15 +1,20 @@
 //! The one LRC parser, for sidecar files, embedded tags and LRCLIB alike.
 //!
 //! - Time stamps `[mm:ss]`, `[mm:ss.x]`, `[mm:ss.xx]` (hundredths) and `[mm:ss.xxx]`
-//!   (milliseconds), minutes past 99 included; several stamps before one text make one line
-//!   per stamp.
-//! - Header tags `[ar:]`, `[ti:]`, `[al:]`, `[length:]` (`mm:ss` or `mm:ss.xx`), `[lang:]`,
-//!   `[offset:]` (ms, signed; kept apart, never applied to the stamps); other `[key:value]`
-//!   headers (`by`, `re`, `ve`, `au`, `#`) are ignored.
-//! - Enhanced LRC word stamps (`<mm:ss.xx>`) are removed from the text.
-//! - Blank lines are skipped, and so are lines whose leading tag looks like a stamp but is not
-//!   one (`[00:7x.10]`); text without a stamp is kept as plain text (`[Chorus]` included), used
-//!   when no line has a stamp.
+//!   (milliseconds), minutes up to 9999 (both ways: [`write`] leaves out what [`parse`]
+//!   could not read back, past [`MAX_START_MS`]); several stamps before one text make one
+//!   line per stamp.
+//! - Header tags, known keys only: `[ar:]`, `[ti:]`, `[al:]`, `[length:]` (`mm:ss` or
+//!   `mm:ss.xx`), `[lang:]`, `[offset:]` (ms, signed; kept apart, never applied to the
+//!   stamps) are read; `[au:]`, `[by:]`, `[re:]`, `[ve:]`, `[#:]` are dropped. Any other
+//!   bracket (`[Chorus: Beyoncé]`) is text.
+//! - Enhanced LRC word stamps (`<mm:ss.xx>`) are removed from timed text, until none is
+//!   left (removing one can join the pieces of another).
+//! - Timed text: blank lines are skipped, and so are lines whose leading tag looks like a
+//!   stamp but is not one (`[00:7x.10]`).
+//! - A text without any time stamp is plain: its lines are kept as written (trailing spaces
+//!   removed, blank lines inside kept, so verse breaks survive; blank lines at either end
+//!   dropped), headers aside.
 
 /// One timed line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,7 +30,8 @@ pub struct Line {
 pub struct Lrc {
     /// Timed lines, by start time (stable for equal times).
     pub lines: Vec<Line>,
-    /// Lines without a time stamp, in order.
+    /// Lines without a time stamp nor a header, in order, as written (trailing spaces
+    /// removed; blank lines kept): the text when no line has a stamp.
     pub plain: Vec<String>,
     /// `[offset:]`, in ms.
     pub offset_ms: i64,
@@ -48,16 +54,24 @@ impl Lrc {
     }
 
     /// The text without time stamps: the timed lines' text when synced (pauses as blank
-    /// lines, none at either end), else the plain lines.
+    /// lines), else the plain lines (blank ones included); no blank line at either end.
     pub fn plain_text(&self) -> String {
         let lines: Vec<&str> = if self.is_synced() {
             self.lines.iter().map(|line| line.text.as_str()).collect()
         } else {
             self.plain.iter().map(String::as_str).collect()
         };
-        lines.join("\n").trim_matches('\n').to_string()
+        let first = lines.iter().position(|line| !line.trim().is_empty());
+        let last = lines.iter().rposition(|line| !line.trim().is_empty());
+        match (first, last) {
+            (Some(first), Some(last)) => lines[first..=last].join("\n"),
+            _ => String::new(),
+        }
     }
 }
+
+/// The latest start a stamp can say: `[9999:59.999]`.
+pub const MAX_START_MS: u64 = 9999 * 60_000 + 59_999;
 
 /// Parses LRC (or plain) text. Never fails: what cannot be read is skipped.
 pub fn parse(text: &str) -> Lrc {
@@ -67,6 +81,8 @@ pub fn parse(text: &str) -> Lrc {
         let line = strip_word_stamps(raw.trim());
         let line = line.as_str();
         if line.is_empty() {
+            // Kept for a plain text's verse breaks; timed text has no use for it.
+            lrc.plain.push(String::new());
             continue;
         }
         let mut rest = line;
@@ -88,10 +104,10 @@ pub fn parse(text: &str) -> Lrc {
             continue;
         }
         if stamps.is_empty() {
-            if let Some((key, value)) = header(line) {
-                apply_header(&mut lrc, &key, value);
-            } else {
-                lrc.plain.push(line.to_string());
+            match header(raw.trim()) {
+                Some((key, value)) => apply_header(&mut lrc, key, value),
+                // The line as written: word stamps and spaces untouched.
+                None => lrc.plain.push(raw.trim_end().to_string()),
             }
             continue;
         }
@@ -106,14 +122,17 @@ pub fn parse(text: &str) -> Lrc {
 }
 
 /// Writes timed lines as LRC: `[mm:ss.xx]`, or `[mm:ss.xxx]` when the time has a
-/// millisecond part; an `[offset:]` line first when it is not zero.
+/// millisecond part; an `[offset:]` line first when it is not zero. Line breaks inside a
+/// text become spaces; a line starting past [`MAX_START_MS`] is left out (no stamp could
+/// say it).
 pub fn write(lines: &[Line], offset_ms: i64) -> String {
     let mut out = String::new();
     if offset_ms != 0 {
         out.push_str(&format!("[offset:{offset_ms:+}]\n"));
     }
-    for line in lines {
-        out.push_str(&format!("[{}] {}\n", stamp(line.start_ms), line.text));
+    for line in lines.iter().filter(|line| line.start_ms <= MAX_START_MS) {
+        let text = line.text.replace(['\r', '\n'], " ");
+        out.push_str(&format!("[{}] {}\n", stamp(line.start_ms), text));
     }
     out
 }
@@ -167,15 +186,20 @@ fn looks_like_stamp(tag: &str) -> bool {
     })
 }
 
-/// `[key:value]` filling the whole line, with a known-looking key (letters or `#`).
-fn header(line: &str) -> Option<(String, &str)> {
+/// The header keys LRC defines; any other `[word: text]` is text (a section mark).
+const HEADER_KEYS: [&str; 11] = [
+    "ar", "ti", "al", "au", "length", "lang", "offset", "by", "re", "ve", "#",
+];
+
+/// `[key:value]` filling the whole line, with a key LRC defines.
+fn header(line: &str) -> Option<(&'static str, &str)> {
     let inner = line.strip_prefix('[')?.strip_suffix(']')?;
     let (key, value) = inner.split_once(':')?;
     let key = key.trim();
-    if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphabetic() || c == '#') {
-        return None;
-    }
-    Some((key.to_ascii_lowercase(), value.trim()))
+    let known = HEADER_KEYS
+        .into_iter()
+        .find(|known| known.eq_ignore_ascii_case(key))?;
+    Some((known, value.trim()))
 }
 
 fn apply_header(lrc: &mut Lrc, key: &str, value: &str) {
@@ -184,18 +208,28 @@ fn apply_header(lrc: &mut Lrc, key: &str, value: &str) {
         "ar" => lrc.artist = text,
         "ti" => lrc.title = text,
         "al" => lrc.album = text,
-        "lang" | "la" => lrc.language = text,
+        "lang" => lrc.language = text,
         "length" => lrc.length_ms = parse_stamp(value),
         "offset" => lrc.offset_ms = value.trim_start_matches('+').parse().unwrap_or(0),
         _ => {}
     }
 }
 
-/// Removes `<mm:ss.xx>` word stamps, collapsing the spaces they leave.
+/// Removes `<mm:ss.xx>` word stamps, collapsing the spaces they leave. Again until none is
+/// left: removing `<00:01>` from `<0<00:01>0:01>` leaves another.
 fn strip_word_stamps(text: &str) -> String {
-    if !text.contains('<') {
-        return text.trim().to_string();
+    let mut text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    while text.contains('<') {
+        let stripped = strip_word_stamps_once(&text);
+        if stripped == text {
+            break;
+        }
+        text = stripped;
     }
+    text
+}
+
+fn strip_word_stamps_once(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find('<') {
@@ -252,7 +286,7 @@ mod tests {
                 line(6_000_000, "Late"),
             ]
         );
-        assert!(lrc.plain.is_empty());
+        assert!(lrc.plain.iter().all(String::is_empty), "{:?}", lrc.plain);
         assert!(lrc.is_synced());
     }
 
@@ -270,10 +304,45 @@ mod tests {
     }
 
     #[test]
-    fn plain_text_is_kept_with_its_section_marks() {
-        let lrc = parse("[Chorus]\nLa la la\n\nSecond verse\n");
+    fn plain_text_is_kept_as_written_with_its_verse_breaks_and_section_marks() {
+        let lrc = parse(
+            "\u{feff}\n\n[ar: Beyoncé]\n[Chorus: Beyoncé]\nLa la   la  \r\n\n\n  Indented <b>\n[Verse 2]\n[re:tool]\nSecond verse\n\n",
+        );
         assert!(!lrc.is_synced());
-        assert_eq!(lrc.plain_text(), "[Chorus]\nLa la la\nSecond verse");
+        assert_eq!(lrc.artist.as_deref(), Some("Beyoncé"));
+        assert_eq!(
+            lrc.plain_text(),
+            "[Chorus: Beyoncé]\nLa la   la\n\n\n  Indented <b>\n[Verse 2]\nSecond verse"
+        );
+        // Only the keys LRC defines are headers.
+        for line in ["[Intro: Jay-Z]", "[la:en]", "[tool:x]", "[Bridge:]"] {
+            assert_eq!(parse(line).plain_text(), line);
+        }
+        for line in ["[AU:a]", "[by:b]", "[ve:1]", "[#:comment]", "[length:3:00]"] {
+            assert_eq!(parse(line).plain_text(), "", "{line}");
+        }
+        assert_eq!(parse("\n \n").plain_text(), "");
+    }
+
+    #[test]
+    fn word_stamps_are_removed_until_none_is_left() {
+        let lrc = parse("[00:02.00] <0<00:01>0:01> Hi\n<0<00:01>0:03>[00:05.00] There");
+        assert_eq!(lrc.lines, vec![line(2_000, "Hi"), line(5_000, "There")]);
+        assert_eq!(parse(&write(&lrc.lines, 0)).lines, lrc.lines);
+    }
+
+    #[test]
+    fn minutes_have_the_same_limit_both_ways() {
+        let last = line(MAX_START_MS, "last");
+        let lines = vec![
+            line(0, "one\ntwo"),
+            last.clone(),
+            line(MAX_START_MS + 1, "never"),
+        ];
+        let text = write(&lines, 0);
+        assert_eq!(text, "[00:00.00] one two\n[9999:59.999] last\n");
+        assert_eq!(parse(&text).lines, vec![line(0, "one two"), last]);
+        assert!(parse("[10000:00.00] too late").lines.is_empty());
     }
 
     #[test]
@@ -307,7 +376,14 @@ mod tests {
             let parsed = parse(&text);
             prop_assert!(parsed.lines.windows(2).all(|pair| pair[0].start_ms <= pair[1].start_ms));
             let again = parse(&write(&parsed.lines, parsed.offset_ms));
-            prop_assert_eq!(again.lines, parsed.lines);
+            prop_assert_eq!(&again.lines, &parsed.lines);
+            prop_assert_eq!(again.offset_ms, parsed.offset_ms);
+        }
+
+        #[test]
+        fn nested_word_stamps_parse_once_and_for_all(text in "(\\[[0-9:.]{0,7}\\]|<[0-9:.<>]{0,9}>|[a ]){0,40}") {
+            let parsed = parse(&text);
+            prop_assert_eq!(parse(&write(&parsed.lines, 0)).lines, parsed.lines);
         }
     }
 }

@@ -3,16 +3,17 @@
 //!
 //! 1. `GET /api/get` with `track_name`, `artist_name`, `album_name` and `duration` (whole
 //!    seconds; LRCLIB matches names exactly, case-insensitively, and the duration within
-//!    ±2 s). 200 is the record; 404 (`TrackNotFound`) falls through.
+//!    ±2 s). 200 is the record; 404 (`TrackNotFound`) and 400 (`ValidationError`, a
+//!    signature LRCLIB refuses, such as a duration out of its range) fall through. A track
+//!    without an artist skips it.
 //! 2. `GET /api/search` with `track_name` and `artist_name`, then with `q` (title and artist
-//!    in one, which finds what the exact fields miss); among the records (at most 20) the
-//!    one with the same title and artist whose duration is within ±2 s, the same album first,
-//!    then the closest duration. A live version or a mix (another title, another length)
-//!    never wins.
+//!    in one, which finds what the exact fields miss; the title alone without an artist);
+//!    among the records (at most 20) the one with the same title (and artist, when known)
+//!    whose duration is within ±2 s, the same album first, then the closest duration. A live
+//!    version or a mix (another title, another length) never wins.
 //!
-//! `instrumental: true` is a found record with no lyrics. A 400 (`ValidationError`) is a miss
-//! (asking again will not help); 5xx, 429, timeouts and unreadable answers are provider
-//! errors.
+//! `instrumental: true` is a found record with no lyrics. A 400 is a miss (asking again
+//! will not help); 5xx, 429, timeouts and unreadable answers are provider errors.
 
 use std::time::Duration;
 
@@ -27,7 +28,7 @@ const DURATION_TOLERANCE_S: f64 = 2.0;
 #[derive(Debug, Clone)]
 pub(crate) struct Query {
     pub title: String,
-    pub artist: String,
+    pub artist: Option<String>,
     pub album: Option<String>,
     /// Seconds.
     pub duration: Option<f64>,
@@ -72,28 +73,34 @@ impl Lrclib {
     /// The record for `query`, `Ok(None)` when LRCLIB has none; `Err` says how LRCLIB
     /// failed.
     pub(crate) async fn find(&self, query: &Query) -> Result<Option<Record>, String> {
-        let mut params = vec![
-            ("track_name", query.title.clone()),
-            ("artist_name", query.artist.clone()),
-        ];
-        if let Some(album) = &query.album {
-            params.push(("album_name", album.clone()));
-        }
-        if let Some(duration) = query.duration {
-            params.push(("duration", format!("{}", duration.round() as i64)));
-        }
-        match self.get::<Record>("/api/get", &params).await? {
-            Answer::Found(record) => return Ok(Some(record)),
-            Answer::Invalid => return Ok(None),
-            Answer::NotFound => {}
-        }
-        let by_fields = [
-            ("track_name", query.title.clone()),
-            ("artist_name", query.artist.clone()),
-        ];
-        let by_text = [("q", format!("{} {}", query.title, query.artist))];
-        for params in [&by_fields[..], &by_text[..]] {
-            if let Answer::Found(records) = self.get::<Vec<Record>>("/api/search", params).await? {
+        let searches = match &query.artist {
+            Some(artist) => {
+                let mut params = vec![
+                    ("track_name", query.title.clone()),
+                    ("artist_name", artist.clone()),
+                ];
+                if let Some(album) = &query.album {
+                    params.push(("album_name", album.clone()));
+                }
+                if let Some(duration) = query.duration {
+                    params.push(("duration", format!("{}", duration.round() as i64)));
+                }
+                // A 404 or a refused signature (400): the searches may still find it.
+                if let Answer::Found(record) = self.get::<Record>("/api/get", &params).await? {
+                    return Ok(Some(record));
+                }
+                vec![
+                    vec![
+                        ("track_name", query.title.clone()),
+                        ("artist_name", artist.clone()),
+                    ],
+                    vec![("q", format!("{} {artist}", query.title))],
+                ]
+            }
+            None => vec![vec![("q", query.title.clone())]],
+        };
+        for params in searches {
+            if let Answer::Found(records) = self.get::<Vec<Record>>("/api/search", &params).await? {
                 if let Some(best) = best_match(query, records) {
                     return Ok(Some(best));
                 }
@@ -150,11 +157,12 @@ pub(crate) fn user_agent() -> String {
     )
 }
 
-/// The search record for `query`: same title and artist (case and accents aside), duration
-/// within ±2 s when both are known; the same album first, then the closest duration.
+/// The search record for `query`: same title and artist (case and accents aside; any artist
+/// when the query has none), duration within ±2 s when both are known; the same album
+/// first, then the closest duration.
 pub(crate) fn best_match(query: &Query, records: Vec<Record>) -> Option<Record> {
     let key = crate::text::name_key;
-    let (title, artist) = (key(&query.title), key(&query.artist));
+    let (title, artist) = (key(&query.title), query.artist.as_deref().map(key));
     let album = query.album.as_deref().map(key);
     let distance = |record: &Record| match (query.duration, record.duration) {
         (Some(ours), Some(theirs)) => (ours - theirs).abs(),
@@ -162,7 +170,12 @@ pub(crate) fn best_match(query: &Query, records: Vec<Record>) -> Option<Record> 
     };
     records
         .into_iter()
-        .filter(|record| key(&record.track_name) == title && key(&record.artist_name) == artist)
+        .filter(|record| {
+            key(&record.track_name) == title
+                && artist
+                    .as_ref()
+                    .is_none_or(|artist| &key(&record.artist_name) == artist)
+        })
         .filter(|record| distance(record) <= DURATION_TOLERANCE_S)
         .min_by(|a, b| {
             let other_album =
@@ -191,7 +204,7 @@ mod tests {
         let records = records("search_results.json");
         let query = |duration: f64, album: Option<&str>| Query {
             title: "polar drift".into(),
-            artist: "AURORA LANE".into(),
+            artist: Some("AURORA LANE".into()),
             album: album.map(str::to_string),
             duration: Some(duration),
         };
@@ -205,6 +218,12 @@ mod tests {
             best_match(&query(139.0, Some("Polar Drift - Single")), records.clone()).unwrap();
         assert_eq!(best.id, 5102277);
         // A length nothing matches (the live take is another title): none.
-        assert!(best_match(&query(151.0, None), records).is_none());
+        assert!(best_match(&query(151.0, None), records.clone()).is_none());
+        // Without an artist: the title and the length decide.
+        let untitled_artist = Query {
+            artist: None,
+            ..query(142.0, None)
+        };
+        assert_eq!(best_match(&untitled_artist, records).unwrap().id, 4821307);
     }
 }

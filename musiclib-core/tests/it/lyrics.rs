@@ -1,7 +1,8 @@
-//! Lyrics from the files themselves: tags written here with lofty (ID3v2 SYLT and USLT,
-//! Vorbis LYRICS and UNSYNCEDLYRICS, MP4 ©lyr) and sidecar files next to local-folder
-//! tracks, in their order (embedded, then sidecar, then LRCLIB). The LRCLIB source and the
-//! cache rules are tested over HTTP (`musiclib-http/tests/it/lyrics.rs`).
+//! Lyrics from the files themselves: tags written here with lofty (ID3v2 SYLT and USLT, two
+//! USLT languages, Vorbis LYRICS and UNSYNCEDLYRICS, MP4 ©lyr) and sidecar files next to
+//! local-folder tracks, in their order (embedded, then sidecar, then LRCLIB: a mock LRCLIB
+//! that has lyrics for everything is asked only for the track with neither). The LRCLIB
+//! source and the cache rules are tested over HTTP (`musiclib-http/tests/it/lyrics.rs`).
 
 use std::path::Path;
 
@@ -15,6 +16,8 @@ use lofty::tag::{ItemKey, TagExt};
 use lofty::TextEncoding;
 use musiclib_core::domain::Track;
 use musiclib_core::lyrics::{LyricsSource, LyricsStatus};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::backend_test;
 use crate::support::*;
@@ -46,12 +49,24 @@ fn with_id3v2(path: &Path, frames: Vec<Frame<'static>>) {
 }
 
 fn uslt(text: &str) -> Frame<'static> {
+    uslt_in(*b"eng", "", text)
+}
+
+fn uslt_in(language: [u8; 3], description: &str, text: &str) -> Frame<'static> {
     Frame::UnsynchronizedText(UnsynchronizedTextFrame::new(
         TextEncoding::UTF8,
-        *b"eng",
-        String::new(),
+        language,
+        description.to_string(),
         text.to_string(),
     ))
+}
+
+/// An LRCLIB answer of `shared/fixtures/lrclib`.
+fn lrclib_fixture(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/fixtures/lrclib")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
 }
 
 fn sylt(format: TimestampFormat, lines: &[(u32, &str)]) -> Frame<'static> {
@@ -115,15 +130,49 @@ backend_test! {
         copy(MP3S[3], "sidecar.mp3");
         std::fs::write(import.path().join("sidecar.lrc"), "\u{feff}[offset:+150]\n[00:02.00] From the sidecar\n[00:05.00][00:09.00] Twice\n").unwrap();
         let txt = copy("library/Los Señores del Ritmo/Canción de Mañana (2021)/03 - Ñandú Bailarín.mp3", "text.mp3");
-        std::fs::write(txt.with_extension("txt"), "Only a text file\n").unwrap();
+        std::fs::write(txt.with_extension("txt"), "\n[Chorus: Ñandú]\nOnly a text file  \n\nSecond verse\n\n").unwrap();
+        // Two USLT frames, English and Spanish (and a description each): one entry per
+        // language, the first read first.
+        let languages = copy("library/Los Señores del Ritmo/Canción de Mañana (2021)/04 - Adiós, Verano.mp3", "languages.mp3");
+        with_id3v2(&languages, vec![
+            uslt_in(*b"eng", "English", "[Verse 1]\nGoodbye, summer\n\n[Chorus: Los Señores]\nSee you in June"),
+            uslt_in(*b"spa", "Español", "Adiós, verano\n\nHasta junio"),
+        ]);
+        // Neither tags nor a sidecar: LRCLIB (the corpus names this file in NFD).
+        copy("library/Incoming/Cafe\u{301} Noir \u{2013} Nuit Blanche.mp3", "lrclib.mp3");
+
+        // LRCLIB has lyrics for everything; it is asked only when the files have none.
+        let lrclib = MockServer::start().await;
+        Mock::given(method("GET"))
+            .and(path("/api/get"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .insert_header("Content-Type", "application/json")
+                    .set_body_string(lrclib_fixture("get_plain_only.json")),
+            )
+            .mount(&lrclib)
+            .await;
+        Mock::given(method("GET"))
+            .and(path("/api/search"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .insert_header("Content-Type", "application/json")
+                    .set_body_string(lrclib_fixture("search_results.json")),
+            )
+            .mount(&lrclib)
+            .await;
 
         let folder = import.path().to_path_buf();
+        let lrclib_url = lrclib.uri();
         let library = TestLibrary::builder(backend)
-            .config(move |config| config.local_media_import_path = Some(folder))
+            .config(move |config| {
+                config.local_media_import_path = Some(folder);
+                config.enrichment.lrclib_base_url = lrclib_url;
+            })
             .build()
             .await;
         let report = library.ingest().scan_local_folder(|_| {}).await.expect("scan");
-        assert_eq!(report.imported, 8, "{report:?}");
+        assert_eq!(report.imported, 10, "{report:?}");
         let caller = user(&library, "reader").await;
         let tracks = library
             .catalog()
@@ -177,10 +226,49 @@ backend_test! {
         );
         let record = lyrics("text.mp3").await;
         assert_eq!((record.source, record.synced()), (Some(LyricsSource::Sidecar), false));
-        assert_eq!(record.plain.as_deref(), Some("Only a text file"));
+        // A plain text as written: section marks, verse breaks; outer blank lines dropped.
+        assert_eq!(record.plain.as_deref(), Some("[Chorus: Ñandú]\nOnly a text file\n\nSecond verse"));
 
-        // Cached: the record read back equals the one answered.
-        let again = library.lyrics().cached(&by_file("sidecar.mp3").id).await.unwrap().unwrap();
-        assert_eq!(again, lyrics("sidecar.mp3").await);
+        let record = lyrics("languages.mp3").await;
+        assert_eq!((record.source, record.synced()), (Some(LyricsSource::Embedded), false));
+        assert_eq!(record.language.as_deref(), Some("eng"));
+        assert_eq!(
+            record.plain.as_deref(),
+            Some("[Verse 1]\nGoodbye, summer\n\n[Chorus: Los Señores]\nSee you in June")
+        );
+        assert_eq!(record.alternates.len(), 1, "{:?}", record.alternates);
+        let spanish = &record.alternates[0];
+        assert_eq!(spanish.language.as_deref(), Some("spa"));
+        assert_eq!(spanish.plain, "Adiós, verano\n\nHasta junio");
+        assert!(!spanish.synced());
+        // The SYLT file's USLT is another language (eng beside spa): kept as well.
+        let sylt_record = lyrics("sylt-ms.mp3").await;
+        assert_eq!(sylt_record.alternates.len(), 1);
+        assert_eq!(sylt_record.alternates[0].plain, "Plain words");
+        assert_eq!(sylt_record.alternates[0].language.as_deref(), Some("eng"));
+
+        // Only the track with neither tags nor a sidecar reached LRCLIB.
+        let record = lyrics("lrclib.mp3").await;
+        assert_eq!((record.status, record.source), (LyricsStatus::Found, Some(LyricsSource::Lrclib)));
+        let fixture: serde_json::Value = serde_json::from_str(&lrclib_fixture("get_plain_only.json")).unwrap();
+        assert_eq!(record.plain.as_deref(), fixture["plainLyrics"].as_str());
+        let title = by_file("lrclib.mp3").title;
+        let asked = lrclib.received_requests().await.unwrap();
+        assert!(!asked.is_empty());
+        for request in &asked {
+            let params: Vec<(String, String)> = request.url.query_pairs().into_owned().collect();
+            assert!(
+                params.iter().any(|(key, value)| (key == "track_name" || key == "q") && value.starts_with(&title)),
+                "LRCLIB asked for another track than {title:?}: {}", request.url
+            );
+        }
+
+        // Cached: the record read back equals the one answered (alternates included), and
+        // nothing more reached LRCLIB.
+        for name in ["sidecar.mp3", "languages.mp3", "sylt-ms.mp3", "text.mp3"] {
+            let again = library.lyrics().cached(&by_file(name).id).await.unwrap().unwrap();
+            assert_eq!(again, lyrics(name).await, "{name}");
+        }
+        assert_eq!(lrclib.received_requests().await.unwrap().len(), asked.len());
     }
 }

@@ -47,6 +47,21 @@ pub struct LyricsLineOut {
     pub text: String,
 }
 
+/// The same source's lyrics in one more language.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LyricsAlternateOut {
+    /// ISO 639 language code, when the source says.
+    pub language: Option<String>,
+    /// Whether `lines` carry start times.
+    pub synced: bool,
+    /// The text without time stamps, lines separated by `\n`.
+    pub plain_text: String,
+    /// Timed lines, by start time; empty when not synced.
+    pub lines: Vec<LyricsLineOut>,
+    /// LRC offset in ms, to add to every start.
+    pub offset_ms: i64,
+}
+
 /// A track's lyrics record.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct LyricsOut {
@@ -73,6 +88,20 @@ pub struct LyricsOut {
     pub fetched_at: String,
     /// For `not_found`: when the next request asks the sources again (RFC 3339).
     pub refetch_after: Option<String>,
+    /// The same source's lyrics in other languages, one entry per language (a file with
+    /// `USLT` frames in `eng` and `spa`: the fields above are the first, this the other);
+    /// usually empty.
+    pub alternates: Vec<LyricsAlternateOut>,
+}
+
+fn lines_out(lines: Vec<musiclib_core::lyrics::Line>) -> Vec<LyricsLineOut> {
+    lines
+        .into_iter()
+        .map(|line| LyricsLineOut {
+            start_ms: line.start_ms,
+            text: line.text,
+        })
+        .collect()
 }
 
 impl From<LyricsRecord> for LyricsOut {
@@ -93,17 +122,21 @@ impl From<LyricsRecord> for LyricsOut {
             instrumental: record.instrumental,
             refetch_after: record.refetch_after().map(|at| at.to_rfc3339()),
             plain_text: record.plain,
-            lines: record
-                .lines
-                .into_iter()
-                .map(|line| LyricsLineOut {
-                    start_ms: line.start_ms,
-                    text: line.text,
-                })
-                .collect(),
+            lines: lines_out(record.lines),
             language: record.language,
             offset_ms: record.offset_ms,
             fetched_at: record.fetched_at.to_rfc3339(),
+            alternates: record
+                .alternates
+                .into_iter()
+                .map(|alternate| LyricsAlternateOut {
+                    synced: alternate.synced(),
+                    language: alternate.language,
+                    plain_text: alternate.plain,
+                    lines: lines_out(alternate.lines),
+                    offset_ms: alternate.offset_ms,
+                })
+                .collect(),
         }
     }
 }

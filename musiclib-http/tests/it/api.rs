@@ -184,6 +184,22 @@ both_backends!(auth_and_errors, |backend| async move {
         )
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    // Registration never makes a superuser, whatever the body asks.
+    let (status, body) = app
+        .json(
+            "POST",
+            "/api/v1/auth/register",
+            None,
+            json!({"username": "mallory", "password": "long enough", "is_superuser": true, "is_admin": true}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let mallory = body["access_token"].as_str().unwrap().to_string();
+    let (status, me) = app.get("/api/v1/users/me", Some(&mallory)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!((me["is_admin"].as_bool(), me["is_superuser"].as_bool()), (Some(false), Some(false)), "{me}");
+    let (status, _) = app.get("/api/v1/admin/users", Some(&mallory)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
     let (status, body) = app
         .call(
             Request::post("/api/v1/auth/login")
@@ -449,12 +465,44 @@ both_backends!(health_and_openapi, |backend| async move {
         "/search/library",
         "/sources/{source}/scan",
         "/jobs/{id}",
+        "/tracks/{id}/lyrics",
+        "/tracks/{id}/lyrics/refetch",
+        "/storage",
+        "/storage/duplicates",
+        "/storage/broken",
+        "/storage/broken/check",
+        "/storage/missing-metadata",
+        "/storage/cleanup",
+        "/settings",
+        "/settings/scrobbling",
+        "/users/me/password",
+        "/admin/users",
+        "/admin/users/{id}",
+        "/admin/services",
+        "/admin/sources",
+        "/admin/settings",
+        "/admin/reindex",
+        "/sources",
+        "/search",
+        "/sources/{source}/search",
+        "/tracks/remote",
+        "/tracks/{id}/materialize",
+        "/downloads",
+        "/downloads/{id}",
+        "/radio",
+        "/radio/next",
+        "/tracks/{id}/similar",
+        "/artists/{id}/similar",
     ] {
         assert!(
             doc["paths"].get(path).is_some(),
             "{path} missing from the OpenAPI document"
         );
     }
+    assert!(
+        doc["components"]["schemas"].get("LyricsOut").is_some(),
+        "LyricsOut missing from the OpenAPI components"
+    );
     // A database outage is a 503, not a hang or a 500.
     musiclib_core::testing::close_database(&app.library).await;
     let (status, body) = app.get("/health", None).await;

@@ -1,7 +1,10 @@
 //! `/tracks/{id}/lyrics` from LRCLIB (wiremock answering with `shared/fixtures/lrclib`) and
-//! the cache's state table: get-or-fetch, the 7-day `not_found`, the provider error kept an
-//! hour, refetch, and one provider request for fifty concurrent ones. (Embedded and sidecar
-//! lyrics: `musiclib-core/tests/it/lyrics.rs`.)
+//! the cache's state table: get-or-fetch, the 7-day `not_found` (to the minute, and turning
+//! `found` once LRCLIB has lyrics), the provider error kept an hour, refetch from either
+//! state, and one provider request for fifty concurrent ones; a refused signature (400) and a
+//! track without artist found by search; a placeholder saved from a remote source answered by
+//! its metadata. (Embedded and sidecar lyrics, and their order before LRCLIB:
+//! `musiclib-core/tests/it/lyrics.rs`.) Rows are backdated with SQL: the test's clock.
 
 use std::time::Duration;
 
@@ -62,6 +65,25 @@ async fn set_up(
 async fn lyrics(app: &App, token: &str, id: &str) -> Value {
     let (status, body) = app
         .get(&format!("/api/v1/tracks/{id}/lyrics"), Some(token))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body
+}
+
+/// A field of a fixture, as text.
+fn fixture_field(name: &str, field: &str) -> String {
+    let value: Value = serde_json::from_str(&fixture(name)).unwrap();
+    value[field].as_str().unwrap().to_string()
+}
+
+async fn refetch(app: &App, token: &str, id: &str) -> Value {
+    let (status, body) = app
+        .json(
+            "POST",
+            &format!("/api/v1/tracks/{id}/lyrics/refetch"),
+            Some(token),
+            json!({}),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     body
@@ -150,10 +172,12 @@ both_backends!(lyrics_come_from_lrclib, |backend: Backend| async move {
         json!({"start_ms": 12400, "text": "White horizon, nothing moving"})
     );
     assert_eq!(lines[4], json!({"start_ms": 38000, "text": ""}));
-    assert!(synced["plain_text"]
-        .as_str()
-        .unwrap()
-        .starts_with("White horizon, nothing moving\nOnly the hum"));
+    // The plain text is LRCLIB's, verse breaks included.
+    assert_eq!(
+        synced["plain_text"],
+        fixture_field("get_synced.json", "plainLyrics")
+    );
+    assert_eq!(synced["alternates"], json!([]));
     assert!(synced["fetched_at"].is_string());
     assert!(synced["refetch_after"].is_null());
     let user_agent = server.received_requests().await.unwrap()[0]
@@ -171,10 +195,14 @@ both_backends!(lyrics_come_from_lrclib, |backend: Backend| async move {
         (Some("found"), Some(false))
     );
     assert!(plain["lines"].as_array().unwrap().is_empty());
+    assert_eq!(
+        plain["plain_text"],
+        fixture_field("get_plain_only.json", "plainLyrics")
+    );
     assert!(plain["plain_text"]
         .as_str()
         .unwrap()
-        .starts_with("Les néons"));
+        .contains("au fond du verre\n\nLa ville dort"));
 
     let instrumental = lyrics(&app, &token, &ids[2]).await;
     assert_eq!(instrumental["status"], "found");
@@ -185,8 +213,8 @@ both_backends!(lyrics_come_from_lrclib, |backend: Backend| async move {
     assert_eq!(unicode["status"], "found", "{unicode}");
     assert_eq!(unicode["lines"][0]["text"], "桜の雨が降る午後に");
 
-    // Cached: asking again reaches no provider; a placeholder answers by its metadata too
-    // (these tracks have no audio at all).
+    // Cached: asking again reaches no provider (these synthetic tracks have no file, so
+    // LRCLIB answered by their metadata).
     let before = requests(&server).await;
     for id in &ids {
         lyrics(&app, &token, id).await;
@@ -231,28 +259,10 @@ both_backends!(
                     158,
                 ),
                 ("Polar Drift", "Aurora Lane", "Northern Lights", 142),
-                ("Refused", "Aurora Lane", "Northern Lights", 142),
             ],
         )
         .await;
         let missing = &ids[0];
-
-        // LRCLIB refusing the request (400 ValidationError) is a miss, not a provider error:
-        // kept seven days, and no search is tried.
-        Mock::given(method("GET"))
-            .and(path("/api/get"))
-            .and(query_param("track_name", "Refused"))
-            .respond_with(answer(400, "get_validation_error.json"))
-            .mount(&server)
-            .await;
-        let refused = lyrics(&app, &token, &ids[2]).await;
-        assert_eq!(refused["status"], "not_found", "{refused}");
-        assert_eq!(
-            chrono_micros(&refused["refetch_after"]) - chrono_micros(&refused["fetched_at"]),
-            7 * 24 * 3_600_000_000
-        );
-        assert_eq!(requests(&server).await, 1);
-        server.reset().await;
 
         // (none) → not_found: /api/get 404, then both searches empty.
         Mock::given(method("GET"))
@@ -268,7 +278,10 @@ both_backends!(
         let miss = lyrics(&app, &token, missing).await;
         assert_eq!(miss["status"], "not_found", "{miss}");
         assert!(miss["source"].is_null() && miss["plain_text"].is_null());
-        assert!(miss["refetch_after"].is_string());
+        assert_eq!(
+            chrono_micros(&miss["refetch_after"]) - chrono_micros(&miss["fetched_at"]),
+            7 * 24 * 3_600_000_000
+        );
         assert_eq!(requests(&server).await, 3);
 
         // not_found younger than 7 days: cached.
@@ -384,6 +397,191 @@ both_backends!(
             assert_eq!(task.await.unwrap()["status"], "found");
         }
         assert_eq!(requests(&server).await, 1);
+    }
+);
+
+both_backends!(
+    not_found_turns_found_after_seven_days_or_on_refetch,
+    |backend: Backend| async move {
+        let server = MockServer::start().await;
+        let (app, token, ids) = set_up(
+            backend,
+            &server,
+            &[
+                ("Polar Drift", "Aurora Lane", "Northern Lights", 142),
+                ("Polar Drift", "Aurora Lane", "Northern Lights", 142),
+            ],
+        )
+        .await;
+        let (aged, refetched) = (&ids[0], &ids[1]);
+
+        // LRCLIB has nothing yet: both not_found.
+        Mock::given(method("GET"))
+            .and(path("/api/get"))
+            .respond_with(answer(404, "get_not_found.json"))
+            .mount(&server)
+            .await;
+        Mock::given(method("GET"))
+            .and(path("/api/search"))
+            .respond_with(answer(200, "search_empty.json"))
+            .mount(&server)
+            .await;
+        for id in [aged, refetched] {
+            assert_eq!(lyrics(&app, &token, id).await["status"], "not_found");
+        }
+        assert_eq!(requests(&server).await, 6);
+
+        // Now it has them.
+        server.reset().await;
+        Mock::given(method("GET"))
+            .and(path("/api/get"))
+            .respond_with(answer(200, "get_synced.json"))
+            .mount(&server)
+            .await;
+
+        // A minute short of seven days: still the cached not_found.
+        age(&app, aged, Duration::from_secs(7 * 24 * 3600 - 60)).await;
+        let cached = lyrics(&app, &token, aged).await;
+        assert_eq!(cached["status"], "not_found");
+        assert_eq!(requests(&server).await, 0);
+        // A minute past: asked again, found.
+        age(&app, aged, Duration::from_secs(120)).await;
+        let found = lyrics(&app, &token, aged).await;
+        assert_eq!(found["status"], "found", "{found}");
+        assert_eq!(found["source"], "lrclib");
+        assert_eq!(found["lines"].as_array().unwrap().len(), 20);
+        assert!(found["refetch_after"].is_null());
+        assert!(chrono_micros(&found["fetched_at"]) > chrono_micros(&cached["fetched_at"]));
+        assert_eq!(requests(&server).await, 1);
+        // And it stays found.
+        assert_eq!(lyrics(&app, &token, aged).await["status"], "found");
+        assert_eq!(requests(&server).await, 1);
+
+        // not_found → refetch → found, without waiting for the seven days.
+        assert_eq!(lyrics(&app, &token, refetched).await["status"], "not_found");
+        assert_eq!(requests(&server).await, 1);
+        let now_found = refetch(&app, &token, refetched).await;
+        assert_eq!(now_found["status"], "found", "{now_found}");
+        assert_eq!(requests(&server).await, 2);
+        assert_eq!(lyrics(&app, &token, refetched).await["status"], "found");
+        assert_eq!(requests(&server).await, 2);
+    }
+);
+
+both_backends!(
+    a_refused_signature_and_a_missing_artist_are_searched,
+    |backend: Backend| async move {
+        let server = MockServer::start().await;
+        let (app, token, ids) = set_up(
+            backend,
+            &server,
+            &[
+                ("Polar Drift", "Aurora Lane", "Northern Lights", 142),
+                ("Polar Drift", "", "", 142),
+            ],
+        )
+        .await;
+        musiclib_core::testing::execute(
+            &app.library,
+            "UPDATE tracks SET artist_name = NULL, album_artist_name = NULL, album_title = NULL WHERE id = $1",
+            &[&ids[1]],
+        )
+        .await;
+        // LRCLIB refuses the signature (400 ValidationError); the search by fields has it.
+        Mock::given(method("GET"))
+            .and(path("/api/get"))
+            .respond_with(answer(400, "get_validation_error.json"))
+            .mount(&server)
+            .await;
+        Mock::given(method("GET"))
+            .and(path("/api/search"))
+            .and(query_param("track_name", "Polar Drift"))
+            .and(query_param("artist_name", "Aurora Lane"))
+            .respond_with(answer(200, "search_results.json"))
+            .mount(&server)
+            .await;
+        Mock::given(method("GET"))
+            .and(path("/api/search"))
+            .and(query_param("q", "Polar Drift"))
+            .respond_with(answer(200, "search_results.json"))
+            .mount(&server)
+            .await;
+
+        let found = lyrics(&app, &token, &ids[0]).await;
+        assert_eq!(found["status"], "found", "{found}");
+        assert_eq!(
+            found["lines"].as_array().unwrap().len(),
+            20,
+            "the album version"
+        );
+        let asked = server.received_requests().await.unwrap();
+        let paths: Vec<&str> = asked.iter().map(|request| request.url.path()).collect();
+        assert_eq!(paths, ["/api/get", "/api/search"]);
+
+        // No artist: no /api/get (it needs one), a search by the title alone.
+        let found = lyrics(&app, &token, &ids[1]).await;
+        assert_eq!(found["status"], "found", "{found}");
+        assert_eq!(found["lines"].as_array().unwrap().len(), 20);
+        let asked = server.received_requests().await.unwrap();
+        assert_eq!(asked.len(), 3);
+        let last = &asked[2];
+        assert_eq!(last.url.path(), "/api/search");
+        let params: Vec<(String, String)> = last.url.query_pairs().into_owned().collect();
+        assert_eq!(params, [("q".to_string(), "Polar Drift".to_string())]);
+    }
+);
+
+both_backends!(
+    a_placeholder_is_answered_by_its_metadata,
+    |backend: Backend| async move {
+        let lrclib = MockServer::start().await;
+        Mock::given(method("GET"))
+            .and(path("/api/get"))
+            .and(query_param("track_name", "Polar Drift"))
+            .and(query_param("artist_name", "Aurora Lane"))
+            .and(query_param("album_name", "Northern Lights"))
+            .and(query_param("duration", "142"))
+            .respond_with(answer(200, "get_synced.json"))
+            .expect(1)
+            .mount(&lrclib)
+            .await;
+        let audio = musiclib_core::testing::wav_tone(1);
+        let subsonic =
+            musiclib_core::testing::subsonic_server(&[("s1", "Polar Drift", None)], &audio).await;
+        let (lrclib_url, subsonic_url) = (lrclib.uri(), subsonic.uri());
+        let library = TestLibrary::builder(backend)
+            .config(move |config| {
+                config.enrichment.lrclib_base_url = lrclib_url;
+                config.enrichment.coverart_enabled = false;
+                config.remote.subsonic = Some(musiclib_core::config::SubsonicSourceConfig {
+                    url: subsonic_url,
+                    username: "friend".into(),
+                    password: "app-password".into(),
+                });
+            })
+            .build()
+            .await;
+        let app = App::new(library).await;
+        let token = app.register("reader").await;
+        let (status, saved) = app
+            .json(
+                "POST",
+                "/api/v1/tracks/remote",
+                Some(&token),
+                json!({"source": "subsonic", "source_id": "s1"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{saved}");
+        assert_eq!(saved["availability"], "placeholder");
+        let id = saved["id"].as_str().unwrap();
+
+        let found = lyrics(&app, &token, id).await;
+        assert_eq!(found["status"], "found", "{found}");
+        assert_eq!(found["source"], "lrclib");
+        assert_eq!(found["synced"], true);
+        assert_eq!(found["lines"].as_array().unwrap().len(), 20);
+        assert_eq!(lyrics(&app, &token, id).await, found);
+        lrclib.verify().await;
     }
 );
 

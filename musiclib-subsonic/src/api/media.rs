@@ -260,44 +260,55 @@ pub(crate) async fn lyrics(request: &Request) -> Outcome {
     Ok(Reply::Envelope(Some(element)))
 }
 
-/// `getLyricsBySongId` (OpenSubsonic `songLyrics`): the song's lyrics as one structured
-/// entry (`lang` is `und` when unknown; `line` has `start` in ms when synced; `offset` in
-/// ms); an empty list when it has none (or is instrumental).
+/// `getLyricsBySongId` (OpenSubsonic `songLyrics`): the song's lyrics as structured
+/// entries, one per language the source has (`lang` is `und` when unknown; `line` has
+/// `start` in ms when synced; `offset` in ms); an empty list when it has none (or is
+/// instrumental).
 pub(crate) async fn lyrics_by_song_id(request: &Request) -> Outcome {
     let id = track_id(request.params.required("id")?)?;
     let track = request.library.catalog().get_track(&id).await?;
     let record = request.library.lyrics().get(&request.caller, &id).await?;
+    let own = (
+        record.language.clone(),
+        record.lines.as_slice(),
+        record.plain.as_deref().unwrap_or_default(),
+        record.offset_ms,
+    );
+    let others = record.alternates.iter().map(|alternate| {
+        (
+            alternate.language.clone(),
+            alternate.lines.as_slice(),
+            alternate.plain.as_str(),
+            alternate.offset_ms,
+        )
+    });
     let mut entries = Vec::new();
-    let lines: Vec<Element> = if record.synced() {
-        record
-            .lines
-            .iter()
-            .map(|line| {
-                Element::new("line")
-                    .attr("start", line.start_ms as i64)
-                    .text(line.text.clone())
-            })
-            .collect()
-    } else {
-        record
-            .plain
-            .as_deref()
-            .unwrap_or_default()
-            .lines()
-            .map(|line| Element::new("line").text(line))
-            .collect()
-    };
-    if !lines.is_empty() {
+    for (language, timed, plain, offset_ms) in std::iter::once(own).chain(others) {
+        let lines: Vec<Element> = if timed.is_empty() {
+            plain
+                .lines()
+                .map(|line| Element::new("line").text(line))
+                .collect()
+        } else {
+            timed
+                .iter()
+                .map(|line| {
+                    Element::new("line")
+                        .attr("start", line.start_ms as i64)
+                        .text(line.text.clone())
+                })
+                .collect()
+        };
+        if lines.is_empty() {
+            continue;
+        }
         entries.push(
             Element::new("structuredLyrics")
                 .opt("displayArtist", track.artist_name.clone())
                 .attr("displayTitle", track.title.clone())
-                .attr(
-                    "lang",
-                    record.language.clone().unwrap_or_else(|| "und".into()),
-                )
-                .attr("synced", record.synced())
-                .attr("offset", record.offset_ms)
+                .attr("lang", language.unwrap_or_else(|| "und".into()))
+                .attr("synced", !timed.is_empty())
+                .attr("offset", offset_ms)
                 .list("line", lines),
         );
     }

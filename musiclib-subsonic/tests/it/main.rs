@@ -5,6 +5,7 @@
 mod auth;
 mod endpoints;
 mod harness;
+mod lyrics;
 mod media;
 mod remote;
 mod scrobbling;
