@@ -15,6 +15,7 @@ use crate::db::Db;
 use crate::ingest::{Ingest, SourceInfo};
 use crate::jobs::Jobs;
 use crate::media::Media;
+use crate::recommend::ExternalStatus;
 use crate::remote::Remote;
 use crate::storage::{Storage, StorageKind};
 use crate::{Config, Error, JobId, Result};
@@ -49,7 +50,10 @@ impl ServiceState {
 #[derive(Debug, Clone)]
 pub struct ServiceStatus {
     /// `database`, `storage`, `job_queue`, `transcoder`, `acoustid`, `coverartarchive`,
-    /// `lastfm`, `listenbrainz`, `lrclib`, and each remote source (`remote`, `subsonic`).
+    /// `lastfm`, `listenbrainz`, `lrclib`, `sound_analysis` (with how many tracks are analysed
+    /// and waiting), `recommender` (the external recommender: disabled, configured, or
+    /// unavailable while paused after a failure), and each remote source (`remote`,
+    /// `subsonic`).
     pub name: &'static str,
     /// How it stands.
     pub state: ServiceState,
@@ -67,9 +71,11 @@ pub struct Admin {
     media: Media,
     ingest: Ingest,
     remote: Remote,
+    recommend: crate::recommend::Recommend,
 }
 
 impl Admin {
+    #[allow(clippy::too_many_arguments)] // one per service it reports on
     pub(crate) fn new(
         config: Arc<Config>,
         db: Db,
@@ -78,6 +84,7 @@ impl Admin {
         media: Media,
         ingest: Ingest,
         remote: Remote,
+        recommend: crate::recommend::Recommend,
     ) -> Admin {
         Admin {
             config,
@@ -87,6 +94,7 @@ impl Admin {
             media,
             ingest,
             remote,
+            recommend,
         }
     }
 
@@ -197,6 +205,55 @@ impl Admin {
             ServiceState::Configured,
             &enrichment.lrclib_base_url,
         ));
+        if self.config.recommend.sound_analysis {
+            services.push(match self.recommend.sound_status().await {
+                Ok(sound) => status(
+                    "sound_analysis",
+                    ServiceState::Ok,
+                    format!(
+                        "{} tracks analysed, {} waiting, {} could not be analysed",
+                        sound.analyzed, sound.pending, sound.failed
+                    ),
+                ),
+                Err(error) => status(
+                    "sound_analysis",
+                    ServiceState::Unavailable,
+                    format!(
+                        "cannot read the analysis state: {}",
+                        crate::error_chain(&error)
+                    ),
+                ),
+            });
+        } else {
+            services.push(status(
+                "sound_analysis",
+                ServiceState::Disabled,
+                "SOUND_ANALYSIS is off: no sounds_like, no sonic similarity",
+            ));
+        }
+        services.push(match self.recommend.external_status() {
+            ExternalStatus::Disabled => status(
+                "recommender",
+                ServiceState::Disabled,
+                "RECOMMENDER_URL is not set: the radio's own signals answer alone",
+            ),
+            ExternalStatus::Configured => status(
+                "recommender",
+                ServiceState::Configured,
+                match &self.config.recommend.external_url {
+                    Some(url) if self.config.recommend.external.is_none() => url.clone(),
+                    _ => "an external recommender given by the embedder".to_string(),
+                },
+            ),
+            ExternalStatus::Paused { left, reason } => status(
+                "recommender",
+                ServiceState::Unavailable,
+                format!(
+                    "left out for {} s more after: {reason}",
+                    left.as_secs().max(1)
+                ),
+            ),
+        });
         for source in self.remote.sources().await? {
             let state = match source.available {
                 None => ServiceState::Disabled,

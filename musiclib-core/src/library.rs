@@ -178,6 +178,7 @@ impl Library {
             media.clone(),
             ingest.clone(),
             remote.clone(),
+            recommend.clone(),
         );
         Ok(Library {
             inner: Arc::new(Inner {

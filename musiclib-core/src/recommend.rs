@@ -12,8 +12,9 @@
 //! - the caller's likes;
 //! - the sound (`sound.rs`: bliss-audio features per track, nearest neighbours from an
 //!   in-memory k-d tree);
-//! - optionally an external recommender (`external.rs`), asked alongside and left out when
-//!   absent, slow or failing.
+//! - optionally an external recommender (`external.rs`), asked alongside and waited for
+//!   only while the heuristics compute plus [`EXTERNAL_GRACE`]: left out when absent, slow
+//!   or failing, so it never makes an answer slower than the heuristics and the grace.
 //!
 //! Signals become scored [`batch::Candidate`]s, merged per track; `batch.rs` assembles a
 //! batch under the feed's rules (pure and property-tested). The server keeps no session: a
@@ -27,14 +28,15 @@ mod external;
 mod signals;
 mod sound;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::auth::Caller;
 use crate::catalog::{Catalog, ItemKind, TrackRow, TRACK_SELECT};
 use crate::config::RecommendConfig;
 use crate::db::Db;
-use crate::domain::{Artist, Track};
+use crate::domain::{Artist, Availability, Track};
 use crate::ids::{ArtistId, TrackId};
 use crate::{Error, Result};
 
@@ -58,6 +60,8 @@ pub const RADIO_MAX_COUNT: usize = 100;
 pub const RADIO_MAX_EXCLUDE: usize = 5000;
 /// Largest answer of the similar-tracks and similar-artists lists.
 pub const SIMILAR_MAX: usize = 100;
+/// How long the radio waits for the external recommender once its own signals are read.
+pub const EXTERNAL_GRACE: Duration = Duration::from_millis(20);
 
 /// A new random key for a track (`tracks.shuffle_key`).
 pub(crate) fn shuffle_key() -> i64 {
@@ -204,32 +208,22 @@ impl Recommend {
         };
         let seed_id = request.seed_track_id.as_deref();
 
-        let heuristics = async {
-            let mut candidates = Vec::new();
-            for seed in &seeds {
-                candidates.extend(self.signals.similar(seed, 60).await?);
-                candidates.extend(self.sound.sounds_like(&seed.id, 30).await?);
-            }
-            if request.seed_track_id.is_none() {
-                candidates.extend(self.signals.liked(caller, 100).await?);
-            }
-            Ok::<_, Error>(candidates)
-        };
+        // The external recommender runs beside the signal reads, in a task of its own (so its
+        // timeout and pause apply even when this request stops waiting for it).
         let external = self.external_candidates(caller, &seeds, count);
-        let (heuristics, external) = tokio::join!(heuristics, external);
-        let mut candidates = heuristics?;
-        candidates.extend(external);
+        let mut candidates = Vec::new();
+        for seed in &seeds {
+            candidates.extend(self.signals.similar(seed, 60).await?);
+            candidates.extend(self.sound.sounds_like(&seed.id, 30).await?);
+        }
+        if request.seed_track_id.is_none() {
+            candidates.extend(self.signals.liked(caller, 100).await?);
+        }
         let liked = self.signals.liked_set(caller).await?;
-        mark_liked(&mut candidates, &liked);
-        jitter(&mut candidates);
-        let similar = batch::merge(candidates);
 
         // Exploration: random playable tracks outside the seeds' artists and genres.
         let want = count + excluded.len().min(4 * count);
-        let seed_artists: HashSet<&str> = seeds
-            .iter()
-            .filter_map(|seed| seed.artist.as_deref())
-            .collect();
+        let seed_artists: HashSet<&str> = seeds.iter().flat_map(|seed| seed.artists()).collect();
         let seed_genres: HashSet<&str> = seeds
             .iter()
             .flat_map(|seed| seed.genres.iter().map(String::as_str))
@@ -258,29 +252,57 @@ impl Recommend {
             .into_iter()
             .map(|track| track.candidate(0.0, vec![Reason::Filler]))
             .collect();
-        let pools = Pools {
+
+        // The heuristics are done: the external suggestions that came, or those that come
+        // within the grace.
+        if let Some(external) = external {
+            if let Ok(Ok(suggested)) = tokio::time::timeout(EXTERNAL_GRACE, external).await {
+                candidates.extend(suggested);
+            }
+        }
+        mark_liked(&mut candidates, &liked);
+        jitter(&mut candidates);
+        let similar = batch::merge(candidates);
+        let mut pools = Pools {
             similar,
             exploration,
             filler,
         };
         let mut chosen = batch::assemble(pools.clone(), count, seed_id, &excluded);
-        if chosen.len() < count {
-            // The samples were used up by exclusions: walk the library for what is left.
+        let taken = |chosen: &[Candidate]| {
             let mut taken = excluded.clone();
             taken.extend(chosen.iter().map(|item| item.track_id.clone()));
             if let Some(seed) = seed_id {
                 taken.insert(seed.to_string());
             }
-            let rest = self
+            taken
+        };
+        if chosen.len() < count {
+            // The samples were used up by exclusions: walk the library for what is left.
+            pools.filler = self
                 .signals
-                .remaining(&taken, count - chosen.len())
+                .remaining(&taken(&chosen), &HashSet::new(), count - chosen.len())
                 .await?
                 .into_iter()
                 .map(|track| track.candidate(0.0, vec![Reason::Filler]))
                 .collect();
-            let mut pools = pools;
-            pools.filler = rest;
-            chosen = batch::assemble(pools, count, seed_id, &excluded);
+            chosen = batch::assemble(pools.clone(), count, seed_id, &excluded);
+        }
+        // The cap gave way for the samples, which may not for the library (one artist holding
+        // most of it): walk the library for other artists' tracks before accepting it.
+        let over = over_cap(&chosen, batch::artist_cap(count));
+        if !over.is_empty() {
+            let others: Vec<Candidate> = self
+                .signals
+                .remaining(&taken(&chosen), &over, count)
+                .await?
+                .into_iter()
+                .map(|track| track.candidate(0.0, vec![Reason::Filler]))
+                .collect();
+            if !others.is_empty() {
+                pools.filler.extend(others);
+                chosen = batch::assemble(pools, count, seed_id, &excluded);
+            }
         }
         self.items(chosen).await
     }
@@ -378,47 +400,82 @@ impl Recommend {
         self.sonic_matches(path).await
     }
 
+    /// The matches whose tracks are (still) playable, in order.
     async fn sonic_matches(&self, near: Vec<(String, f64)>) -> Result<Vec<SonicMatch>> {
         let ids: Vec<&str> = near.iter().map(|(id, _)| id.as_str()).collect();
-        let tracks = self.catalog.tracks_in_order(&ids).await?;
-        Ok(tracks
+        let mut tracks: HashMap<String, Track> = self
+            .catalog
+            .tracks_in_order(&ids)
+            .await?
             .into_iter()
-            .filter_map(|track| {
-                let similarity = near.iter().find(|(id, _)| id == track.id.as_str())?.1;
+            .filter(|track| track.availability == Availability::Available)
+            .map(|track| (track.id.to_string(), track))
+            .collect();
+        Ok(near
+            .into_iter()
+            .filter_map(|(id, similarity)| {
+                let track = tracks.remove(&id)?;
                 Some(SonicMatch { track, similarity })
             })
             .collect())
     }
 
-    async fn external_candidates(
+    /// The external recommender's candidates, asked in a task of its own; none when there
+    /// is no recommender or it is paused.
+    fn external_candidates(
         &self,
         caller: &Caller,
         seeds: &[Seed],
         count: usize,
-    ) -> Vec<Candidate> {
-        let Some(external) = &self.external else {
-            return Vec::new();
-        };
+    ) -> Option<tokio::task::JoinHandle<Vec<Candidate>>> {
+        let external = self.external.clone()?;
+        if external.paused().is_some() {
+            return None;
+        }
+        let signals = self.signals.clone();
         let request = ExternalRequest {
             user_id: caller.user.id.to_string(),
             seeds: seeds.iter().map(Seed::external).collect(),
             count,
         };
-        let suggestions = external.suggest(&request).await;
-        self.signals.resolve_external(suggestions).await
+        Some(tokio::spawn(async move {
+            let suggestions = external.suggest(&request).await;
+            signals.resolve_external(suggestions).await
+        }))
     }
 
+    /// How the external recommender stands.
+    pub fn external_status(&self) -> ExternalStatus {
+        match &self.external {
+            None => ExternalStatus::Disabled,
+            Some(external) => match external.paused() {
+                Some((left, reason)) => ExternalStatus::Paused { left, reason },
+                None => ExternalStatus::Configured,
+            },
+        }
+    }
+
+    /// The chosen candidates as items, each track looked up by id: a track gone (or no
+    /// longer playable) since it was chosen drops only itself.
     async fn items(&self, chosen: Vec<Candidate>) -> Result<Vec<RadioItem>> {
         let ids: Vec<&str> = chosen.iter().map(|item| item.track_id.as_str()).collect();
-        let tracks = self.catalog.tracks_in_order(&ids).await?;
+        let mut tracks: HashMap<String, Track> = self
+            .catalog
+            .tracks_in_order(&ids)
+            .await?
+            .into_iter()
+            .filter(|track| track.availability == Availability::Available)
+            .map(|track| (track.id.to_string(), track))
+            .collect();
         Ok(chosen
             .into_iter()
-            .zip(tracks)
-            .filter(|(candidate, track)| candidate.track_id == track.id.as_str())
-            .map(|(candidate, track)| RadioItem {
-                track,
-                reasons: candidate.reasons,
-                score: (candidate.score * 1000.0).round() / 1000.0,
+            .filter_map(|candidate| {
+                let track = tracks.remove(&candidate.track_id)?;
+                Some(RadioItem {
+                    track,
+                    reasons: candidate.reasons,
+                    score: (candidate.score * 1000.0).round() / 1000.0,
+                })
             })
             .collect())
     }
@@ -582,6 +639,43 @@ impl Recommend {
     pub(crate) fn sound(&self) -> &sound::Sound {
         &self.sound
     }
+
+    /// How many times this handle's sound index was built (for tests of its refresh).
+    #[cfg(feature = "test-support")]
+    pub fn sound_index_builds(&self) -> usize {
+        self.sound.builds()
+    }
+}
+
+/// How the external recommender stands (`GET /admin/services`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExternalStatus {
+    /// None is configured.
+    Disabled,
+    /// Configured and asked.
+    Configured,
+    /// Left out after a failure or a timeout, for `left` more.
+    Paused {
+        /// Until it is asked again.
+        left: Duration,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// The artists holding more than `cap` items of `chosen`.
+fn over_cap(chosen: &[Candidate], cap: usize) -> HashSet<String> {
+    let mut per_artist: HashMap<&str, usize> = HashMap::new();
+    for candidate in chosen {
+        if let Some(artist) = &candidate.artist {
+            *per_artist.entry(artist.as_str()).or_default() += 1;
+        }
+    }
+    per_artist
+        .into_iter()
+        .filter(|(_, n)| *n > cap)
+        .map(|(artist, _)| artist.to_string())
+        .collect()
 }
 
 /// Adds [`Reason::Liked`] (and a little score) to candidates the caller likes.

@@ -31,6 +31,7 @@ use params::Params;
 use response::{Element, Format, SubsonicError};
 
 /// The OpenSubsonic extensions this server implements, with their versions.
+/// `sonicSimilarity` is advertised only while sound analysis is on ([`extensions`]).
 pub const EXTENSIONS: &[(&str, &[i64])] = &[
     ("apiKeyAuthentication", &[1]),
     ("formPost", &[1]),
@@ -39,6 +40,17 @@ pub const EXTENSIONS: &[(&str, &[i64])] = &[
     ("topSongsByArtistId", &[1]),
     ("transcodeOffset", &[1]),
 ];
+
+/// The extensions `library` offers: [`EXTENSIONS`], without `sonicSimilarity` when its
+/// sound analysis is off (`SOUND_ANALYSIS=false`: no track has sound features).
+pub fn extensions(library: &Library) -> Vec<(&'static str, &'static [i64])> {
+    let sound = library.config().recommend.sound_analysis;
+    EXTENSIONS
+        .iter()
+        .copied()
+        .filter(|(name, _)| sound || *name != "sonicSimilarity")
+        .collect()
+}
 
 /// The legacy interface as a router with its paths under `/rest`.
 pub fn router(library: Library) -> Router {
@@ -99,7 +111,7 @@ async fn run(
     headers: HeaderMap,
 ) -> Outcome {
     if method == "getOpenSubsonicExtensions" {
-        return Ok(Reply::Envelope(Some(api::system::extensions())));
+        return Ok(Reply::Envelope(Some(api::system::extensions(&library))));
     }
     let caller = authenticate(&library, &params).await?;
     let client = params.get("c").unwrap_or("unknown").to_string();

@@ -8,7 +8,8 @@
 //!    remain; only when every pool is exhausted may an artist come back;
 //! 3. [`exploration_slots`] of the batch (a fifth, rounded) are exploration picks when there
 //!    are enough of them, placed at even intervals; the rest are the best-scored similar
-//!    candidates;
+//!    candidates. Over many batches the share stays within half a slot per batch plus 0.02
+//!    of [`EXPLORATION_SHARE`] (a property test over random libraries and seeds);
 //! 4. whatever is still missing comes from the other pool, then from random playable filler,
 //!    so the feed never runs dry while a playable track remains.
 
@@ -364,66 +365,86 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_exploration_share_holds_over_many_batches() {
-        // A library of 50 artists, 20 tracks each; the similar pool is one genre (10
-        // artists), exploration the rest. 500 batches of 20 as a client would ask them,
-        // each excluding what came before (up to the last 100).
-        let artist_of = |track: usize| track / 20;
-        let mut seen: Vec<String> = Vec::new();
-        let (mut explored, mut total) = (0usize, 0usize);
-        let mut rng_state = 7u64;
-        let mut next = || {
-            rng_state = rng_state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (rng_state >> 33) as usize
-        };
-        for _ in 0..500 {
-            let excluded: HashSet<String> = seen.iter().rev().take(100).cloned().collect();
-            let similar = merge((0..200).map(|track| {
-                candidate(
-                    track,
-                    artist_of(track),
-                    (next() % 1000) as f64,
-                    Reason::SameGenre,
-                )
-            }));
-            let exploration = (0..60)
-                .map(|_| {
-                    let track = 200 + next() % 800;
-                    candidate(track, artist_of(track), 0.0, Reason::Exploration)
-                })
-                .collect();
-            let filler = (0..40)
-                .map(|_| {
-                    let track = next() % 1000;
-                    candidate(track, artist_of(track), 0.0, Reason::Filler)
-                })
-                .collect();
-            let batch = assemble(
-                Pools {
-                    similar,
-                    exploration,
-                    filler,
-                },
-                20,
-                None,
-                &excluded,
+    /// How far the exploration share of many batches may stray from [`EXPLORATION_SHARE`]
+    /// when the library allows it: the rounding of [`exploration_slots`] (half a slot per
+    /// batch) plus 0.02.
+    fn share_tolerance(count: usize) -> f64 {
+        0.5 / count as f64 + 0.02
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// A library of random size and shape (artists of random sizes, a "similar" region
+        /// the seed's genre covers and an exploration region), random seeds and scores, and
+        /// a client asking 100 batches in a row, each excluding the last five batches: the
+        /// exploration share stays within [`share_tolerance`] of [`EXPLORATION_SHARE`].
+        #[test]
+        fn the_exploration_share_holds_over_many_batches(
+            count in 5usize..=40,
+            artist_sizes in proptest::collection::vec(1usize..40, 20..80),
+            similar_fraction in 0.2f64..0.6,
+            salt in any::<u64>(),
+        ) {
+            // Track i belongs to the artist whose range holds it.
+            let mut artist_of = Vec::new();
+            for (artist, size) in artist_sizes.iter().enumerate() {
+                artist_of.extend(std::iter::repeat_n(artist, *size));
+            }
+            let tracks = artist_of.len();
+            let split = ((tracks as f64 * similar_fraction) as usize).max(1);
+            // The library allows the share: both regions hold many batches' worth.
+            prop_assume!(split >= 10 * count && tracks - split >= 10 * count);
+            let mut state = salt | 1;
+            let mut next = move || {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (state >> 33) as usize
+            };
+            let mut seen: Vec<String> = Vec::new();
+            let (mut explored, mut total) = (0usize, 0usize);
+            for _ in 0..100 {
+                let excluded: HashSet<String> = seen.iter().rev().take(5 * count).cloned().collect();
+                let seed = next() % tracks;
+                let similar = merge((0..3 * count).map(|_| {
+                    let track = next() % split;
+                    candidate(track, artist_of[track], (next() % 1000) as f64, Reason::SameGenre)
+                }));
+                let exploration = (0..3 * count)
+                    .map(|_| {
+                        let track = split + next() % (tracks - split);
+                        candidate(track, artist_of[track], 0.0, Reason::Exploration)
+                    })
+                    .collect();
+                let filler = (0..2 * count)
+                    .map(|_| {
+                        let track = next() % tracks;
+                        candidate(track, artist_of[track], 0.0, Reason::Filler)
+                    })
+                    .collect();
+                let seed_id = format!("t{seed}");
+                let batch = assemble(
+                    Pools { similar, exploration, filler },
+                    count,
+                    Some(&seed_id),
+                    &excluded,
+                );
+                prop_assert_eq!(batch.len(), count);
+                explored += batch
+                    .iter()
+                    .filter(|item| item.reasons.contains(&Reason::Exploration))
+                    .count();
+                total += batch.len();
+                seen.extend(batch.into_iter().map(|item| item.track_id));
+            }
+            let share = explored as f64 / total as f64;
+            let tolerance = share_tolerance(count);
+            prop_assert!(
+                (share - EXPLORATION_SHARE).abs() <= tolerance,
+                "exploration share {share:.3} in batches of {count}, wanted {EXPLORATION_SHARE} ± {tolerance:.3}"
             );
-            assert_eq!(batch.len(), 20);
-            explored += batch
-                .iter()
-                .filter(|item| item.reasons.contains(&Reason::Exploration))
-                .count();
-            total += batch.len();
-            seen.extend(batch.into_iter().map(|item| item.track_id));
         }
-        let share = explored as f64 / total as f64;
-        assert!(
-            (share - EXPLORATION_SHARE).abs() <= 0.02,
-            "exploration share {share:.3}, wanted {EXPLORATION_SHARE} ± 0.02"
-        );
     }
 
     #[test]

@@ -3,9 +3,12 @@
 //!
 //! Embedders implement [`ExternalRecommender`] and hand it to `LibraryBuilder`; the binary
 //! uses [`HttpRecommender`] when `RECOMMENDER_URL` is set. Either way the call is guarded:
-//! it may take `RECOMMENDER_TIMEOUT_MS` (150 ms by default) and runs while the heuristics
-//! do; a timeout or a failure leaves it out for 30 s, so a slow or broken recommender costs
-//! one request that much and the others nothing (the heuristics answer alone).
+//! it runs in a task of its own beside the heuristics, and the radio waits for it only
+//! until its own signals are read plus [`super::EXTERNAL_GRACE`] (20 ms), so a slow
+//! recommender never slows an answer down. The call itself may take
+//! `RECOMMENDER_TIMEOUT_MS` (150 ms by default); a timeout or a failure (an error status, a
+//! malformed answer, no connection) leaves it out for 30 s (`external_pause`), during
+//! which it is not asked at all (the heuristics answer alone).
 //!
 //! The HTTP protocol: `POST {RECOMMENDER_URL}` with
 //! `{"user_id", "seeds": [{"track_id", "title", "artist", "album", "musicbrainz_recording_id"}], "count"}`
@@ -132,7 +135,8 @@ pub(crate) struct Guarded {
     inner: Arc<dyn ExternalRecommender>,
     timeout: Duration,
     pause: Duration,
-    paused_until: Arc<std::sync::Mutex<Option<Instant>>>,
+    /// Until when it is left out, and why.
+    paused_until: Arc<std::sync::Mutex<Option<(Instant, String)>>>,
 }
 
 impl Guarded {
@@ -145,16 +149,21 @@ impl Guarded {
         }
     }
 
+    /// How long it is still left out, and why; `None` when it is asked.
+    pub(crate) fn paused(&self) -> Option<(Duration, String)> {
+        let paused = self
+            .paused_until
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        let (until, reason) = paused.as_ref()?;
+        let left = until.checked_duration_since(Instant::now())?;
+        (!left.is_zero()).then(|| (left, reason.clone()))
+    }
+
     /// The suggestions, or none when the recommender is paused, slow or failing.
     pub(crate) async fn suggest(&self, request: &ExternalRequest) -> Vec<ExternalSuggestion> {
-        {
-            let paused = self
-                .paused_until
-                .lock()
-                .unwrap_or_else(|poison| poison.into_inner());
-            if paused.is_some_and(|until| Instant::now() < until) {
-                return Vec::new();
-            }
+        if self.paused().is_some() {
+            return Vec::new();
         }
         let outcome = tokio::time::timeout(self.timeout, self.inner.suggest(request)).await;
         let failure = match outcome {
@@ -166,7 +175,8 @@ impl Guarded {
         *self
             .paused_until
             .lock()
-            .unwrap_or_else(|poison| poison.into_inner()) = Some(Instant::now() + self.pause);
+            .unwrap_or_else(|poison| poison.into_inner()) =
+            Some((Instant::now() + self.pause, failure));
         Vec::new()
     }
 }

@@ -87,6 +87,8 @@ pub(crate) struct Seed {
     /// Artist id (or name key).
     pub artist: Option<String>,
     artist_id: Option<String>,
+    /// The artist of its album.
+    album_artist_id: Option<String>,
     pub genres: Vec<String>,
     year: Option<i64>,
     title: String,
@@ -96,6 +98,17 @@ pub(crate) struct Seed {
 }
 
 impl Seed {
+    /// Its artist and its album's artist (what `same_artist` matches), each once.
+    pub(crate) fn artists(&self) -> Vec<&str> {
+        let mut artists: Vec<&str> = self.artist.iter().map(String::as_str).collect();
+        if let Some(album_artist) = self.album_artist_id.as_deref() {
+            if !artists.contains(&album_artist) {
+                artists.push(album_artist);
+            }
+        }
+        artists
+    }
+
     pub(crate) fn external(&self) -> ExternalSeed {
         ExternalSeed {
             track_id: self.id.clone(),
@@ -112,6 +125,7 @@ struct SeedRow {
     id: String,
     title: String,
     artist_id: Option<String>,
+    album_artist_id: Option<String>,
     artist_name: Option<String>,
     album_title: Option<String>,
     genre: Option<String>,
@@ -120,8 +134,8 @@ struct SeedRow {
 }
 
 const SEED: &str =
-    "SELECT t.id, t.title, t.artist_id, t.artist_name, t.album_title, t.genre, t.year,
-    t.musicbrainz_recording_id FROM tracks t";
+    "SELECT t.id, t.title, t.artist_id, sa.artist_id AS album_artist_id, t.artist_name, t.album_title,
+    t.genre, t.year, t.musicbrainz_recording_id FROM tracks t LEFT JOIN albums sa ON sa.id = t.album_id";
 
 impl From<SeedRow> for Seed {
     fn from(row: SeedRow) -> Seed {
@@ -132,6 +146,7 @@ impl From<SeedRow> for Seed {
                 .or_else(|| row.artist_name.as_deref().map(crate::text::name_key)),
             id: row.id,
             artist_id: row.artist_id,
+            album_artist_id: row.album_artist_id,
             genres: row.genre.as_deref().map(genre_keys).unwrap_or_default(),
             year: row.year,
             title: row.title,
@@ -223,10 +238,31 @@ impl Signals {
     /// Every signal of the metadata and of listening for `seed`, `limit` reads each.
     pub(crate) async fn similar(&self, seed: &Seed, limit: usize) -> Result<Vec<Candidate>> {
         let mut out = Vec::new();
-        // Same artist.
-        if let Some(artist) = &seed.artist_id {
-            for track in self.sample("t.artist_id = $1", artist, limit).await? {
-                out.push(track.candidate(SAME_ARTIST, vec![Reason::SameArtist]));
+        // Same artist: tracks by the seed's artist or its album's artist, and tracks on
+        // albums of either (a guest on the artist's album, the artist on a compilation).
+        let artists: Vec<&str> = [seed.artist_id.as_deref(), seed.album_artist_id.as_deref()]
+            .into_iter()
+            .flatten()
+            .fold(Vec::new(), |mut artists, artist| {
+                if !artists.contains(&artist) {
+                    artists.push(artist);
+                }
+                artists
+            });
+        let mut same_artist: HashSet<String> = HashSet::new();
+        for artist in artists {
+            let by_artist = self.sample("t.artist_id = $1", artist, limit).await?;
+            let on_album = self
+                .sample(
+                    "t.album_id IN (SELECT a.id FROM albums a WHERE a.artist_id = $1)",
+                    artist,
+                    limit,
+                )
+                .await?;
+            for track in by_artist.into_iter().chain(on_album) {
+                if same_artist.insert(track.id.clone()) {
+                    out.push(track.candidate(SAME_ARTIST, vec![Reason::SameArtist]));
+                }
             }
         }
         // Similar artists, each track scored by how similar its artist is.
@@ -366,11 +402,13 @@ impl Signals {
         self.sample("1 = 1 AND $1 = $1", "", count).await
     }
 
-    /// Up to `count` playable tracks not in `taken`, walking the shuffle order from a random
-    /// point (the last resort of a feed whose client has excluded most of the library).
+    /// Up to `count` playable tracks not in `taken` and by none of the artists in `avoid`,
+    /// walking the shuffle order from a random point (the last resort of a feed whose client
+    /// has excluded most of the library, or whose samples were all one artist's).
     pub(crate) async fn remaining(
         &self,
         taken: &HashSet<String>,
+        avoid: &HashSet<String>,
         count: usize,
     ) -> Result<Vec<Light>> {
         let start = shuffle_key();
@@ -383,6 +421,12 @@ impl Signals {
                      WHERE t.availability = 'available' AND t.shuffle_key < ",
                 );
                 select.push_bind(to);
+                if !avoid.is_empty() {
+                    select
+                        .push(" AND (t.artist_id IS NULL OR t.artist_id NOT IN (")
+                        .push_list(avoid.iter().map(String::as_str).take(crate::db::CHUNK))
+                        .push("))");
+                }
                 match &after {
                     Some((key, id)) => {
                         select
@@ -411,17 +455,26 @@ impl Signals {
                 after = Some((last.5, last.0.clone()));
                 let full = rows.len() == 500;
                 for (id, artist_id, artist_name, genre, year, _) in rows {
-                    if !taken.contains(&id) {
-                        out.push(Light::from(LightRow {
-                            id,
-                            artist_id,
-                            artist_name,
-                            genre,
-                            year,
-                        }));
-                        if out.len() >= count {
-                            return Ok(out);
-                        }
+                    if taken.contains(&id) {
+                        continue;
+                    }
+                    let track = Light::from(LightRow {
+                        id,
+                        artist_id,
+                        artist_name,
+                        genre,
+                        year,
+                    });
+                    if track
+                        .artist
+                        .as_ref()
+                        .is_some_and(|artist| avoid.contains(artist))
+                    {
+                        continue;
+                    }
+                    out.push(track);
+                    if out.len() >= count {
+                        return Ok(out);
                     }
                 }
                 if !full {

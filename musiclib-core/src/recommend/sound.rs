@@ -11,16 +11,23 @@
 //! and no import does, and `compute_similarity` when plays, likes, playlists or tracks
 //! changed since the last computation.
 //!
-//! Neighbours come from an in-memory k-d tree (kiddo) over every analysed track, rebuilt
-//! when the stored features change (a counter in `server_state`, read by key per request):
-//! a query costs about `log n` on well-spread data and never reads all pairs; the build is
-//! `n log n` and happens once per change, off the request when an index already exists.
+//! Neighbours come from an in-memory k-d tree (kiddo) over every analysed track: a query
+//! costs about `log n` on well-spread data and never reads all pairs; the build is
+//! `n log n`. The stored features change while the analysis runs (each analysed track bumps
+//! a counter in `server_state`, read by key per request), and the tree follows in the
+//! background: at most one rebuild in flight, at least [`REBUILD_INTERVAL`] apart, the old
+//! tree answering meanwhile (a track analysed since has no neighbours until then). A request
+//! builds the tree itself only when none was ever built and its seed has stored features.
+//! Every track answered is playable: the tree is asked for more neighbours when some are
+//! not.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::num::NonZero;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bliss_audio::decoder::symphonia::SymphoniaDecoder;
 use bliss_audio::decoder::Decoder as _;
@@ -43,6 +50,8 @@ pub(crate) const VERSION: i64 = bliss_audio::FeaturesVersion::LATEST as i64;
 const SOUNDS_LIKE: f64 = 0.5;
 /// The `server_state` key counting changes of the stored features.
 const STAMP_KEY: &str = "sound_features_stamp";
+/// Least time between two builds of the neighbour index.
+pub(crate) const REBUILD_INTERVAL: Duration = Duration::from_secs(5);
 /// Jobs an analysis gives way to.
 const IMPORT_KINDS: [&str; 4] = [
     "scan_local_folder",
@@ -90,7 +99,21 @@ pub(crate) struct Sound {
     enabled: bool,
     cpu: crate::cpu::CpuSlots,
     index: Arc<RwLock<Option<Arc<Index>>>>,
-    building: Arc<Mutex<()>>,
+    /// Held by the build; when the last one ended.
+    building: Arc<Mutex<Option<Instant>>>,
+    /// Whether a background rebuild is scheduled or running.
+    scheduled: Arc<AtomicBool>,
+    /// Builds so far (for tests).
+    builds: Arc<AtomicUsize>,
+}
+
+/// Clears the scheduled flag when the background rebuild ends, however it ends.
+struct Unschedule(Arc<AtomicBool>);
+
+impl Drop for Unschedule {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
 }
 
 impl Sound {
@@ -101,7 +124,14 @@ impl Sound {
             cpu,
             index: Arc::default(),
             building: Arc::default(),
+            scheduled: Arc::default(),
+            builds: Arc::default(),
         }
+    }
+
+    /// How many times the neighbour index was built.
+    pub(crate) fn builds(&self) -> usize {
+        self.builds.load(Ordering::SeqCst)
     }
 
     pub(crate) fn enabled(&self) -> bool {
@@ -212,71 +242,105 @@ impl Sound {
         Ok(report)
     }
 
-    /// Candidates that sound like `id` (none when it has no features).
+    /// Candidates that sound like `id` (none when it has no features), playable.
     pub(crate) async fn sounds_like(&self, id: &str, limit: usize) -> Result<Vec<Candidate>> {
-        let near = self.nearest_str(id, limit).await?;
-        if near.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut select = self
-            .db
-            .sql("SELECT t.id, t.artist_id, t.artist_name FROM tracks t WHERE t.availability = 'available' AND t.id IN (");
-        select
-            .push_list(near.iter().map(|(id, _)| id.as_str()))
-            .push(")");
-        let rows: Vec<(String, Option<String>, Option<String>)> =
-            select.fetch_all(self.db.pool()).await?;
-        Ok(rows
+        Ok(self
+            .nearest_playable(id, limit)
+            .await?
             .into_iter()
-            .map(|(track, artist_id, artist_name)| {
-                let similarity = near
-                    .iter()
-                    .find(|(id, _)| *id == track)
-                    .map_or(0.0, |(_, similarity)| *similarity);
-                Candidate {
-                    track_id: track,
-                    artist: artist_id.or_else(|| artist_name.as_deref().map(crate::text::name_key)),
-                    score: SOUNDS_LIKE * similarity,
-                    reasons: vec![Reason::SoundsLike],
-                }
+            .map(|(track, similarity)| Candidate {
+                track_id: track.id,
+                artist: track.artist,
+                score: SOUNDS_LIKE * similarity,
+                reasons: vec![Reason::SoundsLike],
             })
             .collect())
     }
 
-    /// The `count` tracks nearest to `id` by sound, with their similarity (1 the same).
+    /// The `count` playable tracks nearest to `id` by sound, with their similarity (1 the
+    /// same).
     pub(crate) async fn nearest(&self, id: &TrackId, count: usize) -> Result<Vec<(String, f64)>> {
-        self.nearest_str(id.as_str(), count).await
+        Ok(self
+            .nearest_playable(id.as_str(), count)
+            .await?
+            .into_iter()
+            .map(|(track, similarity)| (track.id, similarity))
+            .collect())
     }
 
-    async fn nearest_str(&self, id: &str, count: usize) -> Result<Vec<(String, f64)>> {
+    /// The `count` playable tracks nearest to `id`: the tree is asked for a few more than
+    /// `count`, and for more again while unplayable ones leave the answer short.
+    async fn nearest_playable(&self, id: &str, count: usize) -> Result<Vec<(Playable, f64)>> {
         let Some(index) = self.index_with(&[id]).await? else {
             return Ok(Vec::new());
         };
         let Some(&at) = index.by_id.get(id) else {
             return Ok(Vec::new());
         };
-        let Some(wanted) = NonZero::new((count + 1).min(index.ids.len())) else {
+        if count == 0 {
             return Ok(Vec::new());
-        };
-        let found = index
-            .tree
-            .query(&index.points[at])
-            .nearest_n::<SquaredEuclidean<f32>>(wanted)
-            .execute();
-        Ok(found
-            .into_iter()
-            .map(|hit| hit.item as usize)
-            .filter(|&item| item != at)
-            .take(count)
-            .map(|item| {
-                let distance = euclidean(&index.points[at], &index.points[item]);
-                (index.ids[item].clone(), similarity(distance))
-            })
-            .collect())
+        }
+        let total = index.ids.len();
+        let mut wanted = count + count / 2 + 2;
+        loop {
+            let Some(asked) = NonZero::new(wanted.min(total)) else {
+                return Ok(Vec::new());
+            };
+            let hits: Vec<usize> = index
+                .tree
+                .query(&index.points[at])
+                .nearest_n::<SquaredEuclidean<f32>>(asked)
+                .execute()
+                .into_iter()
+                .map(|hit| hit.item as usize)
+                .filter(|&item| item != at)
+                .collect();
+            let playable = self
+                .playable(hits.iter().map(|&item| index.ids[item].as_str()))
+                .await?;
+            let found: Vec<(Playable, f64)> = hits
+                .iter()
+                .filter_map(|&item| {
+                    let track = playable.get(index.ids[item].as_str())?.clone();
+                    let distance = euclidean(&index.points[at], &index.points[item]);
+                    Some((track, similarity(distance)))
+                })
+                .take(count)
+                .collect();
+            if found.len() >= count || wanted >= total {
+                return Ok(found);
+            }
+            wanted *= 4;
+        }
+    }
+
+    /// Which of `ids` are playable, with the artist the cap counts.
+    async fn playable<'a>(
+        &self,
+        ids: impl Iterator<Item = &'a str>,
+    ) -> Result<HashMap<String, Playable>> {
+        let ids: Vec<&str> = ids.collect();
+        let mut out = HashMap::new();
+        for chunk in ids.chunks(crate::db::CHUNK) {
+            let mut select = self.db.sql(
+                "SELECT t.id, t.artist_id, t.artist_name FROM tracks t
+                 WHERE t.availability = 'available' AND t.id IN (",
+            );
+            select.push_list(chunk.iter().copied()).push(")");
+            let rows: Vec<(String, Option<String>, Option<String>)> =
+                select.fetch_all(self.db.pool()).await?;
+            for (id, artist_id, artist_name) in rows {
+                let artist =
+                    artist_id.or_else(|| artist_name.as_deref().map(crate::text::name_key));
+                out.insert(id.clone(), Playable { id, artist });
+            }
+        }
+        Ok(out)
     }
 
     /// About `count` tracks from `from` to `to`: both ends, and between them the unused
-    /// track nearest to each evenly spaced point of the straight line joining their sounds.
+    /// playable track nearest to each evenly spaced point of the straight line joining their
+    /// sounds. Each similarity is to `from` (OpenSubsonic: relative to the starting song).
     pub(crate) async fn path(
         &self,
         from: &TrackId,
@@ -292,7 +356,8 @@ impl Sound {
             return Ok(Vec::new());
         };
         let (a, b) = (index.points[start], index.points[end]);
-        let mut used = vec![start, end];
+        let total = index.ids.len();
+        let mut used: HashSet<usize> = HashSet::from([start, end]);
         let mut path = vec![(index.ids[start].clone(), 1.0)];
         let steps = count.max(2) - 1;
         for step in 1..steps {
@@ -301,57 +366,100 @@ impl Sound {
             for (axis, value) in point.iter_mut().enumerate() {
                 *value = a[axis] + (b[axis] - a[axis]) * t;
             }
-            let wanted = NonZero::new((used.len() + 1).min(index.ids.len())).expect("at least one");
-            let next = index
-                .tree
-                .query(&point)
-                .nearest_n::<SquaredEuclidean<f32>>(wanted)
-                .execute()
-                .into_iter()
-                .map(|hit| hit.item as usize)
-                .find(|item| !used.contains(item));
+            let mut wanted = used.len() + 8;
+            let next = loop {
+                let asked = NonZero::new(wanted.min(total)).expect("at least one");
+                let hits: Vec<usize> = index
+                    .tree
+                    .query(&point)
+                    .nearest_n::<SquaredEuclidean<f32>>(asked)
+                    .execute()
+                    .into_iter()
+                    .map(|hit| hit.item as usize)
+                    .filter(|item| !used.contains(item))
+                    .collect();
+                let playable = self
+                    .playable(hits.iter().map(|&item| index.ids[item].as_str()))
+                    .await?;
+                let found = hits
+                    .into_iter()
+                    .find(|&item| playable.contains_key(index.ids[item].as_str()));
+                if found.is_some() || wanted >= total {
+                    break found;
+                }
+                wanted *= 4;
+            };
             if let Some(item) = next {
-                used.push(item);
-                let distance = euclidean(&point, &index.points[item]);
+                used.insert(item);
+                let distance = euclidean(&a, &index.points[item]);
                 path.push((index.ids[item].clone(), similarity(distance)));
             }
         }
         if start != end {
-            path.push((index.ids[end].clone(), 1.0));
+            path.push((index.ids[end].clone(), similarity(euclidean(&a, &b))));
         }
         Ok(path)
     }
 
-    /// The index for a query about `ids`. When the stored features changed since it was
-    /// built, it is rebuilt: by this request when there is none yet or it lacks one of `ids`
-    /// (a track analysed since), otherwise in the background while the old one answers.
+    /// The index for a query about `ids`. A request never waits for a build, except the
+    /// very first when all of `ids` have stored features; an index older than the stored
+    /// features answers while a rebuild is scheduled in the background (see
+    /// [`Sound::schedule_rebuild`]).
     async fn index_with(&self, ids: &[&str]) -> Result<Option<Arc<Index>>> {
-        let stamp = read_stamp(&self.db).await?;
         let current = self.index.read().await.clone();
-        match current {
-            Some(index) if index.stamp == stamp => Ok(Some(index)),
-            Some(index) if ids.iter().any(|id| !index.by_id.contains_key(*id)) => {
-                self.rebuild(stamp).await?;
-                Ok(self.index.read().await.clone())
+        if let Some(index) = current {
+            if read_stamp(&self.db).await? != index.stamp {
+                self.schedule_rebuild();
             }
-            Some(index) => {
-                let this = self.clone();
-                tokio::spawn(async move {
-                    if let Err(error) = this.rebuild(stamp).await {
-                        tracing::warn!(error = %crate::error_chain(&error), "cannot rebuild the sound index");
-                    }
-                });
-                Ok(Some(index))
-            }
-            None => {
-                self.rebuild(stamp).await?;
-                Ok(self.index.read().await.clone())
-            }
+            return Ok(Some(index));
         }
+        if !self.all_analysed(ids).await? {
+            return Ok(None);
+        }
+        self.rebuild().await?;
+        Ok(self.index.read().await.clone())
     }
 
-    async fn rebuild(&self, stamp: i64) -> Result<()> {
-        let _building = self.building.lock().await;
+    /// Whether every one of `ids` has stored features.
+    async fn all_analysed(&self, ids: &[&str]) -> Result<bool> {
+        let unique: HashSet<&str> = ids.iter().copied().collect();
+        let mut select = self.db.sql(
+            "SELECT COUNT(*) FROM track_features
+             WHERE features IS NOT NULL AND version = ",
+        );
+        select
+            .push_bind(VERSION)
+            .push(" AND track_id IN (")
+            .push_list(unique.iter().copied())
+            .push(")");
+        let found: i64 = select.fetch_scalar(self.db.pool()).await?;
+        Ok(found as usize == unique.len())
+    }
+
+    /// Rebuilds the index in the background: nothing when a rebuild is already scheduled or
+    /// running; otherwise once [`REBUILD_INTERVAL`] has passed since the last build.
+    fn schedule_rebuild(&self) {
+        if self.scheduled.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let this = self.clone();
+        tokio::spawn(async move {
+            let _unschedule = Unschedule(this.scheduled.clone());
+            let wait = this.building.lock().await.map_or(Duration::ZERO, |at| {
+                REBUILD_INTERVAL.saturating_sub(at.elapsed())
+            });
+            tokio::time::sleep(wait).await;
+            if let Err(error) = this.rebuild().await {
+                tracing::warn!(error = %crate::error_chain(&error), "cannot rebuild the sound index");
+            }
+        });
+    }
+
+    /// Builds the index from the stored features, unless it is already as new as they are
+    /// (the counter is read under the build lock, before the features).
+    async fn rebuild(&self) -> Result<()> {
+        let mut building = self.building.lock().await;
+        let stamp = read_stamp(&self.db).await?;
         if self
             .index
             .read()
@@ -401,8 +509,17 @@ impl Sound {
         .await
         .map_err(Error::task("the sound index build"))??;
         *self.index.write().await = Some(Arc::new(built));
+        self.builds.fetch_add(1, Ordering::SeqCst);
+        *building = Some(Instant::now());
         Ok(())
     }
+}
+
+/// A playable track with the artist the cap counts.
+#[derive(Debug, Clone)]
+struct Playable {
+    id: String,
+    artist: Option<String>,
 }
 
 /// 1 for the same sound, falling towards 0 as the distance grows (bliss's features lie in

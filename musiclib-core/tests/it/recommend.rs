@@ -5,12 +5,18 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use rand::seq::IndexedRandom;
+use rand::RngExt;
+
+use musiclib_core::admin::ServiceState;
 use musiclib_core::auth::Caller;
 use musiclib_core::catalog::TrackMetadata;
+use musiclib_core::playlists::NewPlaylist;
 use musiclib_core::recommend::{
-    ArtistReason, ExternalPlugin, ExternalRecommender, ExternalRequest, ExternalSuggestion,
-    RadioRequest, Reason,
+    ArtistReason, ExternalPlugin, ExternalRecommender, ExternalRequest, ExternalStatus,
+    ExternalSuggestion, RadioRequest, Reason,
 };
 use musiclib_core::social::{NewLike, NewPlay};
 use musiclib_core::Timestamp;
@@ -67,6 +73,29 @@ const TRACKS: [(&str, &str, &str, i64, f64, f64, f64); 15] = [
     ("twin", "Jazz Two", "Jazz", 1965, 220.0, 660.0, 2.0),
     ("j2c", "Jazz Two", "Jazz", 1966, 880.0, 2640.0, 1.0),
 ];
+
+/// Uploads a track of the fixture's sound family with these tags.
+async fn upload(
+    library: &Library,
+    caller: &Caller,
+    name: &str,
+    metadata: TrackMetadata,
+    tone: u16,
+) -> TrackId {
+    let bytes = wav(300.0 + f64::from(tone), 900.0, 1.5, 6, tone);
+    let track = library
+        .ingest()
+        .upload_track(caller, Some(&format!("{name}.wav")), bytes.as_slice())
+        .await
+        .unwrap()
+        .track;
+    library
+        .catalog()
+        .set_track_metadata(caller, &track.id, &metadata)
+        .await
+        .unwrap();
+    track.id
+}
 
 async fn fixture(backend: Backend) -> Fixture {
     fixture_with(backend, |_| {}).await
@@ -166,6 +195,27 @@ impl Fixture {
     }
 }
 
+/// Every track of the library.
+async fn all_tracks(library: &Library) -> Vec<musiclib_core::domain::Track> {
+    let mut tracks = Vec::new();
+    loop {
+        let page = library
+            .catalog()
+            .list_tracks(
+                &musiclib_core::catalog::TrackFilter::default(),
+                None,
+                musiclib_core::domain::Page::clamped(200, tracks.len() as i64, 200),
+            )
+            .await
+            .unwrap();
+        let done = page.items.len() < 200;
+        tracks.extend(page.items);
+        if done {
+            return tracks;
+        }
+    }
+}
+
 fn request(seed: Option<&TrackId>, exclude: &[String], count: usize) -> RadioRequest {
     RadioRequest {
         seed_track_id: seed.map(|id| id.to_string()),
@@ -178,7 +228,7 @@ backend_test! {
     async fn radio_follows_artist_genre_and_listening(backend: Backend) {
         let f = fixture(backend).await;
         let library: &Library = &f.library;
-        // Rock One and Jazz One are played together; Jazz Two's track is liked with Rock Two's.
+        // Rock One and Jazz One are played together.
         f.play_together("r1a", "j1a", 4).await;
         f.play_together("r1b", "j1b", 2).await;
         let report = library.recommend().compute_similarity().await.unwrap();
@@ -354,6 +404,7 @@ backend_test! {
         let plugin = LateSuggestion { suggested: suggested.clone(), slow: slow.clone(), calls: calls.clone() };
         let f = fixture_with(backend, move |config| {
             config.recommend.external = Some(ExternalPlugin(Arc::new(plugin)));
+            config.recommend.external_timeout = Duration::from_secs(2);
         })
         .await;
 
@@ -364,13 +415,338 @@ backend_test! {
         assert!(item.is_some_and(|item| item.reasons.contains(&Reason::External)), "{batch:?}");
         assert_eq!(calls.load(Ordering::SeqCst), 1);
 
-        // Slow: the batch comes without it, and the next request does not ask it again.
+        assert_eq!(f.library.recommend().external_status(), ExternalStatus::Configured);
+
+        // Slow (5 s, its timeout 2 s): the batch comes without it, as soon as the heuristics
+        // are done (not after its timeout), and once the call times out it is paused: the
+        // next request does not ask it again.
         slow.store(true, Ordering::SeqCst);
+        let started = Instant::now();
         let batch = f.library.recommend().radio(&f.ann, &request(Some(&f.id("r1a")), &[], 10)).await.unwrap();
+        let elapsed = started.elapsed();
+        assert!(elapsed < Duration::from_secs(2), "waited {elapsed:?} for a slow recommender");
         assert_eq!(batch.len(), 10);
         assert!(batch.iter().all(|item| !item.reasons.contains(&Reason::External)));
+        let paused = async {
+            while !matches!(f.library.recommend().external_status(), ExternalStatus::Paused { .. }) {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), paused).await.expect("paused after its timeout");
         let batch = f.library.recommend().radio(&f.ann, &request(Some(&f.id("r1a")), &[], 10)).await.unwrap();
         assert_eq!(batch.len(), 10);
         assert_eq!(calls.load(Ordering::SeqCst), 2, "paused after the timeout");
+
+        // The service report shows it paused, with why.
+        let admin = Caller {
+            user: f.library.accounts().create_user("root", "admin-password", true).await.unwrap(),
+        };
+        let services = f.library.admin().services(&admin).await.unwrap();
+        let recommender = services.iter().find(|service| service.name == "recommender").unwrap();
+        assert_eq!(recommender.state, ServiceState::Unavailable, "{recommender:?}");
+        assert!(recommender.detail.contains("no answer within 2000 ms"), "{recommender:?}");
+    }
+}
+
+backend_test! {
+    async fn same_artist_includes_the_album_artist(backend: Backend) {
+        let f = fixture(backend).await;
+        let library: &Library = &f.library;
+        // A guest on Rock One's album (album artist Rock One), in another genre and era.
+        let guest = upload(
+            library,
+            &f.ann,
+            "guest",
+            TrackMetadata {
+                title: "guest".into(),
+                artist: Some("Guest Star".into()),
+                album: Some("Rock One Album".into()),
+                album_artist: Some("Rock One".into()),
+                genre: Some("Polka".into()),
+                year: Some(2020),
+                ..Default::default()
+            },
+            90,
+        )
+        .await;
+        let reasons_of = |items: &[musiclib_core::recommend::RadioItem], id: &TrackId| {
+            items
+                .iter()
+                .find(|item| &item.track.id == id)
+                .map(|item| item.reasons.clone())
+                .unwrap_or_default()
+        };
+        // From Rock One's track: the guest is on its artist's album.
+        let items = library.recommend().similar_tracks_of(&f.ann, &f.id("r1a"), 30).await.unwrap();
+        assert_eq!(reasons_of(&items, &guest), [Reason::SameArtist], "{items:?}");
+        // From the guest's track: Rock One's tracks are by its album's artist.
+        let items = library.recommend().similar_tracks_of(&f.ann, &guest, 30).await.unwrap();
+        for name in ["r1a", "r1b", "r1c"] {
+            assert!(reasons_of(&items, &f.id(name)).contains(&Reason::SameArtist), "{name}: {items:?}");
+        }
+        assert!(!reasons_of(&items, &f.id("r2a")).contains(&Reason::SameArtist));
+        // And once each, not twice (by artist and by album).
+        let ids: Vec<&TrackId> = items.iter().map(|item| &item.track.id).collect();
+        assert_eq!(ids.len(), ids.iter().collect::<HashSet<_>>().len());
+    }
+}
+
+backend_test! {
+    async fn artists_are_similar_by_likes_and_playlists(backend: Backend) {
+        let f = fixture(backend).await;
+        let library: &Library = &f.library;
+        let bob = user(library, "bob").await;
+        // Ann and Bob like tracks of Rock Three and Jazz Two (nothing else links them).
+        f.like(&f.ann, "r3a").await;
+        f.like(&f.ann, "j2a").await;
+        for name in ["r3b", "j2b"] {
+            library
+                .social()
+                .record_like(
+                    &bob,
+                    NewLike {
+                        track_id: f.id(name).to_string(),
+                        liked: true,
+                        client_event_id: format!("bob-like-{name}"),
+                        event_time: Timestamp::now(),
+                    },
+                )
+                .await
+                .unwrap();
+        }
+        // One playlist holds Rock Two and Jazz One.
+        library
+            .playlists()
+            .create(
+                &f.ann,
+                NewPlaylist {
+                    name: "mix".into(),
+                    track_ids: vec![f.id("r2a"), f.id("j1c")],
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        library.recommend().compute_similarity().await.unwrap();
+        let artist_of = |name: &str| {
+            let id = f.id(name);
+            async move { library.catalog().get_track(&id).await.unwrap().artist_id.unwrap() }
+        };
+
+        // Two people like both: 2 / (2 + 1) at weight 0.7.
+        let similar = library.recommend().similar_artists(&artist_of("r3a").await, 10).await.unwrap();
+        let jazz_two = similar.iter().find(|s| s.artist.name == "Jazz Two").unwrap_or_else(|| panic!("{similar:?}"));
+        assert_eq!(jazz_two.reasons, [ArtistReason::LikedTogether]);
+        assert!((jazz_two.score - 0.7 * 2.0 / 3.0).abs() < 1e-3, "{jazz_two:?}");
+        assert!(!similar.iter().any(|s| s.artist.name == "Jazz One"), "{similar:?}");
+
+        // One shared playlist: 1 / (1 + 1) at weight 0.6.
+        let similar = library.recommend().similar_artists(&artist_of("r2a").await, 10).await.unwrap();
+        let jazz_one = similar.iter().find(|s| s.artist.name == "Jazz One").unwrap_or_else(|| panic!("{similar:?}"));
+        assert_eq!(jazz_one.reasons, [ArtistReason::SamePlaylist]);
+        assert!((jazz_one.score - 0.3).abs() < 1e-3, "{jazz_one:?}");
+        assert!(!similar.iter().any(|s| s.artist.name == "Jazz Two"), "{similar:?}");
+
+        // The radio from Rock Three's track plays Jazz Two's as a similar artist's.
+        let items = library.recommend().similar_tracks_of(&f.ann, &f.id("r3a"), 30).await.unwrap();
+        let j2c = items.iter().find(|item| item.track.id == f.id("j2c")).unwrap_or_else(|| panic!("{items:?}"));
+        assert!(j2c.reasons.contains(&Reason::SimilarArtist), "{:?}", j2c.reasons);
+    }
+}
+
+backend_test! {
+    async fn the_sound_index_is_rebuilt_in_the_background_at_most_every_few_seconds(backend: Backend) {
+        let f = fixture(backend).await;
+        let library: &Library = &f.library;
+        let recommend = library.recommend();
+        // No features yet: no request builds an index.
+        assert!(recommend.sonic_similar(&f.id("r1a"), 3).await.unwrap().is_empty());
+        recommend.similar_tracks_of(&f.ann, &f.id("r1a"), 5).await.unwrap();
+        assert_eq!(recommend.sound_index_builds(), 0);
+
+        // Five tracks analysed (the first uploaded): the first request builds the index.
+        let report = recommend.analyze_pending(library.storage(), 5).await.unwrap();
+        assert_eq!(report.analyzed, 5);
+        assert!(!recommend.sonic_similar(&f.id("r1a"), 3).await.unwrap().is_empty());
+        assert_eq!(recommend.sound_index_builds(), 1);
+        let built = Instant::now();
+
+        // One more analysed: a request about it does not rebuild the index itself (it gets
+        // no neighbours until the background rebuild, at least 5 s after the first build).
+        recommend.analyze_pending(library.storage(), 1).await.unwrap();
+        let fresh = recommend.sonic_similar(&f.id("r2c"), 3).await.unwrap();
+        let builds = recommend.sound_index_builds();
+        assert!(
+            (fresh.is_empty() && builds == 1) || built.elapsed() >= Duration::from_secs(5),
+            "rebuilt on the request path: {builds} builds, {} neighbours",
+            fresh.len()
+        );
+
+        // Requests while the analysis runs: the old index answers, and rebuilds stay few.
+        let analysis = {
+            let library = library.clone();
+            tokio::spawn(async move {
+                library.recommend().analyze_pending(library.storage(), 100).await.unwrap()
+            })
+        };
+        let mut requests = 0;
+        while !analysis.is_finished() {
+            let near = recommend.radio(&f.ann, &request(Some(&f.id("r1a")), &[], 5)).await.unwrap();
+            assert_eq!(near.len(), 5);
+            requests += 1;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(analysis.await.unwrap().analyzed, TRACKS.len() - 6);
+        let bound = 2 + (built.elapsed().as_secs() / 5) as usize;
+        let builds = recommend.sound_index_builds();
+        assert!(builds <= bound, "{builds} builds in {:?} ({requests} requests)", built.elapsed());
+
+        // The background rebuild catches up: every analysed track gets neighbours.
+        let caught_up = async {
+            loop {
+                if !recommend.sonic_similar(&f.id("j2c"), 3).await.unwrap().is_empty() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(20), caught_up).await.expect("the index caught up");
+        let near = recommend.sonic_similar(&f.id("r1a"), 1).await.unwrap();
+        assert_eq!(f.name(near[0].track.id.as_str()), "twin");
+    }
+}
+
+backend_test! {
+    async fn sonic_answers_hold_only_playable_tracks(backend: Backend) {
+        let f = fixture(backend).await;
+        let library: &Library = &f.library;
+        library.recommend().analyze_pending(library.storage(), 100).await.unwrap();
+        // The twin (r1a's nearest sound) loses its audio after analysis.
+        musiclib_core::testing::make_placeholder(library, &f.id("twin")).await;
+        let near = library.recommend().sonic_similar(&f.id("r1a"), 5).await.unwrap();
+        assert_eq!(near.len(), 5, "the tree is asked for more to fill the count");
+        assert!(near.iter().all(|m| m.track.id != f.id("twin") && m.track.id != f.id("r1a")));
+        let items = library.recommend().similar_tracks_of(&f.ann, &f.id("r1a"), 30).await.unwrap();
+        assert!(items.iter().all(|item| item.track.id != f.id("twin")));
+
+        // A path never steps on it, and its similarities are to the starting song: 1 at the
+        // start, the end's as sonic_similar would say, and never the end hard-coded to 1.
+        let path = library.recommend().sonic_path(&f.id("r1a"), &f.id("j2c"), 8).await.unwrap();
+        assert_eq!(path.len(), 8);
+        assert!(path.iter().all(|m| m.track.id != f.id("twin")));
+        assert_eq!(path[0].track.id, f.id("r1a"));
+        assert_eq!(path[0].similarity, 1.0);
+        let end = path.last().unwrap();
+        assert_eq!(end.track.id, f.id("j2c"));
+        assert!(end.similarity < 1.0, "{end:?}");
+        let all = library.recommend().sonic_similar(&f.id("r1a"), 20).await.unwrap();
+        let direct = all.iter().find(|m| m.track.id == f.id("j2c")).unwrap();
+        assert!((end.similarity - direct.similarity).abs() < 1e-3, "{} vs {}", end.similarity, direct.similarity);
+    }
+}
+
+backend_test! {
+    async fn only_playable_tracks_over_random_feeds(backend: Backend) {
+        let library = TestLibrary::new(backend).await;
+        musiclib_core::testing::insert_synthetic_tracks(&library, 400).await;
+        let ann = user(&library, "ann").await;
+        let ids: Vec<TrackId> = all_tracks(&library).await.into_iter().map(|track| track.id).collect();
+        assert_eq!(ids.len(), 400);
+        let mut rng = rand::rng();
+        let seed: u64 = rng.random();
+        // A random third of the library without audio.
+        let mut unplayable: HashSet<TrackId> = HashSet::new();
+        for id in &ids {
+            if rng.random_range(0..3) == 0 {
+                musiclib_core::testing::make_placeholder(&library, id).await;
+                unplayable.insert(id.clone());
+            }
+        }
+        for _ in 0..25 {
+            let seed_track = ids.choose(&mut rng).unwrap();
+            let exclude: Vec<String> = (0..rng.random_range(0..150))
+                .map(|_| ids.choose(&mut rng).unwrap().to_string())
+                .collect();
+            let count = rng.random_range(1..=50);
+            let with_seed = rng.random_bool(0.8);
+            let asked = request(with_seed.then_some(seed_track), &exclude, count);
+            let batch = library.recommend().radio(&ann, &asked).await.unwrap();
+            let mut seen = HashSet::new();
+            for item in &batch {
+                assert!(!unplayable.contains(&item.track.id), "unplayable {} (run {seed})", item.track.id);
+                assert!(!exclude.contains(&item.track.id.to_string()), "excluded (run {seed})");
+                assert!(!with_seed || &item.track.id != seed_track, "the seed (run {seed})");
+                assert!(seen.insert(item.track.id.clone()), "twice (run {seed})");
+            }
+            let playable_left = ids
+                .iter()
+                .filter(|id| !unplayable.contains(*id) && !exclude.contains(&id.to_string()))
+                .filter(|id| !with_seed || *id != seed_track)
+                .count();
+            assert_eq!(batch.len(), count.min(playable_left), "ran dry (run {seed})");
+            let similar = library.recommend().similar_tracks_of(&ann, seed_track, 30).await.unwrap();
+            assert!(similar.iter().all(|item| !unplayable.contains(&item.track.id)), "run {seed}");
+        }
+    }
+}
+
+backend_test! {
+    async fn the_artist_cap_holds_in_a_library_dominated_by_one_artist(backend: Backend) {
+        let library = TestLibrary::new(backend).await;
+        musiclib_core::testing::insert_synthetic_tracks(&library, 1000).await;
+        let ann = user(&library, "ann").await;
+        // One artist holds 960 tracks; 40 tracks are each by an artist of their own.
+        musiclib_core::testing::execute(
+            &library,
+            "UPDATE tracks SET artist_id = NULL, artist_name = 'Small ' || source_id
+             WHERE CAST(SUBSTR(source_id, 11) AS INTEGER) % 25 = 0",
+            &[],
+        )
+        .await;
+        musiclib_core::testing::execute(
+            &library,
+            "UPDATE tracks SET artist_id = (SELECT artist_id FROM tracks WHERE source_id = 'synthetic-1'),
+               artist_name = 'Huge' WHERE artist_id IS NOT NULL",
+            &[],
+        )
+        .await;
+        let seed = all_tracks(&library)
+            .await
+            .iter()
+            .find(|track| track.artist_name.as_deref() == Some("Huge"))
+            .unwrap()
+            .id
+            .clone();
+        for with_seed in [true, true, true, false, false] {
+            let asked = request(with_seed.then_some(&seed), &[], 20);
+            let batch = library.recommend().radio(&ann, &asked).await.unwrap();
+            assert_eq!(batch.len(), 20);
+            let mut per_artist: HashMap<String, usize> = HashMap::new();
+            for item in &batch {
+                *per_artist.entry(item.track.artist_name.clone().unwrap()).or_default() += 1;
+            }
+            assert!(per_artist.values().all(|&n| n <= 2), "{per_artist:?}");
+        }
+    }
+}
+
+backend_test! {
+    async fn the_service_report_survives_an_unreadable_analysis_state(backend: Backend) {
+        let library = TestLibrary::new(backend).await;
+        let admin = Caller {
+            user: library.accounts().create_user("root", "admin-password", true).await.unwrap(),
+        };
+        let services = library.admin().services(&admin).await.unwrap();
+        let find = |services: &[musiclib_core::admin::ServiceStatus], name: &str| {
+            services.iter().find(|service| service.name == name).cloned().unwrap()
+        };
+        assert_eq!(find(&services, "recommender").state, ServiceState::Disabled);
+        assert_eq!(find(&services, "sound_analysis").state, ServiceState::Ok);
+        // The features table gone: the report still answers, naming the problem.
+        musiclib_core::testing::execute(&library, "DROP TABLE track_features", &[]).await;
+        let services = library.admin().services(&admin).await.unwrap();
+        let sound = find(&services, "sound_analysis");
+        assert_eq!(sound.state, ServiceState::Unavailable, "{sound:?}");
+        assert!(sound.detail.starts_with("cannot read the analysis state"), "{sound:?}");
     }
 }

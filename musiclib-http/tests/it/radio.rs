@@ -4,9 +4,10 @@
 //! property tests of `musiclib-core/src/recommend/batch.rs`.)
 
 use std::collections::HashSet;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
+use musiclib_core::recommend::ExternalStatus;
 use musiclib_core::testing::{Backend, TestLibrary};
 use serde_json::{json, Value};
 use wiremock::matchers::{body_partial_json, method, path};
@@ -16,8 +17,20 @@ use crate::api::App;
 
 /// 300 synthetic tracks (three artists, twelve genres); a signed-in user; the track ids.
 async fn set_up(backend: Backend, recommender: Option<String>) -> (App, String, Vec<String>) {
+    set_up_with(backend, recommender, Duration::from_millis(150)).await
+}
+
+/// [`set_up`] with the recommender's own timeout.
+async fn set_up_with(
+    backend: Backend,
+    recommender: Option<String>,
+    timeout: Duration,
+) -> (App, String, Vec<String>) {
     let library = TestLibrary::builder(backend)
-        .config(move |config| config.recommend.external_url = recommender)
+        .config(move |config| {
+            config.recommend.external_url = recommender;
+            config.recommend.external_timeout = timeout;
+        })
         .build()
         .await;
     let app = App::new(library).await;
@@ -202,7 +215,12 @@ both_backends!(
     the_http_recommender_is_mixed_in_and_left_out_when_slow,
     |backend: Backend| async move {
         let server = MockServer::start().await;
-        let (app, token, ids) = set_up(backend, Some(format!("{}/suggest", server.uri()))).await;
+        let (app, token, ids) = set_up_with(
+            backend,
+            Some(format!("{}/suggest", server.uri())),
+            Duration::from_secs(1),
+        )
+        .await;
         let seed = &ids[0];
         // A listener without likes: the heuristics have nothing to say, so the batch holds
         // the suggestion wherever the random samples fall.
@@ -237,7 +255,8 @@ both_backends!(
             "{item}"
         );
 
-        // Slow (2 s against a 150 ms timeout): the heuristics answer alone.
+        // Slow (5 s against its 1 s timeout): the heuristics answer alone, without waiting for
+        // it (well within its timeout).
         Mock::given(method("POST"))
             .and(path("/suggest"))
             .and(body_partial_json(
@@ -245,12 +264,13 @@ both_backends!(
             ))
             .respond_with(
                 ResponseTemplate::new(200)
-                    .set_delay(Duration::from_secs(2))
+                    .set_delay(Duration::from_secs(5))
                     .set_body_json(json!({"suggestions": [{"track_id": suggested}]})),
             )
             .expect(1)
             .mount(&server)
             .await;
+        let started = Instant::now();
         let (status, batch) = app
             .json(
                 "POST",
@@ -259,6 +279,11 @@ both_backends!(
                 json!({"seed_track_id": seed, "count": 10}),
             )
             .await;
+        let elapsed = started.elapsed();
+        assert!(
+            elapsed < Duration::from_secs(1),
+            "waited {elapsed:?} for a slow recommender"
+        );
         assert_eq!(status, StatusCode::OK);
         assert_eq!(item_ids(&batch).len(), 10);
         assert!(
@@ -272,7 +297,8 @@ both_backends!(
                     .contains(&json!("external"))),
             "{batch}"
         );
-        // Paused after the timeout: the next batch does not ask it (`expect(1)` above).
+        // Paused once its call times out: the next batch does not ask it (`expect(1)` above).
+        wait_until_paused(&app).await;
         let (status, _) = app
             .json(
                 "POST",
@@ -283,5 +309,90 @@ both_backends!(
             .await;
         assert_eq!(status, StatusCode::OK);
         server.verify().await;
+    }
+);
+
+/// Waits (up to 10 s) until the external recommender is paused.
+async fn wait_until_paused(app: &App) {
+    let paused = async {
+        while !matches!(
+            app.library.recommend().external_status(),
+            ExternalStatus::Paused { .. }
+        ) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), paused)
+        .await
+        .expect("the recommender is paused");
+}
+
+/// No radio answer carries the reason `external`.
+fn without_external(batch: &Value) -> bool {
+    batch["items"].as_array().unwrap().iter().all(|item| {
+        !item["reasons"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("external"))
+    })
+}
+
+both_backends!(
+    a_failing_http_recommender_leaves_the_heuristics_alone_and_is_paused,
+    |backend: Backend| async move {
+        // An error status, a malformed answer, a refused connection.
+        for failure in ["status", "malformed", "refused"] {
+            let server = MockServer::start().await;
+            let url = match failure {
+                "refused" => {
+                    // A port nobody listens on.
+                    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+                    let port = listener.local_addr().unwrap().port();
+                    drop(listener);
+                    format!("http://127.0.0.1:{port}/suggest")
+                }
+                _ => format!("{}/suggest", server.uri()),
+            };
+            let response = match failure {
+                "status" => ResponseTemplate::new(500).set_body_string("boom"),
+                _ => ResponseTemplate::new(200)
+                    .set_body_raw("{\"suggestions\": [{\"track_id\": 7", "application/json"),
+            };
+            Mock::given(method("POST"))
+                .and(path("/suggest"))
+                .respond_with(response)
+                .expect(if failure == "refused" { 0 } else { 1 })
+                .mount(&server)
+                .await;
+            let (app, token, ids) = set_up(backend, Some(url)).await;
+            for round in 0..2 {
+                let (status, batch) = app
+                    .json(
+                        "POST",
+                        "/api/v1/radio",
+                        Some(&token),
+                        json!({"seed_track_id": ids[0], "count": 10}),
+                    )
+                    .await;
+                assert_eq!(status, StatusCode::OK, "{failure}: {batch}");
+                assert_eq!(item_ids(&batch).len(), 10, "{failure}: {batch}");
+                assert!(without_external(&batch), "{failure}: {batch}");
+                if round == 0 {
+                    wait_until_paused(&app).await;
+                }
+            }
+            // Asked once, then left out (`expect` above); the report says why.
+            server.verify().await;
+            let ExternalStatus::Paused { reason, .. } = app.library.recommend().external_status()
+            else {
+                panic!("{failure}: not paused")
+            };
+            let expected = match failure {
+                "status" => "500",
+                "malformed" => "malformed",
+                _ => "cannot reach",
+            };
+            assert!(reason.contains(expected), "{failure}: {reason}");
+        }
     }
 );

@@ -314,9 +314,9 @@ pub(crate) async fn top_songs(request: &Request) -> Outcome {
     envelope(Element::new("topSongs").list("song", request.songs("song", &tracks).await?))
 }
 
-/// `getSonicSimilarTracks` (OpenSubsonic `sonicSimilarity`): songs nearest to a song by its
-/// analysed sound, each with its similarity (1 the same sound). Empty while the song's
-/// sound is not analysed.
+/// `getSonicSimilarTracks` (OpenSubsonic `sonicSimilarity`): the playable songs nearest to a
+/// song by its analysed sound, each with its similarity (1 the same sound). Empty while the
+/// song's sound is not analysed.
 pub(crate) async fn sonic_similar(request: &Request) -> Outcome {
     let id = track_id(request.params.required("id")?)?;
     let count = request.params.int("count")?.unwrap_or(10).clamp(1, 100);
@@ -328,8 +328,9 @@ pub(crate) async fn sonic_similar(request: &Request) -> Outcome {
     sonic_matches(request, matches).await
 }
 
-/// `findSonicPath` (OpenSubsonic `sonicSimilarity`): about `count` songs (default 25)
-/// leading by sound from `startSongId` to `endSongId`, both included.
+/// `findSonicPath` (OpenSubsonic `sonicSimilarity`): about `count` playable songs (default
+/// 25) leading by sound from `startSongId` to `endSongId`, both included, each with its
+/// similarity to the starting song (1 for the start itself).
 pub(crate) async fn sonic_path(request: &Request) -> Outcome {
     let from = track_id(request.params.required("startSongId")?)?;
     let to = track_id(request.params.required("endSongId")?)?;

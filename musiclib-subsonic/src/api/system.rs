@@ -2,16 +2,16 @@
 
 use crate::api::model::FOLDER_ID;
 use crate::response::{Element, Scalar, SubsonicError};
-use crate::{Outcome, Reply, Request, EXTENSIONS};
+use crate::{Outcome, Reply, Request};
 
 /// `getOpenSubsonicExtensions` (no credentials needed).
-pub(crate) fn extensions() -> Element {
+pub(crate) fn extensions(library: &musiclib_core::Library) -> Element {
     // The payload is a bare list: JSON `"openSubsonicExtensions": [ … ]`.
-    let items = EXTENSIONS
-        .iter()
+    let items = crate::extensions(library)
+        .into_iter()
         .map(|(name, versions)| {
             Element::new("openSubsonicExtensions")
-                .attr("name", *name)
+                .attr("name", name)
                 .values(
                     "versions",
                     versions

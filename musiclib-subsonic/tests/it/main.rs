@@ -7,6 +7,7 @@ mod endpoints;
 mod harness;
 mod lyrics;
 mod media;
+mod recommend;
 mod remote;
 mod scrobbling;
 
