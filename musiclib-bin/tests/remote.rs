@@ -368,7 +368,12 @@ async fn another_musiclib_is_a_subsonic_source() {
     assert_eq!(had["download"]["already_in_library"], true);
 
     // The API key works as the password does.
-    let (status, found) = get(&client, &format!("{keyed}/search?q=polar%20drift"), &keyed_token).await;
+    let (status, found) = get(
+        &client,
+        &format!("{keyed}/search?q=polar%20drift"),
+        &keyed_token,
+    )
+    .await;
     assert_eq!(status, 200, "{found}");
     assert_eq!(found["sources"][0]["ok"], true, "{found}");
     assert_eq!(found["hits"][0]["source_id"], polar.as_str(), "{found}");

@@ -482,7 +482,10 @@ backend_test! {
 
 /// The jobs table row of a job: its kind and state.
 async fn job_of(library: &Library, job: &musiclib_core::JobId) -> musiclib_core::jobs::Job {
-    musiclib_core::testing::queue(library).get(job).await.unwrap()
+    musiclib_core::testing::queue(library)
+        .get(job)
+        .await
+        .unwrap()
 }
 
 backend_test! {

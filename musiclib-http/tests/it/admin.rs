@@ -51,7 +51,10 @@ both_backends!(reports_and_settings, |backend: Backend| async move {
     assert_eq!(state("listenbrainz")["state"], "configured");
     let sound = state("sound_analysis");
     assert_eq!(sound["state"], "ok");
-    assert!(sound["detail"].as_str().unwrap().contains("waiting"), "{sound}");
+    assert!(
+        sound["detail"].as_str().unwrap().contains("waiting"),
+        "{sound}"
+    );
     for name in ["transcoder", "acoustid", "coverartarchive"] {
         let service = state(name);
         assert!(

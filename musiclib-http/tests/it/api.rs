@@ -197,7 +197,11 @@ both_backends!(auth_and_errors, |backend| async move {
     let mallory = body["access_token"].as_str().unwrap().to_string();
     let (status, me) = app.get("/api/v1/users/me", Some(&mallory)).await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!((me["is_admin"].as_bool(), me["is_superuser"].as_bool()), (Some(false), Some(false)), "{me}");
+    assert_eq!(
+        (me["is_admin"].as_bool(), me["is_superuser"].as_bool()),
+        (Some(false), Some(false)),
+        "{me}"
+    );
     let (status, _) = app.get("/api/v1/admin/users", Some(&mallory)).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     let (status, body) = app
