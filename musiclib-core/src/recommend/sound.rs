@@ -130,6 +130,7 @@ impl Sound {
     }
 
     /// How many times the neighbour index was built.
+    #[cfg(feature = "test-support")]
     pub(crate) fn builds(&self) -> usize {
         self.builds.load(Ordering::SeqCst)
     }
