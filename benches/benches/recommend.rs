@@ -367,12 +367,21 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    runtime.block_on(run(Backend::Embedded, "sqlite"));
-    if scale_out_configured() {
-        runtime.block_on(run(Backend::ScaleOut, "postgres"));
-    } else {
-        eprintln!("scale-out settings not set: PostgreSQL skipped");
+    // MUSICLIB_BENCH_ONLY=sqlite|postgres|sound runs one part alone.
+    let only = std::env::var("MUSICLIB_BENCH_ONLY").unwrap_or_default();
+    let wanted = |part: &str| only.is_empty() || only == part;
+    if wanted("sqlite") {
+        runtime.block_on(run(Backend::Embedded, "sqlite"));
     }
-    analysis_cost();
-    runtime.block_on(import_alongside_analysis());
+    if wanted("postgres") {
+        if scale_out_configured() {
+            runtime.block_on(run(Backend::ScaleOut, "postgres"));
+        } else {
+            eprintln!("scale-out settings not set: PostgreSQL skipped");
+        }
+    }
+    if wanted("sound") {
+        analysis_cost();
+        runtime.block_on(import_alongside_analysis());
+    }
 }

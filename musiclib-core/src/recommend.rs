@@ -58,6 +58,8 @@ pub const RADIO_DEFAULT_COUNT: usize = 20;
 pub const RADIO_MAX_COUNT: usize = 100;
 /// Most ids a radio request may exclude.
 pub const RADIO_MAX_EXCLUDE: usize = 5000;
+/// How many of the caller's liked tracks (at random) seed a feed without a seed track.
+const LIKED_SEEDS: usize = 3;
 /// Largest answer of the similar-tracks and similar-artists lists.
 pub const SIMILAR_MAX: usize = 100;
 /// How long the radio waits for the external recommender once its own signals are read.
@@ -204,22 +206,33 @@ impl Recommend {
                     .await?
                     .ok_or_else(|| Error::not_found("track", &id))?]
             }
-            None => self.signals.liked_seeds(caller, 5).await?,
+            None => self.signals.liked_seeds(caller, LIKED_SEEDS).await?,
         };
         let seed_id = request.seed_track_id.as_deref();
 
         // The external recommender runs beside the signal reads, in a task of its own (so its
         // timeout and pause apply even when this request stops waiting for it).
         let external = self.external_candidates(caller, &seeds, count);
-        let mut candidates = Vec::new();
-        for seed in &seeds {
-            candidates.extend(self.signals.similar(seed, 60).await?);
-            candidates.extend(self.sound.sounds_like(&seed.id, 30).await?);
-        }
-        if request.seed_track_id.is_none() {
-            candidates.extend(self.signals.liked(caller, 100).await?);
-        }
-        let liked = self.signals.liked_set(caller).await?;
+        // The seeds' reads and the caller's likes at once (a feed from likes has several
+        // seeds), each seed's share of the candidates smaller the more seeds there are.
+        let per_seed = (60 / seeds.len().max(1)).max(20);
+        let per_seed_sound = (30 / seeds.len().max(1)).max(10);
+        let seed_reads = futures::future::try_join_all(seeds.iter().map(|seed| async move {
+            let mut found = self.signals.similar(seed, per_seed).await?;
+            found.extend(self.sound.sounds_like(&seed.id, per_seed_sound).await?);
+            Ok::<_, Error>(found)
+        }));
+        let liked_reads = async {
+            if request.seed_track_id.is_none() {
+                self.signals.liked(caller, 100).await
+            } else {
+                Ok(Vec::new())
+            }
+        };
+        let (reads, liked_candidates, liked) =
+            futures::try_join!(seed_reads, liked_reads, self.signals.liked_set(caller))?;
+        let mut candidates: Vec<_> = reads.into_iter().flatten().collect();
+        candidates.extend(liked_candidates);
 
         // Exploration: random playable tracks outside the seeds' artists and genres.
         let want = count + excluded.len().min(4 * count);

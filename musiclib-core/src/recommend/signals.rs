@@ -277,13 +277,34 @@ impl Signals {
                 .fetch_all(self.db.pool())
                 .await?;
             if !similar.is_empty() {
-                let mut select = self.db.sql(LIGHT);
-                select
-                    .push(" WHERE t.availability = 'available' AND t.artist_id IN (")
-                    .push_list(similar.iter().map(|(id, _)| id.as_str()))
-                    .push(")");
-                select.push(&format!(" ORDER BY t.shuffle_key LIMIT {}", 2 * limit));
-                let rows: Vec<LightRow> = select.fetch_all(self.db.pool()).await?;
+                // A few random tracks of each similar artist, each read through the
+                // (artist, shuffle key) index: one ordered read of all of their tracks would
+                // sort thousands of rows.
+                let each = (2 * limit).div_ceil(similar.len()) + 1;
+                let start = shuffle_key();
+                let mut rows: Vec<LightRow> = Vec::new();
+                for (from, to) in [(start, i64::MAX), (0, start)] {
+                    let mut select = self.db.sql("");
+                    for (index, (id, _)) in similar.iter().enumerate() {
+                        if index > 0 {
+                            select.push(" UNION ALL ");
+                        }
+                        select
+                            .push("SELECT * FROM (")
+                            .push(LIGHT)
+                            .push(" WHERE t.artist_id = ")
+                            .push_bind(id.as_str())
+                            .push(" AND t.availability = 'available' AND t.shuffle_key >= ")
+                            .push_bind(from)
+                            .push(" AND t.shuffle_key < ")
+                            .push_bind(to)
+                            .push(&format!(" ORDER BY t.shuffle_key LIMIT {each}) s{index}"));
+                    }
+                    rows.extend(select.fetch_all::<LightRow, _>(self.db.pool()).await?);
+                    if rows.len() >= 2 * limit {
+                        break;
+                    }
+                }
                 for row in rows {
                     let strength = similar
                         .iter()
