@@ -157,12 +157,28 @@ impl From<SeedRow> for Seed {
     }
 }
 
+/// Every genre spelling in the library with its keys.
+type GenreSpellings = Arc<Vec<(String, Vec<String>)>>;
+
+/// A track as the shuffle walk reads it: id, artist id, artist name, genre, year, shuffle key.
+type ShuffleRow = (
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+    i64,
+);
+
+/// A track's id, artist id, artist name and MusicBrainz recording id.
+type SuggestionRow = (String, Option<String>, Option<String>, Option<String>);
+
 /// The signal reads, with the few things worth keeping between requests.
 #[derive(Clone)]
 pub(crate) struct Signals {
     db: Db,
     /// Every genre spelling in the library with its keys, refreshed after [`GENRES_TTL`].
-    genres: Arc<Mutex<Option<(Instant, Arc<Vec<(String, Vec<String>)>>)>>>,
+    genres: Arc<Mutex<Option<(Instant, GenreSpellings)>>>,
 }
 
 impl Signals {
@@ -464,14 +480,7 @@ impl Signals {
                     }
                 }
                 select.push(" ORDER BY t.shuffle_key, t.id LIMIT 500");
-                let rows: Vec<(
-                    String,
-                    Option<String>,
-                    Option<String>,
-                    Option<String>,
-                    Option<i64>,
-                    i64,
-                )> = select.fetch_all(self.db.pool()).await?;
+                let rows: Vec<ShuffleRow> = select.fetch_all(self.db.pool()).await?;
                 let Some(last) = rows.last() else { break };
                 after = Some((last.5, last.0.clone()));
                 let full = rows.len() == 500;
@@ -542,10 +551,7 @@ impl Signals {
                 .take(crate::db::CHUNK),
         );
         select.push("))");
-        let rows: Vec<(String, Option<String>, Option<String>, Option<String>)> = match select
-            .fetch_all(self.db.pool())
-            .await
-        {
+        let rows: Vec<SuggestionRow> = match select.fetch_all(self.db.pool()).await {
             Ok(rows) => rows,
             Err(error) => {
                 tracing::warn!(error = %crate::error_chain(&error), "cannot resolve the external recommender's suggestions");
