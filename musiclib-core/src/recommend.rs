@@ -413,17 +413,22 @@ impl Recommend {
         self.sonic_matches(path).await
     }
 
-    /// The matches whose tracks are (still) playable, in order.
-    async fn sonic_matches(&self, near: Vec<(String, f64)>) -> Result<Vec<SonicMatch>> {
-        let ids: Vec<&str> = near.iter().map(|(id, _)| id.as_str()).collect();
-        let mut tracks: HashMap<String, Track> = self
+    /// The tracks of `ids` that are (still) playable, by id.
+    async fn playable_tracks(&self, ids: &[&str]) -> Result<HashMap<String, Track>> {
+        Ok(self
             .catalog
-            .tracks_in_order(&ids)
+            .tracks_in_order(ids)
             .await?
             .into_iter()
             .filter(|track| track.availability == Availability::Available)
             .map(|track| (track.id.to_string(), track))
-            .collect();
+            .collect())
+    }
+
+    /// The matches whose tracks are (still) playable, in order.
+    async fn sonic_matches(&self, near: Vec<(String, f64)>) -> Result<Vec<SonicMatch>> {
+        let ids: Vec<&str> = near.iter().map(|(id, _)| id.as_str()).collect();
+        let mut tracks = self.playable_tracks(&ids).await?;
         Ok(near
             .into_iter()
             .filter_map(|(id, similarity)| {
@@ -472,14 +477,7 @@ impl Recommend {
     /// longer playable) since it was chosen drops only itself.
     async fn items(&self, chosen: Vec<Candidate>) -> Result<Vec<RadioItem>> {
         let ids: Vec<&str> = chosen.iter().map(|item| item.track_id.as_str()).collect();
-        let mut tracks: HashMap<String, Track> = self
-            .catalog
-            .tracks_in_order(&ids)
-            .await?
-            .into_iter()
-            .filter(|track| track.availability == Availability::Available)
-            .map(|track| (track.id.to_string(), track))
-            .collect();
+        let mut tracks = self.playable_tracks(&ids).await?;
         Ok(chosen
             .into_iter()
             .filter_map(|candidate| {
