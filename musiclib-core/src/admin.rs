@@ -241,7 +241,9 @@ impl Admin {
                 "recommender",
                 ServiceState::Configured,
                 match &self.config.recommend.external_url {
-                    Some(url) if self.config.recommend.external.is_none() => url.clone(),
+                    Some(url) if self.config.recommend.external.is_none() => {
+                        crate::config::redact_url(url)
+                    }
                     _ => "an external recommender given by the embedder".to_string(),
                 },
             ),

@@ -60,6 +60,7 @@ impl Catalog {
                 "JOIN annotations a ON a.item_id = al.id AND a.item_kind = 'album' AND a.user_id = {user}"
             )
         };
+        // Each list: its join, its condition (empty for none) and its order.
         let (join, filter, order) = match kind {
             AlbumList::Random => (String::new(), String::new(), "RANDOM()".to_string()),
             AlbumList::Newest => (
@@ -69,7 +70,7 @@ impl Catalog {
             ),
             AlbumList::Highest => (
                 marks(&arg(caller.user.id.to_string())),
-                "WHERE a.rating > 0".into(),
+                "a.rating > 0".into(),
                 "a.rating DESC, al.title_key, al.id".into(),
             ),
             AlbumList::Frequent => (
@@ -92,7 +93,7 @@ impl Catalog {
             ),
             AlbumList::Starred => (
                 marks(&arg(caller.user.id.to_string())),
-                "WHERE a.starred_at IS NOT NULL".into(),
+                "a.starred_at IS NOT NULL".into(),
                 "a.starred_at DESC, al.id".into(),
             ),
             AlbumList::ByYear { from, to } => {
@@ -103,7 +104,7 @@ impl Catalog {
                 };
                 (
                     String::new(),
-                    format!("WHERE al.year >= {low} AND al.year <= {high}"),
+                    format!("al.year >= {low} AND al.year <= {high}"),
                     format!("al.year {dir}, al.title_key, al.id"),
                 )
             }
@@ -112,7 +113,7 @@ impl Catalog {
                 (
                     String::new(),
                     format!(
-                        "WHERE LOWER(al.genre) = {genre} OR EXISTS
+                        "LOWER(al.genre) = {genre} OR EXISTS
                            (SELECT 1 FROM tracks g WHERE g.album_id = al.id AND LOWER(g.genre) = {genre})"
                     ),
                     "al.title_key, al.id".into(),
@@ -122,12 +123,13 @@ impl Catalog {
         // Only albums with something to play: an album of saved remote hits (placeholders)
         // alone is not listed to legacy clients, which cannot play it.
         let playable = "EXISTS (SELECT 1 FROM tracks p WHERE p.album_id = al.id AND p.availability <> 'placeholder')";
-        let filter = match filter.strip_prefix("WHERE ") {
-            Some(condition) => format!("WHERE ({condition}) AND {playable}"),
-            None => format!("WHERE {playable}"),
+        let filter = if filter.is_empty() {
+            playable.to_string()
+        } else {
+            format!("({filter}) AND {playable}")
         };
         select.push(&format!(
-            " {join} {filter} ORDER BY {order} LIMIT {} OFFSET {}",
+            " {join} WHERE {filter} ORDER BY {order} LIMIT {} OFFSET {}",
             page.limit(),
             page.offset()
         ));

@@ -86,7 +86,7 @@ impl Lrclib {
                     params.push(("duration", format!("{}", duration.round() as i64)));
                 }
                 // A 404 or a refused signature (400): the searches may still find it.
-                if let Answer::Found(record) = self.get::<Record>("/api/get", &params).await? {
+                if let Some(record) = self.get::<Record>("/api/get", &params).await? {
                     return Ok(Some(record));
                 }
                 vec![
@@ -100,7 +100,7 @@ impl Lrclib {
             None => vec![vec![("q", query.title.clone())]],
         };
         for params in searches {
-            if let Answer::Found(records) = self.get::<Vec<Record>>("/api/search", &params).await? {
+            if let Some(records) = self.get::<Vec<Record>>("/api/search", &params).await? {
                 if let Some(best) = best_match(query, records) {
                     return Ok(Some(best));
                 }
@@ -109,11 +109,13 @@ impl Lrclib {
         Ok(None)
     }
 
+    /// One GET: what LRCLIB found, `None` when it has nothing (404) or refuses the query
+    /// (400), an error for anything else.
     async fn get<T: serde::de::DeserializeOwned>(
         &self,
         path: &str,
         params: &[(&str, String)],
-    ) -> Result<Answer<T>, String> {
+    ) -> Result<Option<T>, String> {
         let response = self
             .http
             .get(format!("{}{path}", self.base_url))
@@ -133,19 +135,13 @@ impl Lrclib {
             200 => response
                 .json::<T>()
                 .await
-                .map(Answer::Found)
+                .map(Some)
                 .map_err(|error| format!("LRCLIB answered something unreadable: {error}")),
-            404 => Ok(Answer::NotFound),
-            400 => Ok(Answer::Invalid),
+            // Not found, or a query it refuses (a 400 ValidationError): no record.
+            404 | 400 => Ok(None),
             _ => Err(format!("LRCLIB answered HTTP {status}")),
         }
     }
-}
-
-enum Answer<T> {
-    Found(T),
-    NotFound,
-    Invalid,
 }
 
 /// `musiclib/<version> (<home page>)`, as LRCLIB asks of its clients.

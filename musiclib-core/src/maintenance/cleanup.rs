@@ -328,15 +328,11 @@ async fn cleanup(
         report.deleted += 1;
     }
     for path in stale_staging {
-        let removed = if path.is_dir() {
-            std::fs::remove_dir_all(&path)
-        } else {
-            std::fs::remove_file(&path)
-        };
-        if removed.is_ok() {
+        if std::fs::remove_file(&path).is_ok() {
             report.deleted += 1;
         }
     }
+    library.remote().sweep_staging(None).await;
     Ok(report)
 }
 
@@ -352,8 +348,8 @@ fn namespace_name(namespace: Namespace) -> &'static str {
     }
 }
 
-/// Files in the local staging folders older than a day, and download folders (`fetch-*`)
-/// nothing has written to for a day: writes that never finished.
+/// Files in the local staging folders older than a day: writes that never finished. (The
+/// folders of abandoned downloads are the remote sources' to sweep: `Remote::sweep_staging`.)
 fn stale_staging_files(library: &Library) -> Vec<std::path::PathBuf> {
     let storage = library.storage();
     let mut folders = vec![storage.staging_dir().to_path_buf()];
@@ -367,27 +363,11 @@ fn stale_staging_files(library: &Library) -> Vec<std::path::PathBuf> {
             continue;
         };
         for entry in entries.flatten() {
-            let Ok(meta) = entry.metadata() else {
-                continue;
-            };
-            let is_download =
-                meta.is_dir() && entry.file_name().to_string_lossy().starts_with("fetch-");
-            if !meta.is_file() && !is_download {
-                continue;
-            }
-            let mut newest = meta.modified().ok();
-            if is_download {
-                // A running download writes inside its folder.
-                for inner in std::fs::read_dir(entry.path())
-                    .into_iter()
-                    .flatten()
-                    .flatten()
-                {
-                    let modified = inner.metadata().and_then(|meta| meta.modified()).ok();
-                    newest = newest.max(modified);
-                }
-            }
-            let old = newest
+            let old = entry
+                .metadata()
+                .ok()
+                .filter(|meta| meta.is_file())
+                .and_then(|meta| meta.modified().ok())
                 .and_then(|modified| now.duration_since(modified).ok())
                 .is_some_and(|age| age > STAGING_MAX_AGE);
             if old {

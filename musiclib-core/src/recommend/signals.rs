@@ -267,14 +267,14 @@ impl Signals {
             });
         let mut same_artist: HashSet<String> = HashSet::new();
         for artist in artists {
-            let by_artist = self.sample("t.artist_id = $1", artist, limit).await?;
-            let on_album = self
-                .sample(
+            let (by_artist, on_album) = futures::try_join!(
+                self.sample("t.artist_id = $1", artist, limit),
+                self.sample(
                     "t.album_id IN (SELECT a.id FROM albums a WHERE a.artist_id = $1)",
                     artist,
                     limit,
                 )
-                .await?;
+            )?;
             for track in by_artist.into_iter().chain(on_album) {
                 if same_artist.insert(track.id.clone()) {
                     out.push(track.candidate(SAME_ARTIST, vec![Reason::SameArtist]));

@@ -339,6 +339,31 @@ impl Sound {
         Ok(out)
     }
 
+    /// Records in `known` whether each of `items` (of `index`) is playable, reading only
+    /// those not known yet.
+    async fn learn_playable(
+        &self,
+        index: &Index,
+        items: impl Iterator<Item = usize>,
+        known: &mut HashMap<usize, bool>,
+    ) -> Result<()> {
+        let unknown: Vec<usize> = items
+            .filter(|item| !known.contains_key(item))
+            .collect::<HashSet<usize>>()
+            .into_iter()
+            .collect();
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        let playable = self
+            .playable(unknown.iter().map(|&item| index.ids[item].as_str()))
+            .await?;
+        for item in unknown {
+            known.insert(item, playable.contains_key(index.ids[item].as_str()));
+        }
+        Ok(())
+    }
+
     /// About `count` tracks from `from` to `to`: both ends, and between them the unused
     /// playable track nearest to each evenly spaced point of the straight line joining their
     /// sounds. Each similarity is to `from` (OpenSubsonic: relative to the starting song).
@@ -361,34 +386,51 @@ impl Sound {
         let mut used: HashSet<usize> = HashSet::from([start, end]);
         let mut path = vec![(index.ids[start].clone(), 1.0)];
         let steps = count.max(2) - 1;
-        for step in 1..steps {
-            let t = step as f32 / steps as f32;
-            let mut point = [0f32; NUMBER_FEATURES];
-            for (axis, value) in point.iter_mut().enumerate() {
-                *value = a[axis] + (b[axis] - a[axis]) * t;
-            }
-            let mut wanted = used.len() + 8;
+        let points: Vec<[f32; NUMBER_FEATURES]> = (1..steps)
+            .map(|step| {
+                let t = step as f32 / steps as f32;
+                let mut point = [0f32; NUMBER_FEATURES];
+                for (axis, value) in point.iter_mut().enumerate() {
+                    *value = a[axis] + (b[axis] - a[axis]) * t;
+                }
+                point
+            })
+            .collect();
+        let nearest = |point: &[f32; NUMBER_FEATURES], wanted: usize| -> Vec<usize> {
+            let asked = NonZero::new(wanted.min(total)).expect("at least one");
+            index
+                .tree
+                .query(point)
+                .nearest_n::<SquaredEuclidean<f32>>(asked)
+                .execute()
+                .into_iter()
+                .map(|hit| hit.item as usize)
+                .collect()
+        };
+        // Whether each track near the path is playable, read once for every step: enough
+        // neighbours per step that the tracks earlier steps took still leave some.
+        let mut playable: HashMap<usize, bool> = HashMap::new();
+        let near: Vec<Vec<usize>> = points
+            .iter()
+            .map(|point| nearest(point, points.len() + 10))
+            .collect();
+        self.learn_playable(&index, near.iter().flatten().copied(), &mut playable)
+            .await?;
+        for (point, mut hits) in points.iter().zip(near) {
+            let mut wanted = hits.len();
             let next = loop {
-                let asked = NonZero::new(wanted.min(total)).expect("at least one");
-                let hits: Vec<usize> = index
-                    .tree
-                    .query(&point)
-                    .nearest_n::<SquaredEuclidean<f32>>(asked)
-                    .execute()
-                    .into_iter()
-                    .map(|hit| hit.item as usize)
-                    .filter(|item| !used.contains(item))
-                    .collect();
-                let playable = self
-                    .playable(hits.iter().map(|&item| index.ids[item].as_str()))
-                    .await?;
                 let found = hits
-                    .into_iter()
-                    .find(|&item| playable.contains_key(index.ids[item].as_str()));
+                    .iter()
+                    .copied()
+                    .find(|item| !used.contains(item) && playable.get(item) == Some(&true));
                 if found.is_some() || wanted >= total {
                     break found;
                 }
+                // Rare: most tracks near this point are taken or not playable.
                 wanted *= 4;
+                hits = nearest(point, wanted);
+                self.learn_playable(&index, hits.iter().copied(), &mut playable)
+                    .await?;
             };
             if let Some(item) = next {
                 used.insert(item);

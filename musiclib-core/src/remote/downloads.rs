@@ -270,14 +270,7 @@ impl Remote {
                 .await?;
             let db = &self.db;
             let mut tx = db.begin().await?;
-            db.sql(&format!(
-                "SELECT t.id FROM tracks t WHERE t.id = $1{}",
-                db.lock("t")
-            ))
-            .bind(&track.id)
-            .fetch_scalar_optional::<String, _>(&mut *tx)
-            .await?
-            .ok_or_else(|| Error::not_found("track", &track.id))?;
+            crate::catalog::lock_track(db, &mut tx, &track.id).await?;
             let live: Option<String> = db
                 .sql(
                     "SELECT d.id FROM downloads d JOIN jobs j ON j.id = d.job_id

@@ -22,6 +22,7 @@
 //! retry empties it, and when the job ended for good meanwhile (its last attempt killed), the
 //! next fetch of any track removes it once it is a minute old and no live job wants it.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -164,7 +165,7 @@ impl Remote {
                 super::disabled_reason(name)
             )));
         };
-        self.sweep_staging(track_id).await;
+        self.sweep_staging(Some(track_id)).await;
         let staging = StagingDir::create(self.staging_of(track_id))?;
         let progress = Arc::new(Mutex::new(Progress::default()));
         let report = {
@@ -366,31 +367,62 @@ impl Remote {
     }
 
     /// Removes the staging directories that fetches killed on their last attempt left (at
-    /// least a minute old, no live job of their track), except `current`'s. Best effort.
-    async fn sweep_staging(&self, current: &TrackId) {
+    /// least a minute old, no live job of their track), except `current`'s. Best effort; run
+    /// by every fetch and by storage cleanup.
+    pub(crate) async fn sweep_staging(&self, current: Option<&TrackId>) {
         const STALE: Duration = Duration::from_secs(60);
-        let Ok(entries) = std::fs::read_dir(self.storage.staging_dir()) else {
+        let staging = self.storage.staging_dir().to_path_buf();
+        let current = current.map(|track| dedup_key(track));
+        let listed = tokio::task::spawn_blocking(move || {
+            let Ok(entries) = std::fs::read_dir(&staging) else {
+                return Vec::new();
+            };
+            entries
+                .flatten()
+                .filter_map(|entry| {
+                    let name = entry.file_name().into_string().ok()?;
+                    let key =
+                        dedup_key(&TrackId::from_db(name.strip_prefix("fetch-")?.to_string()));
+                    let old = entry
+                        .metadata()
+                        .ok()?
+                        .modified()
+                        .ok()?
+                        .elapsed()
+                        .is_ok_and(|age| age >= STALE);
+                    (old && entry.file_type().ok()?.is_dir() && Some(&key) != current.as_ref())
+                        .then(|| (key, entry.path()))
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap_or_default();
+        if listed.is_empty() {
             return;
-        };
-        let stale: Vec<TrackId> = entries
-            .flatten()
-            .filter_map(|entry| {
-                let name = entry.file_name().into_string().ok()?;
-                let track = name.strip_prefix("fetch-")?;
-                let old = entry
-                    .metadata()
-                    .ok()?
-                    .modified()
-                    .ok()?
-                    .elapsed()
-                    .is_ok_and(|age| age >= STALE);
-                (old && entry.file_type().ok()?.is_dir() && track != current.as_str())
-                    .then(|| TrackId::from_db(track.to_string()))
-            })
-            .collect();
-        for track in stale {
-            self.remove_idle_staging(&track).await;
         }
+        // The live fetches, read once.
+        let live: HashSet<String> = match self
+            .db
+            .sql("SELECT dedup_key FROM jobs WHERE dedup_key LIKE 'fetch:%' AND state IN ('queued', 'running')")
+            .fetch_scalars::<String, _>(self.db.pool())
+            .await
+        {
+            Ok(keys) => keys.into_iter().collect(),
+            Err(_) => return,
+        };
+        let stale: Vec<PathBuf> = listed
+            .into_iter()
+            .filter(|(key, _)| !live.contains(key))
+            .map(|(_, path)| path)
+            .collect();
+        let _ = tokio::task::spawn_blocking(move || {
+            for path in stale {
+                if let Err(error) = std::fs::remove_dir_all(&path) {
+                    tracing::warn!(path = %path.display(), %error, "cannot remove a fetch's staging directory");
+                }
+            }
+        })
+        .await;
     }
 }
 

@@ -83,7 +83,6 @@ impl YtDlpSource {
             .stderr(Stdio::piped())
             .kill_on_drop(true);
         // Its own process group, so a stop reaches the ffmpeg it starts (`ProcessGroup`).
-        #[cfg(unix)]
         command.process_group(0);
         // yt-dlp dies with this process, even one killed with SIGKILL (which runs no drop):
         // an orphan would go on writing into a staging directory a retry reuses.
