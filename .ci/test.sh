@@ -6,7 +6,8 @@
 #   - generates the test corpus (shared/corpus/make-corpus.sh),
 #   - builds once and runs every test on SQLite + local disk and on PostgreSQL + S3,
 #   - runs the examples and the Subsonic end-to-end test (a real client library from PyPI
-#     against the real binary, on both set-ups), and checks the crates' dependency rules.
+#     against the real binary, on both set-ups), schemathesis (pinned, from PyPI) against
+#     /api/v1/openapi.json, and checks the crates' dependency rules.
 # It sets MUSICLIB_TEST_SERVICES=1: tests that need these services then run, and a missing
 # one fails them (outside this command they show as ignored, never as passed).
 # Everything it starts is stopped on exit.
@@ -135,6 +136,9 @@ run_pg "$pg_bin/createdb" -h 127.0.0.1 -p "$pg_port" -U postgres musiclib_e2e
 E2E_DATABASE_URL="postgres://postgres@127.0.0.1:$pg_port/musiclib_e2e" \
   E2E_S3_ENDPOINT="$MUSICLIB_TEST_S3_ENDPOINT" E2E_S3_BUCKET="$MUSICLIB_TEST_S3_BUCKET" E2E_S3_PREFIX=e2e \
   .ci/subsonic-e2e.sh target/debug/musiclib "$MUSICLIB_TEST_CORPUS/library" | tee "$state/subsonic-e2e-scale-out.log" | grep -E '^(ok|FAIL)' >&2
+
+log "schema fuzzing of /api/v1 against its own OpenAPI document (schemathesis)"
+.ci/schemathesis.sh target/debug/musiclib
 
 read -r passed failed ignored < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i == "passed;") p += $(i-1); if ($i == "failed;") f += $(i-1); if ($i == "ignored;") g += $(i-1) } } END { print p + 0, f + 0, g + 0 }' "$state/test.log")
 if [ "$ignored" -ne 0 ]; then

@@ -4,7 +4,8 @@
 # `start_musiclib FILE`.
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bin="$repo/target/release/musiclib"
+# MUSICLIB_BIN: another build of the binary (a debug one for a quick try; figures need release).
+bin="${MUSICLIB_BIN:-$repo/target/release/musiclib}"
 [ -x "$bin" ] || { echo "build first: cargo build --release -p musiclib-bin" >&2; exit 2; }
 
 need_packages() {

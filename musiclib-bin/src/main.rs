@@ -3,6 +3,7 @@
 
 mod cli;
 mod fingerprint;
+mod listener;
 mod settings;
 mod shutdown;
 mod telemetry;
@@ -57,6 +58,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     println!("{}={}", setting.name, setting.value.unwrap_or_default());
                 }
                 println!("BIND_ADDRESS={}", settings.bind_address);
+                println!(
+                    "METRICS_BIND_ADDRESS={}",
+                    settings
+                        .metrics_bind_address
+                        .map(|address| address.to_string())
+                        .unwrap_or_default()
+                );
                 println!("WORKER_CONCURRENCY={}", settings.worker_concurrency);
                 println!("ENRICH_CONCURRENCY={}", settings.enrich_concurrency);
                 Ok(())

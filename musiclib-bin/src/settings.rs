@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use musiclib_core::config::{
-    RemoteConfig, RetryPolicy, S3Config, StorageConfig, SubsonicSourceConfig, YtDlpConfig, YtSearch,
+    CorsOrigins, RemoteConfig, RetryPolicy, S3Config, SignInThrottleConfig, StorageConfig,
+    SubsonicSourceConfig, YtDlpConfig, YtSearch,
 };
 use musiclib_core::Config;
 
@@ -28,6 +29,16 @@ pub const SETTINGS: &[(&str, &str, &str)] = &[
         "BIND_ADDRESS",
         "127.0.0.1:8000",
         "Address the API listens on",
+    ),
+    (
+        "METRICS_BIND_ADDRESS",
+        "",
+        "A second address (e.g. 127.0.0.1:9090) serving GET /metrics without authentication, for a scraper on a private network, from `serve` and `worker` alike; unset: /metrics only on BIND_ADDRESS, for admins",
+    ),
+    (
+        "HTTP_HEADER_TIMEOUT_SECONDS",
+        "30",
+        "Time a client has to send a request's head (1-3600); a slower one is disconnected (slow-loris clients)",
     ),
     ("STORAGE_BACKEND", "local", "local or s3"),
     (
@@ -76,6 +87,31 @@ pub const SETTINGS: &[(&str, &str, &str)] = &[
         "LEGACY_SECRET_KEY",
         "generated in $DATA_DIR/legacy_secret_key",
         "Key the Subsonic app passwords are encrypted with; never stored in the database",
+    ),
+    (
+        "LOGIN_ACCOUNT_FAILURE_BURST",
+        "10",
+        "Failed sign-ins one account name may have in a row (login and Subsonic counted apart); then sign-ins are refused (429, Retry-After) without checking the password",
+    ),
+    (
+        "LOGIN_ACCOUNT_FAILURE_INTERVAL_SECONDS",
+        "6",
+        "Past the burst, one more failed sign-in per account per this many seconds",
+    ),
+    (
+        "LOGIN_ADDRESS_FAILURE_BURST",
+        "30",
+        "Failed sign-ins one client address (an IPv6 /64) may have in a row, over all names",
+    ),
+    (
+        "LOGIN_ADDRESS_FAILURE_INTERVAL_SECONDS",
+        "2",
+        "Past the burst, one more failed sign-in per address per this many seconds",
+    ),
+    (
+        "CORS_ALLOWED_ORIGINS",
+        "",
+        "Origins whose web pages may call the server (CORS): comma-separated scheme://host[:port], or *; empty: none",
     ),
     (
         "MAX_UPLOAD_BYTES",
@@ -362,6 +398,10 @@ pub struct Settings {
     pub config: Config,
     /// Listen address.
     pub bind_address: std::net::SocketAddr,
+    /// Address of the unauthenticated `/metrics` listener, when set.
+    pub metrics_bind_address: Option<std::net::SocketAddr>,
+    /// Time a client has to send a request's head.
+    pub header_timeout: std::time::Duration,
     /// Jobs run at once per process.
     pub worker_concurrency: usize,
     /// Extra workers per process that run only enrichment jobs.
@@ -443,6 +483,10 @@ impl TryFrom<RawSettings> for Settings {
             Some(secret) => secret.as_bytes().to_vec(),
             None => persistent_secret(&data_dir.join("legacy_secret_key"))?,
         };
+        config.sign_in_throttle = sign_in_throttle(&raw)?;
+        config.cors_allowed_origins =
+            CorsOrigins::parse(raw.get("CORS_ALLOWED_ORIGINS").unwrap_or(""))
+                .map_err(|error| anyhow!("CORS_ALLOWED_ORIGINS: {error}"))?;
         let ttl_hours: u64 = raw.parse("TOKEN_TTL_HOURS", 168)?;
         if ttl_hours == 0 {
             bail!("TOKEN_TTL_HOURS: must be at least 1");
@@ -501,6 +545,17 @@ impl TryFrom<RawSettings> for Settings {
             .unwrap_or("127.0.0.1:8000")
             .parse()
             .map_err(|error| anyhow!("BIND_ADDRESS: invalid value: {error} (expected HOST:PORT, e.g. 127.0.0.1:8000)"))?;
+        let metrics_bind_address = match raw.get("METRICS_BIND_ADDRESS") {
+            Some(text) => Some(text.parse().map_err(|error| {
+                anyhow!("METRICS_BIND_ADDRESS: invalid value {text:?}: {error} (expected HOST:PORT, e.g. 127.0.0.1:9090)")
+            })?),
+            None => None,
+        };
+        let header_timeout: u64 = raw.parse("HTTP_HEADER_TIMEOUT_SECONDS", 30)?;
+        if !(1..=3600).contains(&header_timeout) {
+            bail!("HTTP_HEADER_TIMEOUT_SECONDS: must be between 1 and 3600");
+        }
+        let header_timeout = std::time::Duration::from_secs(header_timeout);
         let worker_concurrency: usize = raw.parse("WORKER_CONCURRENCY", 2)?;
         if worker_concurrency == 0 || worker_concurrency > 64 {
             bail!("WORKER_CONCURRENCY: must be between 1 and 64");
@@ -534,11 +589,44 @@ impl TryFrom<RawSettings> for Settings {
         Ok(Settings {
             config,
             bind_address,
+            metrics_bind_address,
+            header_timeout,
             worker_concurrency,
             enrich_concurrency,
             admin,
         })
     }
+}
+
+/// The limits of failed sign-ins.
+fn sign_in_throttle(raw: &RawSettings) -> Result<SignInThrottleConfig> {
+    let defaults = SignInThrottleConfig::default();
+    let burst = |name: &str, default: u32| -> Result<u32> {
+        let value = raw.parse(name, default)?;
+        if !(1..=10_000).contains(&value) {
+            bail!("{name}: must be between 1 and 10000");
+        }
+        Ok(value)
+    };
+    let interval = |name: &str, default: Duration| -> Result<Duration> {
+        let seconds: u64 = raw.parse(name, default.as_secs())?;
+        if !(1..=3600).contains(&seconds) {
+            bail!("{name}: must be between 1 and 3600 seconds");
+        }
+        Ok(Duration::from_secs(seconds))
+    };
+    Ok(SignInThrottleConfig {
+        account_burst: burst("LOGIN_ACCOUNT_FAILURE_BURST", defaults.account_burst)?,
+        account_interval: interval(
+            "LOGIN_ACCOUNT_FAILURE_INTERVAL_SECONDS",
+            defaults.account_interval,
+        )?,
+        address_burst: burst("LOGIN_ADDRESS_FAILURE_BURST", defaults.address_burst)?,
+        address_interval: interval(
+            "LOGIN_ADDRESS_FAILURE_INTERVAL_SECONDS",
+            defaults.address_interval,
+        )?,
+    })
 }
 
 /// The remote sources and their download retries.
@@ -662,6 +750,7 @@ mod tests {
         ));
         assert!(settings.config.allow_registration);
         assert_eq!(settings.bind_address.to_string(), "127.0.0.1:8000");
+        assert_eq!(settings.metrics_bind_address, None);
         assert_eq!(settings.config.jwt_secret.len(), 64);
     }
 
@@ -671,17 +760,88 @@ mod tests {
             ("STORAGE_BACKEND", "ftp"),
             ("ALLOW_REGISTRATION", "maybe"),
             ("BIND_ADDRESS", "nowhere"),
+            ("METRICS_BIND_ADDRESS", "9090"),
             ("MAX_UPLOAD_BYTES", "-3"),
             ("DATABASE_URL", "mysql://x"),
             ("ACOUSTID_TRUST_SCORE", "2"),
             ("COVERART_BASE_URL", "ftp://x"),
             ("LOCAL_MEDIA_IMPORT_PATH", "/does/not/exist"),
+            ("LOGIN_ACCOUNT_FAILURE_BURST", "0"),
+            ("LOGIN_ADDRESS_FAILURE_INTERVAL_SECONDS", "0"),
+            ("CORS_ALLOWED_ORIGINS", "https://player.example/app"),
+            ("CORS_ALLOWED_ORIGINS", "*,https://player.example"),
         ] {
             let error = build(&[(name, value)]).unwrap_err().to_string();
             assert!(error.starts_with(name), "{name}: {error}");
         }
         let error = build(&[("STORAGE_BACKEND", "s3")]).unwrap_err().to_string();
         assert!(error.starts_with("S3_BUCKET"), "{error}");
+    }
+
+    #[test]
+    fn sign_in_limits_and_cors_origins_are_read() {
+        let defaults = build(&[]).unwrap();
+        assert_eq!(
+            defaults.config.sign_in_throttle,
+            SignInThrottleConfig::default()
+        );
+        assert_eq!(defaults.config.cors_allowed_origins, CorsOrigins::None);
+        // The table's defaults are core's.
+        let documented = |name: &str| -> u64 {
+            SETTINGS
+                .iter()
+                .find(|(known, _, _)| *known == name)
+                .unwrap()
+                .1
+                .parse()
+                .unwrap()
+        };
+        let limits = SignInThrottleConfig::default();
+        assert_eq!(
+            documented("LOGIN_ACCOUNT_FAILURE_BURST"),
+            u64::from(limits.account_burst)
+        );
+        assert_eq!(
+            documented("LOGIN_ACCOUNT_FAILURE_INTERVAL_SECONDS"),
+            limits.account_interval.as_secs()
+        );
+        assert_eq!(
+            documented("LOGIN_ADDRESS_FAILURE_BURST"),
+            u64::from(limits.address_burst)
+        );
+        assert_eq!(
+            documented("LOGIN_ADDRESS_FAILURE_INTERVAL_SECONDS"),
+            limits.address_interval.as_secs()
+        );
+        let set = build(&[
+            ("LOGIN_ACCOUNT_FAILURE_BURST", "3"),
+            ("LOGIN_ACCOUNT_FAILURE_INTERVAL_SECONDS", "60"),
+            ("LOGIN_ADDRESS_FAILURE_BURST", "100"),
+            ("LOGIN_ADDRESS_FAILURE_INTERVAL_SECONDS", "1"),
+            (
+                "CORS_ALLOWED_ORIGINS",
+                "https://player.example, http://localhost:5173",
+            ),
+        ])
+        .unwrap();
+        assert_eq!(
+            set.config.sign_in_throttle,
+            SignInThrottleConfig {
+                account_burst: 3,
+                account_interval: Duration::from_secs(60),
+                address_burst: 100,
+                address_interval: Duration::from_secs(1),
+            }
+        );
+        assert_eq!(
+            set.config.cors_allowed_origins,
+            CorsOrigins::List(vec![
+                "https://player.example".into(),
+                "http://localhost:5173".into()
+            ])
+        );
+        let any = build(&[("CORS_ALLOWED_ORIGINS", "*")]).unwrap();
+        assert_eq!(any.config.cors_allowed_origins, CorsOrigins::Any);
     }
 
     #[test]

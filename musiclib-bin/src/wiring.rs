@@ -53,11 +53,39 @@ fn start_workers(
     spawn_workers(library, plan, || shutdown.clone().wait())
 }
 
+/// With `METRICS_BIND_ADDRESS`, starts the listener serving `/metrics` without
+/// authentication on that address (and nothing else). It binds before anything else is
+/// served, so a bad address stops the process at once.
+async fn start_metrics(
+    library: &Library,
+    settings: &Settings,
+    shutdown: &Shutdown,
+) -> Result<Option<tokio::task::JoinHandle<()>>> {
+    let Some(address) = settings.metrics_bind_address else {
+        return Ok(None);
+    };
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .with_context(|| format!("METRICS_BIND_ADDRESS: cannot listen on {address}"))?;
+    tracing::info!(address = %listener.local_addr()?, "metrics are served without authentication");
+    let app = musiclib_http::metrics::private_router(library.clone());
+    let shutdown = shutdown.clone();
+    let header_timeout = settings.header_timeout;
+    Ok(Some(tokio::spawn(async move {
+        if let Err(error) = crate::listener::serve(listener, app, header_timeout, shutdown).await {
+            tracing::error!(%error, "the metrics listener failed");
+        }
+    })))
+}
+
 /// `musiclib serve`.
 pub async fn serve(settings: Settings, run_worker: bool) -> Result<()> {
+    // First, so everything the process does is counted.
+    musiclib_http::metrics::install_recorder();
     let library = open(&settings).await?;
     ensure_admin(&library, &settings).await?;
     let shutdown = Shutdown::listen();
+    let metrics = start_metrics(&library, &settings, &shutdown).await?;
     let workers = if run_worker {
         start_workers(&library, &settings, &shutdown)
     } else {
@@ -74,19 +102,24 @@ pub async fn serve(settings: Settings, run_worker: bool) -> Result<()> {
         "musiclib is listening"
     );
     let app = musiclib_http::router_with(library.clone(), musiclib_subsonic::router(library));
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown.clone().wait())
-        .await?;
+    // Each request carries its connection's address (`ConnectInfo`): failed sign-ins are
+    // throttled per client address as well as per account.
+    crate::listener::serve(listener, app, settings.header_timeout, shutdown.clone()).await?;
     for worker in workers {
         let _ = tokio::time::timeout(Duration::from_secs(30), worker).await;
+    }
+    if let Some(metrics) = metrics {
+        let _ = tokio::time::timeout(Duration::from_secs(5), metrics).await;
     }
     Ok(())
 }
 
 /// `musiclib worker`.
 pub async fn worker(settings: Settings) -> Result<()> {
+    musiclib_http::metrics::install_recorder();
     let library = open(&settings).await?;
     let shutdown = Shutdown::listen();
+    let metrics = start_metrics(&library, &settings, &shutdown).await?;
     tracing::info!(
         workers = settings.worker_concurrency,
         enrichment_workers = settings.enrich_concurrency,
@@ -94,6 +127,9 @@ pub async fn worker(settings: Settings) -> Result<()> {
     );
     for worker in start_workers(&library, &settings, &shutdown) {
         let _ = worker.await;
+    }
+    if let Some(metrics) = metrics {
+        let _ = tokio::time::timeout(Duration::from_secs(5), metrics).await;
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! Server administration: operations only an admin may run (each starts with
 //! `caller.require_admin()`). The state of every dependency, the source registry, the
-//! effective server settings (secrets redacted), and the library-wide reindex. Server settings
+//! effective server settings (secrets redacted), what the metrics read at a scrape, and the
+//! library-wide reindex. Server settings
 //! and sources come from the environment, so changing them here is refused as not supported.
 
 mod reindex;
@@ -289,6 +290,21 @@ impl Admin {
     pub async fn sources(&self, caller: &Caller) -> Result<Vec<SourceInfo>> {
         caller.require_admin()?;
         crate::workflows::sources(&self.ingest, &self.remote).await
+    }
+
+    /// What the operators' metrics read from the database at a scrape (the job queue), for a
+    /// superuser (`GET /metrics` on the main address).
+    pub async fn metrics(&self, caller: &Caller) -> Result<crate::metrics::Snapshot> {
+        caller.require_admin()?;
+        self.metrics_snapshot().await
+    }
+
+    /// [`Admin::metrics`] without a caller: only for an address the operator set aside for
+    /// metrics scrapers (the binary's `METRICS_BIND_ADDRESS`), never for a user's request.
+    pub async fn metrics_snapshot(&self) -> Result<crate::metrics::Snapshot> {
+        Ok(crate::metrics::Snapshot {
+            jobs: self.jobs.stats().await?,
+        })
     }
 
     /// The effective server settings, secrets redacted.

@@ -6,12 +6,16 @@
 //!   adapters never decide.
 //! - [`legacy`]: the app passwords of the legacy (Subsonic) interface.
 //! - `secrets`: encryption at rest of secrets the server must read back (app passwords).
+//! - `throttle`: failed sign-ins counted per account and per client address; a spent budget
+//!   refuses sign-ins before any password is checked.
 
 pub mod legacy;
 mod manage;
 pub mod policy;
 pub(crate) mod secrets;
+mod throttle;
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -89,7 +93,8 @@ pub fn validate_username(raw: &str) -> Result<String> {
     if name.is_empty() {
         return Err(Error::invalid("username", "must not be empty"));
     }
-    if name.chars().count() > MAX_USERNAME_LEN {
+    // Counted as sent, before trimming, so the documented maxLength is exact.
+    if raw.chars().count() > MAX_USERNAME_LEN {
         return Err(Error::invalid(
             "username",
             format!("must be at most {MAX_USERNAME_LEN} characters"),
@@ -190,6 +195,7 @@ pub(crate) struct AccountSettings {
     pub(crate) jwt_secret: Vec<u8>,
     pub(crate) token_ttl: Duration,
     pub(crate) legacy_secret_key: Vec<u8>,
+    pub(crate) sign_in_throttle: crate::config::SignInThrottleConfig,
 }
 
 /// The accounts service.
@@ -201,6 +207,8 @@ pub struct Accounts {
     users: Arc<TtlCache<UserId, (User, i64)>>,
     /// Legacy-interface accounts with their app passwords, by name or key digest.
     legacy: Arc<TtlCache<String, legacy::LegacyAccount>>,
+    /// Failed sign-ins of this process.
+    throttle: Arc<throttle::SignInThrottle>,
 }
 
 impl std::fmt::Debug for Accounts {
@@ -213,9 +221,10 @@ impl Accounts {
     pub(crate) fn new(db: Db, settings: AccountSettings) -> Accounts {
         Accounts {
             db,
+            throttle: Arc::new(throttle::SignInThrottle::new(&settings.sign_in_throttle)),
             settings: Arc::new(settings),
-            users: Arc::new(TtlCache::new(LOOKUP_TTL, 10_000)),
-            legacy: Arc::new(TtlCache::new(LOOKUP_TTL, 10_000)),
+            users: Arc::new(TtlCache::new("accounts", LOOKUP_TTL, 10_000)),
+            legacy: Arc::new(TtlCache::new("app_passwords", LOOKUP_TTL, 10_000)),
         }
     }
 
@@ -309,8 +318,21 @@ impl Accounts {
             .await
     }
 
-    /// Checks a name and password and issues an access token.
-    pub async fn login(&self, username: &str, password: &str) -> Result<AccessToken> {
+    /// Checks a name and password and issues an access token. `client` is the address the
+    /// attempt comes from, when the adapter knows it.
+    ///
+    /// Failures are throttled per account name and per address (`Config::sign_in_throttle`):
+    /// once either has failed too often, attempts fail with [`Error::SignInThrottled`]
+    /// (kind `RateLimited`) without the password being checked, until the budget returns.
+    pub async fn login(
+        &self,
+        username: &str,
+        password: &str,
+        client: Option<IpAddr>,
+    ) -> Result<AccessToken> {
+        let account = crate::text::name_key(username.trim());
+        self.throttle
+            .check(throttle::Door::Login, Some(&account), client)?;
         let row = self.find_user_row(username).await?;
         let hash = row
             .as_ref()
@@ -326,7 +348,11 @@ impl Accounts {
                 let version = row.token_version;
                 self.issue_token(row.into(), version)
             }
-            _ => Err(Error::Unauthenticated("wrong user name or password".into())),
+            _ => {
+                self.throttle
+                    .failed(throttle::Door::Login, Some(&account), client);
+                Err(Error::Unauthenticated("wrong user name or password".into()))
+            }
         }
     }
 

@@ -1,6 +1,7 @@
 //! A small in-process cache whose entries expire after a fixed time, for lookups every
 //! stream request repeats (the caller's account, the track's audio row). Writers in this
-//! process invalidate what they change; other replicas see a change within the TTL.
+//! process invalidate what they change; other replicas see a change within the TTL. Each
+//! cache has a name, under which its hits and misses are counted (`crate::metrics`).
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -9,14 +10,17 @@ use std::time::{Duration, Instant};
 
 #[derive(Debug)]
 pub(crate) struct TtlCache<K, V> {
+    name: &'static str,
     ttl: Duration,
     capacity: usize,
     entries: Mutex<HashMap<K, (V, Instant)>>,
 }
 
 impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
-    pub(crate) fn new(ttl: Duration, capacity: usize) -> Self {
+    /// A cache counted as `name` in the metrics.
+    pub(crate) fn new(name: &'static str, ttl: Duration, capacity: usize) -> Self {
         TtlCache {
+            name,
             ttl,
             capacity,
             entries: Mutex::new(HashMap::new()),
@@ -25,9 +29,15 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
 
     /// The value of `key` when it was stored less than the TTL ago.
     pub(crate) fn get(&self, key: &K) -> Option<V> {
-        let entries = self.entries.lock().expect("poisoned");
-        let (value, stored) = entries.get(key)?;
-        (stored.elapsed() < self.ttl).then(|| value.clone())
+        let value = {
+            let entries = self.entries.lock().expect("poisoned");
+            entries
+                .get(key)
+                .filter(|(_, stored)| stored.elapsed() < self.ttl)
+                .map(|(value, _)| value.clone())
+        };
+        crate::metrics::cache_lookup(self.name, value.is_some());
+        value
     }
 
     pub(crate) fn insert(&self, key: K, value: V) {
@@ -57,7 +67,7 @@ mod tests {
 
     #[test]
     fn entries_expire_and_the_size_is_bounded() {
-        let cache = TtlCache::new(Duration::from_millis(30), 2);
+        let cache = TtlCache::new("test", Duration::from_millis(30), 2);
         cache.insert("a", 1);
         assert_eq!(cache.get(&"a"), Some(1));
         cache.remove(&"a");

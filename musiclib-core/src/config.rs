@@ -29,6 +29,11 @@ pub struct Config {
     pub cleanup_grace: Duration,
     /// Key material the legacy-interface app passwords are encrypted with (via HKDF).
     pub legacy_secret_key: Vec<u8>,
+    /// How failed sign-ins are throttled (settings `LOGIN_*_FAILURE_*`).
+    pub sign_in_throttle: SignInThrottleConfig,
+    /// Browser origins allowed to call the server from their pages (setting
+    /// `CORS_ALLOWED_ORIGINS`); none by default.
+    pub cors_allowed_origins: CorsOrigins,
     /// Job queue behaviour.
     pub jobs: JobsConfig,
     /// Metadata enrichment settings.
@@ -41,6 +46,119 @@ pub struct Config {
     pub remote: RemoteConfig,
     /// Recommendations.
     pub recommend: RecommendConfig,
+}
+
+/// How failed sign-ins are throttled (settings `LOGIN_ACCOUNT_FAILURE_BURST`,
+/// `LOGIN_ACCOUNT_FAILURE_INTERVAL_SECONDS`, `LOGIN_ADDRESS_FAILURE_BURST`,
+/// `LOGIN_ADDRESS_FAILURE_INTERVAL_SECONDS`).
+///
+/// Only failures count, per account name and per client address: each may fail `burst`
+/// times, then once more per `interval`. A spent budget refuses sign-ins without checking the
+/// password until it has a failure to give again (at most one `interval` after the last
+/// failure; the whole burst is back after `burst` intervals without one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SignInThrottleConfig {
+    /// Failures one account name may have in a row.
+    pub account_burst: u32,
+    /// Then one more failure per this time.
+    pub account_interval: Duration,
+    /// Failures one client address (an IPv6 /64) may have in a row, over all names.
+    pub address_burst: u32,
+    /// Then one more failure per this time.
+    pub address_interval: Duration,
+}
+
+impl Default for SignInThrottleConfig {
+    /// 10 failures per account, then one per 6 s (600 an hour); 30 per address, then one per
+    /// 2 s.
+    fn default() -> Self {
+        SignInThrottleConfig {
+            account_burst: 10,
+            account_interval: Duration::from_secs(6),
+            address_burst: 30,
+            address_interval: Duration::from_secs(2),
+        }
+    }
+}
+
+/// The origins whose pages may call the server (CORS; setting `CORS_ALLOWED_ORIGINS`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum CorsOrigins {
+    /// None: no CORS header is sent, so browsers keep other origins' pages out (the default).
+    #[default]
+    None,
+    /// Any origin (`*`).
+    Any,
+    /// These origins, each as browsers send it: `scheme://host[:port]`, lowercase, without a
+    /// default port.
+    List(Vec<String>),
+}
+
+impl CorsOrigins {
+    /// Reads the setting: empty for none, `*` for any, or origins separated by commas
+    /// (`https://player.example.com, http://localhost:5173`). An origin is a scheme (http or
+    /// https), a host and an optional port, with no path, query or credentials.
+    pub fn parse(text: &str) -> std::result::Result<CorsOrigins, String> {
+        let items: Vec<&str> = text
+            .split(',')
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+            .collect();
+        if items.is_empty() {
+            return Ok(CorsOrigins::None);
+        }
+        if items.contains(&"*") {
+            if items.len() > 1 {
+                return Err("* allows any origin: give it alone".into());
+            }
+            return Ok(CorsOrigins::Any);
+        }
+        let mut origins = Vec::new();
+        for item in items {
+            let origin = parse_origin(item)?;
+            if !origins.contains(&origin) {
+                origins.push(origin);
+            }
+        }
+        Ok(CorsOrigins::List(origins))
+    }
+
+    /// Whether any origin is allowed.
+    pub fn is_enabled(&self) -> bool {
+        !matches!(self, CorsOrigins::None)
+    }
+
+    /// As the setting is written (`None` when off).
+    pub fn as_setting(&self) -> Option<String> {
+        match self {
+            CorsOrigins::None => None,
+            CorsOrigins::Any => Some("*".into()),
+            CorsOrigins::List(origins) => Some(origins.join(",")),
+        }
+    }
+}
+
+/// One origin, normalized as browsers serialize it in the `Origin` header.
+fn parse_origin(text: &str) -> std::result::Result<String, String> {
+    let invalid =
+        |why: &str| format!("{text:?} is not an origin ({why}; expected scheme://host[:port])");
+    let url = reqwest::Url::parse(text).map_err(|error| invalid(&error.to_string()))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(invalid("the scheme must be http or https"));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(invalid("no host"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(invalid("credentials are not part of an origin"));
+    }
+    // `Url` reads `https://a.example` with the path `/`; any other path is not an origin.
+    if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
+        return Err(invalid(
+            "a path, query or fragment is not part of an origin",
+        ));
+    }
+    Ok(url.origin().ascii_serialization())
 }
 
 /// Recommendations (settings `RECOMMENDER_*`, `SOUND_ANALYSIS`).
@@ -259,6 +377,8 @@ impl std::fmt::Debug for Config {
             .field("max_upload_bytes", &self.max_upload_bytes)
             .field("cleanup_grace", &self.cleanup_grace)
             .field("legacy_secret_key", &"<redacted>")
+            .field("sign_in_throttle", &self.sign_in_throttle)
+            .field("cors_allowed_origins", &self.cors_allowed_origins)
             .field("jobs", &self.jobs)
             .field("enrichment", &self.enrichment)
             .field("transcoding", &self.transcoding)
@@ -341,6 +461,26 @@ impl Config {
             secret("JWT_SECRET", !self.jwt_secret.is_empty()),
             plain("TOKEN_TTL_HOURS", self.token_ttl.as_secs() / 3600),
             secret("LEGACY_SECRET_KEY", !self.legacy_secret_key.is_empty()),
+            plain(
+                "LOGIN_ACCOUNT_FAILURE_BURST",
+                self.sign_in_throttle.account_burst,
+            ),
+            plain(
+                "LOGIN_ACCOUNT_FAILURE_INTERVAL_SECONDS",
+                self.sign_in_throttle.account_interval.as_secs(),
+            ),
+            plain(
+                "LOGIN_ADDRESS_FAILURE_BURST",
+                self.sign_in_throttle.address_burst,
+            ),
+            plain(
+                "LOGIN_ADDRESS_FAILURE_INTERVAL_SECONDS",
+                self.sign_in_throttle.address_interval.as_secs(),
+            ),
+            optional(
+                "CORS_ALLOWED_ORIGINS",
+                self.cors_allowed_origins.as_setting(),
+            ),
             plain("MAX_UPLOAD_BYTES", self.max_upload_bytes),
             plain("CLEANUP_GRACE_SECONDS", self.cleanup_grace.as_secs()),
             plain("FFMPEG_PATH", self.transcoding.ffmpeg.display()),
@@ -604,6 +744,8 @@ impl Config {
             max_upload_bytes: 1024 * 1024 * 1024,
             cleanup_grace: Duration::from_secs(3600),
             legacy_secret_key: crate::auth::random_secret(),
+            sign_in_throttle: SignInThrottleConfig::default(),
+            cors_allowed_origins: CorsOrigins::None,
             jobs: JobsConfig {
                 lease: Duration::from_secs(60),
                 max_attempts: 5,
@@ -661,6 +803,43 @@ mod tests {
             assert!(!printed.contains(secret), "{secret} printed: {printed}");
         }
         assert!(printed.contains("acoustid_api_key: Some(\"<redacted>\")"));
+    }
+
+    #[test]
+    fn cors_origins_are_read_and_normalized() {
+        assert_eq!(CorsOrigins::parse("").unwrap(), CorsOrigins::None);
+        assert_eq!(CorsOrigins::parse(" , ").unwrap(), CorsOrigins::None);
+        assert_eq!(CorsOrigins::parse(" * ").unwrap(), CorsOrigins::Any);
+        assert_eq!(
+            CorsOrigins::parse(
+                "https://Player.Example.com, http://localhost:5173/,https://a.example:443"
+            )
+            .unwrap(),
+            CorsOrigins::List(vec![
+                "https://player.example.com".into(),
+                "http://localhost:5173".into(),
+                "https://a.example".into(),
+            ])
+        );
+        for bad in [
+            "*, https://a.example",
+            "player.example.com",
+            "ftp://a.example",
+            "https://a.example/app",
+            "https://a.example?x=1",
+            "https://user:pw@a.example",
+            "null",
+        ] {
+            assert!(CorsOrigins::parse(bad).is_err(), "{bad} was accepted");
+        }
+        assert!(!CorsOrigins::None.is_enabled());
+        assert_eq!(
+            CorsOrigins::parse("http://a.example,http://b.example")
+                .unwrap()
+                .as_setting()
+                .as_deref(),
+            Some("http://a.example,http://b.example")
+        );
     }
 
     #[test]

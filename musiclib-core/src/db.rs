@@ -20,7 +20,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
-use sqlx::{AnyPool, ConnectOptions, Executor};
+use sqlx::{AnyPool, ConnectOptions, Connection, Executor};
 
 pub(crate) use dialect::like_pattern;
 pub use dialect::DatabaseKind;
@@ -38,6 +38,9 @@ pub(crate) struct Db {
     pool: AnyPool,
     kind: DatabaseKind,
 }
+
+/// How long a request waits for a PostgreSQL connection (see [`Db::connect`]).
+const POSTGRES_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
 
 static SQLITE_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 static POSTGRES_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
@@ -88,8 +91,31 @@ impl Db {
                     })
             }
         };
+        // How long a request waits for a connection before it answers 503. A PostgreSQL that
+        // is down (restarting, unreachable) refuses every new connection: a request must say
+        // so within seconds, not hang. SQLite's connections are local and only ever wait for
+        // each other.
+        let acquire_timeout = match kind {
+            DatabaseKind::Sqlite => Duration::from_secs(10),
+            DatabaseKind::Postgres => POSTGRES_ACQUIRE_TIMEOUT,
+        };
         let pool = pool_options
-            .acquire_timeout(Duration::from_secs(10))
+            .acquire_timeout(acquire_timeout)
+            // A connection still in a transaction when it is handed out again is broken:
+            // when SQLite fails a COMMIT for want of space ("database or disk is full") it
+            // rolls the transaction back itself, the driver's own ROLLBACK then fails, and
+            // the driver goes on counting a transaction, so every later BEGIN on that
+            // connection fails. (The pool has just pinged it, so a rollback queued by a
+            // dropped transaction has run.) Such a connection is closed; another is opened.
+            .before_acquire(|conn, _| {
+                Box::pin(async move {
+                    let usable = !conn.is_in_transaction();
+                    if !usable {
+                        tracing::warn!("closing a database connection left inside a transaction");
+                    }
+                    Ok(usable)
+                })
+            })
             .connect_with(options)
             .await?;
         Ok(Db { pool, kind })

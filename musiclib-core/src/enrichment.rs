@@ -124,6 +124,18 @@ impl JobKind for EnrichTrack {
             }
         }
     }
+
+    /// A worker that died on the last attempt is a crash too: the track says so, instead of
+    /// staying `pending` for ever.
+    async fn abandoned(library: &crate::Library, payload: EnrichPayload, reason: &str) {
+        if let Err(error) = library
+            .enrichment()
+            .record_crash(&payload.track_id, reason)
+            .await
+        {
+            tracing::error!(track_id = %payload.track_id, error = %crate::error_chain(&error), "could not record an enrichment failure");
+        }
+    }
 }
 
 /// The enrichment service, with its outside clients.

@@ -3,6 +3,7 @@
 //! `source`, so logs and job records show the whole chain ([`crate::error_chain`]).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Result alias used across musiclib-core.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -24,8 +25,12 @@ pub enum ErrorKind {
     Unauthenticated,
     /// Valid credentials, but not allowed.
     Forbidden,
+    /// Too many attempts: refused until [`Error::retry_after_seconds`] have passed.
+    RateLimited,
     /// A dependency (database, job queue, storage, transcoder) is unavailable.
     Unavailable,
+    /// The server's disk (or its database) is full: nothing was stored.
+    InsufficientStorage,
     /// The operation is deliberately not supported.
     NotSupported,
     /// A bug or an unexpected failure.
@@ -74,6 +79,13 @@ pub enum Error {
     /// The caller may not do this.
     #[error("{0}")]
     Forbidden(String),
+    /// Too many failed sign-ins from this account or address: sign-ins are refused, without
+    /// checking the password, until `retry_after` has passed.
+    #[error("too many failed sign-ins; retry in {} seconds", whole_seconds(*retry_after))]
+    SignInThrottled {
+        /// How long until a sign-in is checked again.
+        retry_after: Duration,
+    },
     /// The job queue refused an enqueue.
     #[error("job queue unavailable")]
     QueueUnavailable(#[source] Box<Error>),
@@ -157,17 +169,43 @@ impl std::error::Error for DatabaseError {
 }
 
 impl DatabaseError {
-    /// Whether the database could not be reached (as opposed to refusing a statement).
+    /// Whether the database could not be reached (as opposed to refusing a statement): no
+    /// connection within the pool's timeout, a connection refused or dropped (a restart, a
+    /// network cut), or a server saying it is shutting down or starting.
     fn is_connection(&self) -> bool {
-        matches!(
-            &self.0,
+        match &self.0 {
             DatabaseFailure::Query(
                 sqlx::Error::PoolTimedOut
-                    | sqlx::Error::PoolClosed
-                    | sqlx::Error::Io(_)
-                    | sqlx::Error::Tls(_)
-            )
-        )
+                | sqlx::Error::PoolClosed
+                | sqlx::Error::Io(_)
+                | sqlx::Error::Tls(_)
+                // A connection cut in the middle of a message, or the SQLite worker gone.
+                | sqlx::Error::Protocol(_)
+                | sqlx::Error::WorkerCrashed,
+            ) => true,
+            DatabaseFailure::Query(sqlx::Error::Database(error)) => {
+                // PostgreSQL: connection exceptions (class 08), too many connections, and
+                // shutdown or start-up in progress (a restart).
+                error.code().is_some_and(|code| {
+                    code.starts_with("08") || matches!(&*code, "53300" | "57P01" | "57P02" | "57P03")
+                })
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether the database could not write for want of space: SQLite's `SQLITE_FULL`
+    /// ("database or disk is full", primary code 13), PostgreSQL's `disk_full` (53100).
+    fn is_full(&self) -> bool {
+        match &self.0 {
+            DatabaseFailure::Query(sqlx::Error::Database(error)) => {
+                error.code().is_some_and(|code| {
+                    code == "53100" || code.parse::<i64>().is_ok_and(|code| code & 0xff == 13)
+                })
+            }
+            DatabaseFailure::Query(sqlx::Error::Io(error)) => is_storage_full(error),
+            _ => false,
+        }
     }
 
     /// The driver's error, for the database module's own checks (unique violations).
@@ -207,6 +245,76 @@ impl std::error::Error for StorageError {
     }
 }
 
+impl StorageError {
+    /// Whether the store could not be reached: an S3 endpoint refusing or dropping
+    /// connections, or timing out (after the client's retries).
+    fn is_unavailable(&self) -> bool {
+        chain_has(&self.0, |error| {
+            if let Some(http) = error.downcast_ref::<object_store::client::HttpError>() {
+                use object_store::client::HttpErrorKind;
+                return matches!(
+                    http.kind(),
+                    HttpErrorKind::Connect
+                        | HttpErrorKind::Request
+                        | HttpErrorKind::Timeout
+                        | HttpErrorKind::Interrupted
+                );
+            }
+            error
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(is_connection_failure)
+        })
+    }
+
+    /// Whether a local write ran out of space.
+    fn is_full(&self) -> bool {
+        chain_has(&self.0, |error| {
+            error
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(is_storage_full)
+        })
+    }
+}
+
+/// Whether `error` or any error in its `source` chain satisfies `test`.
+fn chain_has(
+    error: &(dyn std::error::Error + 'static),
+    test: impl Fn(&(dyn std::error::Error + 'static)) -> bool,
+) -> bool {
+    let mut next = Some(error);
+    while let Some(error) = next {
+        if test(error) {
+            return true;
+        }
+        next = error.source();
+    }
+    false
+}
+
+/// A disk that is full (`ENOSPC`) or a quota used up (`EDQUOT`).
+fn is_storage_full(error: &std::io::Error) -> bool {
+    const ENOSPC: i32 = 28;
+    const EDQUOT: i32 = 122;
+    error.kind() == std::io::ErrorKind::StorageFull
+        || error.kind() == std::io::ErrorKind::QuotaExceeded
+        || matches!(error.raw_os_error(), Some(ENOSPC | EDQUOT))
+}
+
+/// A connection refused, reset or timed out.
+fn is_connection_failure(error: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(
+        error.kind(),
+        ErrorKind::ConnectionRefused
+            | ErrorKind::ConnectionReset
+            | ErrorKind::ConnectionAborted
+            | ErrorKind::NotConnected
+            | ErrorKind::BrokenPipe
+            | ErrorKind::TimedOut
+            | ErrorKind::UnexpectedEof
+    )
+}
+
 impl Error {
     /// The kind of this error, for adapters.
     pub fn kind(&self) -> ErrorKind {
@@ -217,11 +325,16 @@ impl Error {
             Error::TooLarge { .. } | Error::TooLargeItem(_) => ErrorKind::TooLarge,
             Error::Unauthenticated(_) => ErrorKind::Unauthenticated,
             Error::Forbidden(_) => ErrorKind::Forbidden,
+            Error::SignInThrottled { .. } => ErrorKind::RateLimited,
             Error::QueueUnavailable(_) | Error::Unavailable(_) | Error::TranscoderUnavailable => {
                 ErrorKind::Unavailable
             }
             Error::NotSupported(_) => ErrorKind::NotSupported,
             Error::Database(error) if error.is_connection() => ErrorKind::Unavailable,
+            Error::Database(error) if error.is_full() => ErrorKind::InsufficientStorage,
+            Error::Storage { source, .. } if source.is_full() => ErrorKind::InsufficientStorage,
+            Error::Storage { source, .. } if source.is_unavailable() => ErrorKind::Unavailable,
+            Error::Io { source, .. } if is_storage_full(source) => ErrorKind::InsufficientStorage,
             Error::Database(_)
             | Error::Storage { .. }
             | Error::Io { .. }
@@ -240,11 +353,16 @@ impl Error {
             Error::TooLarge { .. } | Error::TooLargeItem(_) => "payload_too_large",
             Error::Unauthenticated(_) => "unauthenticated",
             Error::Forbidden(_) => "forbidden",
+            Error::SignInThrottled { .. } => "rate_limited",
             Error::QueueUnavailable(_) => "queue_unavailable",
             Error::Unavailable(_) => "unavailable",
             Error::TranscoderUnavailable => "transcoder_unavailable",
             Error::NotSupported(_) => "not_supported",
             Error::Database(error) if error.is_connection() => "database_unavailable",
+            Error::Storage { source, .. } if source.is_unavailable() && !source.is_full() => {
+                "storage_unavailable"
+            }
+            _ if self.kind() == ErrorKind::InsufficientStorage => "insufficient_storage",
             _ => "internal_error",
         }
     }
@@ -253,6 +371,15 @@ impl Error {
     pub fn field(&self) -> Option<&str> {
         match self {
             Error::InvalidInput { field, .. } => Some(field),
+            _ => None,
+        }
+    }
+
+    /// For a [`ErrorKind::RateLimited`] error, the whole seconds to wait before trying again
+    /// (rounded up, at least 1): the value of an HTTP `Retry-After` header.
+    pub fn retry_after_seconds(&self) -> Option<u64> {
+        match self {
+            Error::SignInThrottled { retry_after } => Some(whole_seconds(*retry_after)),
             _ => None,
         }
     }
@@ -314,9 +441,35 @@ impl Error {
     }
 }
 
+/// `duration` in whole seconds, rounded up and at least 1 (a client told to retry in 0 s
+/// would retry at once).
+fn whole_seconds(duration: Duration) -> u64 {
+    let seconds = duration.as_secs() + u64::from(duration.subsec_nanos() > 0);
+    seconds.max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_throttled_sign_in_says_when_to_retry() {
+        let error = Error::SignInThrottled {
+            retry_after: Duration::from_millis(5_200),
+        };
+        assert_eq!(error.kind(), ErrorKind::RateLimited);
+        assert_eq!(error.code(), "rate_limited");
+        assert_eq!(error.retry_after_seconds(), Some(6));
+        assert_eq!(
+            error.to_string(),
+            "too many failed sign-ins; retry in 6 seconds"
+        );
+        let soon = Error::SignInThrottled {
+            retry_after: Duration::ZERO,
+        };
+        assert_eq!(soon.retry_after_seconds(), Some(1));
+        assert_eq!(Error::Forbidden("no".into()).retry_after_seconds(), None);
+    }
 
     #[test]
     fn chains_keep_their_sources() {

@@ -25,7 +25,7 @@ use tokio::sync::Notify;
 pub use registry::{JobKind, Pool};
 pub use worker::{spawn_workers, JobContext, Outcome, Worker, WorkerPlan};
 
-pub use queue::JobCounts;
+pub use queue::{JobCounts, KindStats};
 pub(crate) use queue::{JobQueue, NewJob, SqlQueue};
 
 use crate::auth::Caller;
@@ -133,7 +133,11 @@ impl JobError {
 impl From<Error> for JobError {
     fn from(error: Error) -> JobError {
         use crate::ErrorKind;
-        let retryable = matches!(error.kind(), ErrorKind::Unavailable | ErrorKind::Internal);
+        // A full disk may be freed: worth another attempt, as a dependency that was down.
+        let retryable = matches!(
+            error.kind(),
+            ErrorKind::Unavailable | ErrorKind::InsufficientStorage | ErrorKind::Internal
+        );
         JobError {
             message: crate::error_chain(&error),
             retryable,
@@ -236,6 +240,13 @@ impl Jobs {
     /// How many jobs are in each state (for admins' service report).
     pub(crate) async fn counts(&self) -> Result<JobCounts> {
         self.queue.counts().await
+    }
+
+    /// Jobs of every kind by state, with the queue depth, read now (every kind this server
+    /// runs is listed, at zero when it has no job). For the operators' metrics: users reach it
+    /// through [`crate::admin::Admin::metrics`], which asks for an admin.
+    pub(crate) async fn stats(&self) -> Result<Vec<KindStats>> {
+        self.queue.stats().await
     }
 
     /// The most recent job of kind `K`, if any.

@@ -34,6 +34,8 @@
 //! - [`admin`]: admin-only server operations.
 //! - [`jobs`]: the durable queue, the typed job registry, workers.
 //! - [`storage`]: the blob layout ([`storage::layout`]) on local disk or S3.
+//! - [`metrics`]: what the library counts for its operators (outside calls, caches, streams,
+//!   jobs), through the `metrics` facade; the program installs the recorder.
 //!
 //! Inside, never public: `db` (SQLite/PostgreSQL, the dialect seam, the statement builder),
 //! `outside` (the HTTP client of outside web services), `cache`, `cpu`, `text`, `time`.
@@ -51,6 +53,8 @@ mod db;
 pub mod domain;
 pub mod enrichment;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod ids;
 pub mod ingest;
 pub mod jobs;
@@ -58,6 +62,7 @@ pub mod library;
 pub mod lyrics;
 pub mod maintenance;
 pub mod media;
+pub mod metrics;
 mod outside;
 pub mod playlists;
 pub mod recommend;

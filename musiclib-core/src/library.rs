@@ -96,6 +96,7 @@ impl Library {
                 jwt_secret: config.jwt_secret.clone(),
                 token_ttl: config.token_ttl,
                 legacy_secret_key: config.legacy_secret_key.clone(),
+                sign_in_throttle: config.sign_in_throttle,
             },
         );
         let catalog = Catalog::new(db.clone(), storage.clone());

@@ -247,9 +247,11 @@ impl Lyrics {
         let track = self.catalog.get_track(id).await?;
         if let Some(record) = self.cached(id).await? {
             if record.is_fresh(Timestamp::now()) {
+                crate::metrics::cache_lookup("lyrics", true);
                 return Ok(record);
             }
         }
+        crate::metrics::cache_lookup("lyrics", false);
         self.fetch_once(&track, None).await
     }
 

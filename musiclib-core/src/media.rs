@@ -78,7 +78,7 @@ impl Media {
             transcoder,
             cache_max_bytes,
             state: Arc::new(MediaState {
-                audio: TtlCache::new(LOOKUP_TTL, 10_000),
+                audio: TtlCache::new("track_audio", LOOKUP_TTL, 10_000),
                 access_stamps: Mutex::new(HashMap::new()),
                 live_encodes: Default::default(),
             }),

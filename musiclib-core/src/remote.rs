@@ -21,13 +21,15 @@
 //!   id: playlists, likes and history keep pointing at it), then queue enrichment.
 //! - downloads (`downloads.rs`): `/downloads`, what a user asked to fetch and how it goes.
 //! - `pacer.rs`: how a source slows down when the service rate-limits it.
+//! - `metered.rs`: every source's calls counted by outcome, for the operators' metrics.
 
 mod downloads;
 mod fetch;
+mod metered;
 mod pacer;
 mod placeholders;
-mod subsonic;
-mod ytdlp;
+pub(crate) mod subsonic;
+pub(crate) mod ytdlp;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -320,14 +322,16 @@ impl Remote {
     ) -> Remote {
         let mut sources: Vec<Arc<dyn RemoteSource>> = Vec::new();
         if let Some(ytdlp) = &config.ytdlp {
-            sources.push(Arc::new(ytdlp::YtDlpSource::new(ytdlp.clone(), ffmpeg)));
+            sources.push(metered::Metered::source(
+                crate::metrics::Service::YtDlp,
+                ytdlp::YtDlpSource::new(ytdlp.clone(), ffmpeg),
+            ));
         }
         if let Some(subsonic) = &config.subsonic {
-            sources.push(Arc::new(subsonic::SubsonicSource::new(
-                http,
-                subsonic,
-                config.subsonic_api_key.clone(),
-            )));
+            sources.push(metered::Metered::source(
+                crate::metrics::Service::SubsonicSource,
+                subsonic::SubsonicSource::new(http, subsonic, config.subsonic_api_key.clone()),
+            ));
         }
         Remote {
             db,
@@ -685,12 +689,13 @@ async fn timed_search(
     (answer, started.elapsed())
 }
 
-fn check_search(query: &str, limit: Option<usize>) -> Result<(String, usize)> {
-    let query = query.trim();
+fn check_search(raw: &str, limit: Option<usize>) -> Result<(String, usize)> {
+    let query = raw.trim();
     if query.is_empty() {
         return Err(Error::invalid("q", "must not be empty"));
     }
-    if query.chars().count() > MAX_QUERY_CHARS {
+    // Counted as sent, before trimming, so the documented maxLength is exact.
+    if raw.chars().count() > MAX_QUERY_CHARS {
         return Err(Error::invalid(
             "q",
             format!("must be at most {MAX_QUERY_CHARS} characters"),

@@ -808,23 +808,23 @@ impl Scrobbling {
 }
 
 fn validate_credential(service: Service, value: &str) -> Result<()> {
-    let value = value.trim();
     if value.is_empty() {
         return Err(Error::invalid(
             service.field(),
             "must not be empty (send null to remove it)",
         ));
     }
-    if value.chars().count() > MAX_CREDENTIAL_LEN {
+    if value.len() > MAX_CREDENTIAL_LEN {
         return Err(Error::invalid(
             service.field(),
             format!("must be at most {MAX_CREDENTIAL_LEN} characters"),
         ));
     }
-    if value.chars().any(|c| c.is_whitespace() || c.is_control()) {
+    // Session keys and tokens are printable ASCII: a space or anything else is a paste error.
+    if !value.bytes().all(|byte| byte.is_ascii_graphic()) {
         return Err(Error::invalid(
             service.field(),
-            "must not contain spaces or control characters",
+            "must be printable ASCII without spaces",
         ));
     }
     Ok(())

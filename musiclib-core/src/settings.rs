@@ -125,7 +125,7 @@ impl Settings {
     pub(crate) fn new(db: Db) -> Settings {
         Settings {
             db,
-            cache: Arc::new(TtlCache::new(CACHE_TTL, 10_000)),
+            cache: Arc::new(TtlCache::new("user_settings", CACHE_TTL, 10_000)),
         }
     }
 

@@ -10,7 +10,7 @@
 mod annotations;
 mod bookmarks;
 mod events;
-pub(crate) use events::LATEST_LIKE;
+pub(crate) use events::{check_push, LATEST_LIKE};
 mod listening;
 mod sync;
 

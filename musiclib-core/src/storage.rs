@@ -127,6 +127,41 @@ pub(crate) struct LocalFile {
     _temp: Option<tempfile::TempPath>,
 }
 
+/// Most space kept free on a local file system by [`ensure_room`].
+const RESERVE_MAX: u64 = 64 * 1024 * 1024;
+
+/// Fails with "insufficient storage" when writing `bytes` more under `dir` would leave less
+/// free space on its file system than a reserve (a tenth of the file system, at most 64 MiB).
+/// The database, its write-ahead log and the logs usually share that file system: filled to
+/// the last byte, the database could not record anything more (not even a deletion that
+/// would free space), so uploads, imports and renditions stop short of it.
+pub(crate) fn ensure_room(dir: &Path, bytes: u64) -> Result<()> {
+    let Ok(stats) = rustix::fs::statvfs(dir) else {
+        // A file system that cannot say how full it is: its writes will say.
+        return Ok(());
+    };
+    let block = stats.f_frsize.max(1);
+    let total = stats.f_blocks.saturating_mul(block);
+    let free = stats.f_bavail.saturating_mul(block);
+    let reserve = (total / 10).min(RESERVE_MAX);
+    if free >= bytes.saturating_add(reserve) {
+        return Ok(());
+    }
+    let mib = |bytes: u64| bytes.div_ceil(1024 * 1024);
+    Err(Error::io(
+        dir,
+        std::io::Error::new(
+            std::io::ErrorKind::StorageFull,
+            format!(
+                "the disk is full: {} MiB free, {} MiB needed and {} MiB kept free for the database",
+                free / (1024 * 1024),
+                mib(bytes),
+                mib(reserve)
+            ),
+        ),
+    ))
+}
+
 /// The SHA-256 (hex) of a local file, read in blocks (never whole into memory).
 pub(crate) fn sha256_file(path: &Path) -> Result<String> {
     use sha2::{Digest, Sha256};

@@ -189,12 +189,22 @@ impl JobQueue for UnavailableQueue {
             "the job queue is down (test)".into(),
         ))
     }
+    async fn stats(&self) -> crate::Result<Vec<crate::jobs::KindStats>> {
+        Err(crate::Error::Unavailable(
+            "the job queue is down (test)".into(),
+        ))
+    }
     async fn enqueue(&self, _job: NewJob) -> crate::Result<crate::JobId> {
         Err(crate::Error::Unavailable(
             "the job queue is down (test)".into(),
         ))
     }
     async fn enqueue_many(&self, _jobs: Vec<NewJob>) -> crate::Result<()> {
+        Err(crate::Error::Unavailable(
+            "the job queue is down (test)".into(),
+        ))
+    }
+    async fn fail_abandoned(&self) -> crate::Result<Vec<crate::jobs::Job>> {
         Err(crate::Error::Unavailable(
             "the job queue is down (test)".into(),
         ))
@@ -591,8 +601,10 @@ pub fn queue(library: &Library) -> QueueProbe {
 }
 
 impl QueueProbe {
-    /// Leases the next ready job of any kind.
+    /// Leases the next ready job of any kind, after failing for good those whose worker
+    /// died on their last attempt (as a worker does).
     pub async fn claim(&self, worker_id: &str, lease: Duration) -> crate::Result<Option<Job>> {
+        self.0.fail_abandoned().await?;
         self.0.claim(worker_id, lease, &[]).await
     }
 

@@ -1,6 +1,7 @@
 //! `ApiError`: every failure of the API as one JSON shape,
 //! `{"error":{"code":"…","message":"…","field":"…"}}`, with the spec's statuses.
-//! 5xx bodies say nothing internal; the full error is logged with the request id.
+//! 5xx bodies say nothing internal; the full error is logged with the request id. A 429
+//! carries `Retry-After` (whole seconds).
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -39,6 +40,8 @@ pub struct ApiError {
     field: Option<String>,
     /// The full error chain of a 5xx, logged by the request middleware.
     internal: Option<String>,
+    /// Seconds to wait, sent as `Retry-After` (429s).
+    retry_after: Option<u64>,
 }
 
 /// Marker put in the extensions of a 5xx response, read by [`crate::finish_errors`].
@@ -55,6 +58,7 @@ impl ApiError {
             message: format!("{field}: {}", message.into()),
             field: Some(field),
             internal: None,
+            retry_after: None,
         }
     }
 
@@ -71,6 +75,7 @@ impl ApiError {
             message: message.into(),
             field: None,
             internal: None,
+            retry_after: None,
         }
     }
 
@@ -89,15 +94,28 @@ impl From<Error> for ApiError {
             ErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorKind::Unauthenticated => StatusCode::UNAUTHORIZED,
             ErrorKind::Forbidden => StatusCode::FORBIDDEN,
+            ErrorKind::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorKind::InsufficientStorage => StatusCode::INSUFFICIENT_STORAGE,
             ErrorKind::NotSupported => StatusCode::NOT_IMPLEMENTED,
             ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         };
         let chain = musiclib_core::error_chain(&error);
         let (message, internal) =
             if status.is_server_error() && status != StatusCode::NOT_IMPLEMENTED {
-                let public = match status {
-                    StatusCode::SERVICE_UNAVAILABLE => error.to_string(),
+                let public = match (status, error.code()) {
+                    // The wrapped driver errors say too much, or too little: say what is down.
+                    (_, "database_unavailable") => {
+                        "the database is unavailable; try again shortly".to_string()
+                    }
+                    (_, "storage_unavailable") => {
+                        "the storage backend is unavailable; try again shortly".to_string()
+                    }
+                    (StatusCode::SERVICE_UNAVAILABLE, _) => error.to_string(),
+                    (StatusCode::INSUFFICIENT_STORAGE, _) => {
+                        "the server is out of storage space (its disk is full); nothing was stored"
+                            .to_string()
+                    }
                     _ => "internal server error".to_string(),
                 };
                 (public, Some(chain))
@@ -110,6 +128,7 @@ impl From<Error> for ApiError {
             message,
             field: error.field().map(str::to_string),
             internal,
+            retry_after: error.retry_after_seconds(),
         }
     }
 }
@@ -125,6 +144,11 @@ impl IntoResponse for ApiError {
             },
         };
         let mut response = (self.status, axum::Json(body)).into_response();
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, seconds.into());
+        }
         if self.status.is_server_error() {
             response.extensions_mut().insert(InternalError(
                 self.internal.unwrap_or_else(|| "no detail".into()),

@@ -99,34 +99,92 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let bytes = axum::body::Bytes::from_request(request, state)
+        let bytes = axum::body::Bytes::from_request(limit_json_body(request), state)
             .await
-            .map_err(|rejection| ApiError::invalid("body", rejection.body_text()))?;
+            .map_err(body_rejection)?;
         parse_json(&bytes).map(Json)
     }
 }
 
+/// The largest JSON or form body read: far above any real request (a sync push of its
+/// 5,000 events is about 1 MiB), far below what an upload may be.
+pub(crate) const MAX_JSON_BODY_BYTES: usize = 8 * 1024 * 1024;
+
+/// The request with its body limited to [`MAX_JSON_BODY_BYTES`] (the router's own limit is
+/// sized for uploads).
+fn limit_json_body(request: Request) -> Request {
+    request
+        .map(|body| axum::body::Body::new(http_body_util::Limited::new(body, MAX_JSON_BODY_BYTES)))
+}
+
+/// A body that could not be read: too large (413), or cut off (422).
+fn body_rejection(rejection: axum::extract::rejection::BytesRejection) -> ApiError {
+    if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::new(
+            rejection.status(),
+            "payload_too_large",
+            "the body is larger than the server accepts",
+        )
+    } else {
+        ApiError::invalid("body", rejection.body_text())
+    }
+}
+
+/// Parses a JSON body. Before the fields are read, a number with no fraction is taken as the
+/// integer it is (`20.0` is a valid JSON Schema `integer`), and a body that is not an object
+/// is refused: every body of the API is an object (serde would otherwise read an array as a
+/// struct's fields in order).
 pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+    let mut value: serde_json::Value = parse_json_value(bytes)?;
+    if value.is_array() {
+        return Err(ApiError::invalid("body", "must be a JSON object"));
+    }
+    whole_numbers_as_integers(&mut value);
+    serde_path_to_error::deserialize(value).map_err(|error| {
         let path = error.path().to_string();
         let inner = error.into_inner();
-        if inner.is_eof() || (inner.is_syntax() && (path == "." || path.contains('?'))) {
-            ApiError::invalid("body", format!("malformed JSON: {inner}"))
-        } else if inner.is_syntax() {
-            // A value of the wrong kind where serde_json expected another (a number for an
-            // enum's name, say) is reported as syntax: name the field.
-            ApiError::invalid(path, format!("malformed or wrong kind of value: {inner}"))
-        } else {
-            let message = clean_serde_message(&inner.to_string());
-            // An unknown field's path already ends in its name; at the top it is ".".
-            let field = match (path.as_str(), unknown_field(&message)) {
-                (".", Some(unknown)) => unknown.to_string(),
-                (".", None) => "body".to_string(),
-                _ => path,
-            };
-            ApiError::invalid(field, message)
+        let message = clean_serde_message(&inner.to_string());
+        let field = match (path.as_str(), unknown_field(&message)) {
+            (".", Some(unknown)) => unknown.to_string(),
+            (".", None) => "body".to_string(),
+            _ => path,
+        };
+        ApiError::invalid(field, message)
+    })
+}
+
+/// Integral floats (`3.0`) as integers, anywhere in `value`.
+fn whole_numbers_as_integers(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Number(number) => {
+            if let Some(float) = number
+                .as_f64()
+                .filter(|_| !number.is_i64() && !number.is_u64())
+            {
+                // 2^53: past it, a float no longer names one integer.
+                if float.fract() == 0.0 && float.abs() <= 9_007_199_254_740_992.0 {
+                    *number = serde_json::Number::from(float as i64);
+                }
+            }
         }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(whole_numbers_as_integers),
+        serde_json::Value::Object(fields) => {
+            fields.values_mut().for_each(whole_numbers_as_integers)
+        }
+        _ => {}
+    }
+}
+
+/// The body as a JSON value; malformed JSON is a 422 naming `body` (or the place it broke).
+fn parse_json_value(bytes: &[u8]) -> Result<serde_json::Value, ApiError> {
+    serde_json::from_slice(bytes).map_err(|error| {
+        ApiError::invalid(
+            "body",
+            format!(
+                "malformed JSON: {}",
+                clean_serde_message(&error.to_string())
+            ),
+        )
     })
 }
 
@@ -156,9 +214,9 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonOrForm<T> {
             .get(header::CONTENT_TYPE)
             .and_then(|value| value.to_str().ok())
             .is_some_and(|value| value.starts_with("application/x-www-form-urlencoded"));
-        let bytes = axum::body::Bytes::from_request(request, state)
+        let bytes = axum::body::Bytes::from_request(limit_json_body(request), state)
             .await
-            .map_err(|rejection| ApiError::invalid("body", rejection.body_text()))?;
+            .map_err(body_rejection)?;
         if is_form {
             parse_form(&bytes, "body").map(JsonOrForm)
         } else {

@@ -9,10 +9,17 @@
 //! - `extract`: bearer and `?token=` authentication, JSON/query parsing with 422s naming fields.
 //! - `error`: [`ApiError`], the one JSON error shape.
 //! - `health`: the health endpoint.
+//! - [`metrics`]: `/metrics` (Prometheus), the request counters, the recorder the binary installs.
+//! - `security`: security headers, CORS (`CORS_ALLOWED_ORIGINS`), secrets redacted from
+//!   logged request targets.
 
 mod error;
 mod extract;
+#[doc(hidden)]
+pub mod fuzzing;
 mod health;
+pub mod metrics;
+mod security;
 pub mod v1;
 
 use std::time::Duration;
@@ -34,13 +41,14 @@ pub use error::{ApiError, ErrorBody, ErrorDetail};
 
 /// The OpenAPI document of `/api/v1`, generated from the handlers.
 pub fn openapi() -> utoipa::openapi::OpenApi {
-    v1::routes().split_for_parts().1
+    v1::document::complete(v1::routes().split_for_parts().1)
 }
 
 /// The `/api/v1` routes (paths without the prefix), with their state applied; nest it under
 /// `/api/v1` in another axum app. Errors are JSON; request ids and logging are the host's.
 pub fn api_v1(library: Library) -> Router {
     let (router, openapi) = v1::routes().split_for_parts();
+    let openapi = v1::document::complete(openapi);
     let max_upload = library.config().max_upload_bytes;
     // Serialized once: the route's closure is cloned with each request routed near it, so it
     // must hold something cheap to clone, not the document.
@@ -65,17 +73,19 @@ pub fn api_v1(library: Library) -> Router {
         .with_state(library)
 }
 
-/// The whole application: root `/health`, `/api/v1`, request ids (`x-request-id`), request
-/// logs, and panics turned into JSON 500s.
+/// The whole application: root `/health` and `/metrics`, `/api/v1`, request ids
+/// (`x-request-id`), request logs and metrics, and panics turned into JSON 500s.
 pub fn router(library: Library) -> Router {
     router_with(library, Router::new())
 }
 
 /// [`router`] with more routes (the binary adds the Subsonic interface at `/rest`) behind
-/// the same request ids, logs and panic safety.
+/// the same request ids, logs, panic safety, security headers and CORS.
 pub fn router_with(library: Library, more: Router) -> Router {
-    Router::new()
+    let cors = library.config().cors_allowed_origins.clone();
+    let app = Router::new()
         .route("/health", axum::routing::get(health::health).with_state(library.clone()))
+        .route("/metrics", axum::routing::get(metrics::metrics).with_state(library.clone()))
         .nest("/api/v1", api_v1(library))
         .merge(more)
         .fallback(not_found)
@@ -90,12 +100,16 @@ pub fn router_with(library: Library, more: Router) -> Router {
                 .and_then(|id| id.header_value().to_str().ok())
                 .unwrap_or("-")
                 .to_string();
-            tracing::info_span!("request", method = %request.method(), uri = %request.uri().path(), request_id = %request_id)
+            // The query too, its tokens and passwords redacted.
+            let uri = security::loggable_target(request.uri());
+            tracing::info_span!("request", method = %request.method(), uri = %uri, request_id = %request_id)
         }).on_response(|response: &Response, latency: Duration, _span: &tracing::Span| {
             tracing::info!(status = response.status().as_u16(), latency_ms = latency.as_millis() as u64, "response");
         }))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .layer(axum::middleware::from_fn(metrics::track));
+    security::protect(app, &cors)
 }
 
 async fn not_found() -> ApiError {

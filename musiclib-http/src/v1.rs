@@ -5,6 +5,7 @@ pub mod admin;
 pub mod albums;
 pub mod auth;
 pub mod covers;
+pub(crate) mod document;
 pub mod downloads;
 pub mod dto;
 pub mod lyrics;
@@ -93,4 +94,5 @@ pub(crate) fn routes() -> OpenApiRouter<Library> {
         .merge(playlists::routes())
         .merge(sync::routes())
         .merge(crate::health::routes())
+        .merge(crate::metrics::routes())
 }

@@ -286,6 +286,65 @@ mod tests {
         assert_eq!(byte_range("bytes=9-1", 1000), Whole);
     }
 
+    /// The hardest headers of the `range` fuzz target, kept here: long ones, numbers past
+    /// `u64`, the largest sizes, odd spacing and bytes.
+    #[test]
+    fn hostile_range_headers_give_a_bounded_answer() {
+        use ByteRange::*;
+        let many = format!("bytes={}", vec!["0-1"; 20_000].join(","));
+        assert_eq!(byte_range(&many, 1000), Whole);
+        let long = format!("bytes=0-{}", "9".repeat(64 * 1024));
+        assert_eq!(byte_range(&long, 1000), Whole);
+        // A start past u64 is past any end.
+        assert_eq!(
+            byte_range("bytes=18446744073709551616-", 1000),
+            Unsatisfiable
+        );
+        assert_eq!(
+            byte_range("bytes=0-18446744073709551615", u64::MAX),
+            Part(0..u64::MAX)
+        );
+        assert_eq!(
+            byte_range("bytes=-18446744073709551615", u64::MAX),
+            Part(0..u64::MAX)
+        );
+        assert_eq!(
+            byte_range("bytes=18446744073709551614-", u64::MAX),
+            Part(u64::MAX - 1..u64::MAX)
+        );
+        assert_eq!(byte_range("bytes=-1", 0), Unsatisfiable);
+        for odd in [
+            "",
+            "bytes=",
+            "bytes=-",
+            "bytes=--1",
+            "bytes=0--1",
+            "bytes=\u{0}0-1",
+            "bytes=０-1",
+        ] {
+            assert!(
+                matches!(byte_range(odd, 10), Whole | Unsatisfiable),
+                "{odd:?}"
+            );
+        }
+        for size in [0, 1, 2, 10, u64::MAX] {
+            for header in [
+                "bytes=0-0",
+                "bytes=1-",
+                "bytes=-1",
+                "bytes=5-9",
+                " bytes=0-1 ",
+            ] {
+                if let Part(range) = byte_range(header, size) {
+                    assert!(
+                        range.start < range.end && range.end <= size,
+                        "{header} {size}"
+                    );
+                }
+            }
+        }
+    }
+
     const ETAG: &str = "\"abc\"";
 
     fn representation() -> Representation<'static> {

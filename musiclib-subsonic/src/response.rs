@@ -300,10 +300,14 @@ impl From<musiclib_core::Error> for SubsonicError {
             ErrorKind::NotFound => 70,
             ErrorKind::Unauthenticated => 40,
             ErrorKind::Forbidden => 50,
+            // The protocol has no code for "too many attempts": 0, its message saying when
+            // to retry (the adapter adds `Retry-After`).
             ErrorKind::InvalidInput
             | ErrorKind::Conflict
             | ErrorKind::TooLarge
+            | ErrorKind::RateLimited
             | ErrorKind::Unavailable
+            | ErrorKind::InsufficientStorage
             | ErrorKind::NotSupported
             | ErrorKind::Internal => 0,
         };
@@ -311,6 +315,15 @@ impl From<musiclib_core::Error> for SubsonicError {
             ErrorKind::Internal => {
                 tracing::error!(error = %musiclib_core::error_chain(&error), "legacy request failed");
                 "internal server error".to_string()
+            }
+            ErrorKind::InsufficientStorage => {
+                "the server is out of storage space; nothing was stored".to_string()
+            }
+            ErrorKind::Unavailable if error.code() == "database_unavailable" => {
+                "the database is unavailable; try again shortly".to_string()
+            }
+            ErrorKind::Unavailable if error.code() == "storage_unavailable" => {
+                "the storage backend is unavailable; try again shortly".to_string()
             }
             _ => error.to_string(),
         };

@@ -9,11 +9,14 @@
 //! ciphertext and a SHA-256 digest of the password (the OpenSubsonic `apiKey` lookup), never
 //! the password.
 
+use std::net::IpAddr;
+
 use md5::{Digest as _, Md5};
 use rand::RngExt;
 use sha2::Sha256;
 
 use super::secrets::SecretBox;
+use super::throttle::Door;
 use super::{Accounts, Caller, User, UserRow, USER_COLUMNS};
 use crate::{Error, Result, UserId};
 
@@ -45,7 +48,7 @@ pub enum LegacyCredentials {
 impl LegacyCredentials {
     /// The clear password of a `p` parameter, decoding `enc:` hex. Bad hex is a wrong
     /// password, not a malformed request: clients cannot do anything else about it.
-    fn clear_password(raw: &str) -> Option<String> {
+    pub(crate) fn clear_password(raw: &str) -> Option<String> {
         match raw.strip_prefix("enc:") {
             Some(encoded) => String::from_utf8(hex::decode(encoded).ok()?).ok(),
             None => Some(raw.to_string()),
@@ -53,7 +56,7 @@ impl LegacyCredentials {
     }
 
     /// Whether these credentials prove knowledge of `password`.
-    fn matches(&self, password: &str) -> bool {
+    pub(crate) fn matches(&self, password: &str) -> bool {
         match self {
             LegacyCredentials::Token { token, salt } => {
                 let expected = hex::encode(Md5::digest(format!("{password}{salt}").as_bytes()));
@@ -189,34 +192,49 @@ impl Accounts {
         }
     }
 
-    /// Authenticates a legacy request by user name and token or password. Unknown users,
-    /// users who never revealed an app password and wrong credentials all fail alike.
+    /// Authenticates a legacy request by user name and token or password, from `client`
+    /// when the adapter knows the address. Unknown users, users who never revealed an app
+    /// password and wrong credentials all fail alike, and are throttled as failed logins are
+    /// ([`Accounts::login`]), with budgets of their own: over budget, the request fails with
+    /// [`Error::SignInThrottled`] before the credentials are checked.
     pub async fn authenticate_legacy(
         &self,
         username: &str,
         credentials: &LegacyCredentials,
+        client: Option<IpAddr>,
     ) -> Result<Caller> {
         let name_key = crate::text::name_key(username.trim());
+        self.throttle.check(Door::Legacy, Some(&name_key), client)?;
         let account = self
             .legacy_account(format!("name:{name_key}"), "username_key", &name_key)
             .await?;
-        account
-            .and_then(|account| account.caller_if(|password| credentials.matches(password)))
-            .ok_or_else(|| Error::Unauthenticated("wrong username or password".into()))
+        let caller =
+            account.and_then(|account| account.caller_if(|password| credentials.matches(password)));
+        caller.ok_or_else(|| {
+            self.throttle.failed(Door::Legacy, Some(&name_key), client);
+            Error::Unauthenticated("wrong username or password".into())
+        })
     }
 
-    /// Authenticates an OpenSubsonic `apiKey`, which is the user's app password.
-    pub async fn authenticate_api_key(&self, api_key: &str) -> Result<Caller> {
+    /// Authenticates an OpenSubsonic `apiKey`, which is the user's app password. A wrong key
+    /// names no account, so its failures are throttled by the address alone.
+    pub async fn authenticate_api_key(
+        &self,
+        api_key: &str,
+        client: Option<IpAddr>,
+    ) -> Result<Caller> {
+        self.throttle.check(Door::Legacy, None, client)?;
         let digest = key_digest(api_key);
         let account = self
             .legacy_account(format!("key:{digest}"), "legacy_key_digest", &digest)
             .await?;
-        account
-            .and_then(|account| {
-                account
-                    .caller_if(|password| constant_time_eq(password.as_bytes(), api_key.as_bytes()))
-            })
-            .ok_or_else(|| Error::Unauthenticated("invalid API key".into()))
+        let caller = account.and_then(|account| {
+            account.caller_if(|password| constant_time_eq(password.as_bytes(), api_key.as_bytes()))
+        });
+        caller.ok_or_else(|| {
+            self.throttle.failed(Door::Legacy, None, client);
+            Error::Unauthenticated("invalid API key".into())
+        })
     }
 
     /// The account whose `column` is `value`, with its decrypted app password; reused for a

@@ -15,7 +15,7 @@
 //! | read a playlist | if public | yes | if public |
 //! | change a playlist | | yes | |
 //! | reveal / rotate an app password | | their own | rotate anyone's |
-//! | scan a source, server settings | | | yes |
+//! | scan a source, server settings, metrics | | | yes |
 //! | add, list, disable, delete accounts | | | yes, not their own |
 //! | change a login password | | their own | |
 

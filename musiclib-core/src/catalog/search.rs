@@ -24,8 +24,7 @@ impl Catalog {
     /// Tracks, albums and artists containing `q` (case- and accent-insensitive), at most
     /// `limit` of each kind, shortest names first.
     pub async fn search_library(&self, q: &str, limit: i64) -> Result<LibrarySearch> {
-        let key = crate::text::name_key(q);
-        if key.is_empty() {
+        if q.is_empty() {
             return Err(Error::invalid("q", "must not be empty"));
         }
         if !(1..=Page::MAX_LIMIT).contains(&limit) {
@@ -33,6 +32,11 @@ impl Catalog {
                 "limit",
                 format!("must be between 1 and {}", Page::MAX_LIMIT),
             ));
+        }
+        let key = crate::text::name_key(q);
+        if key.is_empty() {
+            // Spaces or punctuation only: nothing to look for (search-as-you-type sends them).
+            return Ok(LibrarySearch::default());
         }
         let pattern = like_pattern(&key);
         let pool = self.db.pool();

@@ -223,12 +223,12 @@ impl Client {
             form.push(("duration".into(), queries[0].duration.to_string()));
             form.push(("fingerprint".into(), queries[0].fingerprint.clone()));
         }
-        let response = self
+        let request = self
             .http
             .post(&url)
             .timeout(self.config.timeout)
-            .form(&form)
-            .send()
+            .form(&form);
+        let response = crate::outside::send(crate::metrics::Service::AcoustId, request)
             .await
             .map_err(|error| LookupError::Transient(describe_reqwest(&error)))?;
         let status = response.status();

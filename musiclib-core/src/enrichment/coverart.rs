@@ -123,11 +123,8 @@ impl Client {
         }
         self.throttle.ready().await;
         let url = format!("{}/release-group/{releasegroup_id}/front", self.base_url);
-        let response = self
-            .http
-            .get(&url)
-            .timeout(self.timeout)
-            .send()
+        let request = self.http.get(&url).timeout(self.timeout);
+        let response = crate::outside::send(crate::metrics::Service::CoverArtArchive, request)
             .await
             .map_err(|error| CoverError::Transient(crate::error_chain(&error)))?;
         let status = response.status();

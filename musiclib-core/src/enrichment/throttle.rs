@@ -12,9 +12,10 @@ use governor::middleware::NoOpMiddleware;
 use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter};
 
-/// governor's clock reading tokio's time (which tests can pause and advance).
+/// governor's clock reading tokio's time (which tests can pause and advance); the sign-in
+/// throttle (`auth::throttle`) counts with it too.
 #[derive(Debug, Clone, Copy, Default)]
-struct TokioClock;
+pub(crate) struct TokioClock;
 
 impl Clock for TokioClock {
     type Instant = std::time::Instant;

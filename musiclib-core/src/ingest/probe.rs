@@ -2,7 +2,8 @@
 //! that the audio really is there to the end (symphonia), so a truncated file is refused at
 //! ingest rather than discovered by a listener.
 
-use std::io::Cursor;
+use std::fs::File;
+use std::io::{BufReader, Cursor, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use lofty::config::ParseOptions;
@@ -97,7 +98,7 @@ pub struct AudioFacts {
 /// be told apart by content.
 pub fn probe_bytes(bytes: &[u8], name_hint: &str) -> Result<AudioFacts, String> {
     let options = ParseOptions::new().read_cover_art(true);
-    let tagged = Probe::new(Cursor::new(bytes))
+    let tagged = Probe::new(Bounded::new(Cursor::new(bytes), bytes.len() as u64))
         .options(options)
         .guess_file_type()
         .map_err(|error| format!("cannot read the file: {error}"))?
@@ -119,7 +120,7 @@ pub fn probe_path(path: &Path) -> Result<AudioFacts, String> {
 /// messages name the upload, never the server's path).
 pub fn probe_file(path: &Path, name_hint: &str) -> Result<AudioFacts, String> {
     let options = ParseOptions::new().read_cover_art(true);
-    let tagged = Probe::open(path)
+    let tagged = probe_at(path)
         .map_err(|error| format!("cannot open the file: {error}"))?
         .options(options)
         .guess_file_type()
@@ -157,13 +158,64 @@ pub fn cover_picture(path: &Path) -> Option<Vec<u8>> {
 
 /// The file's tags (and properties, as `options` say), `None` when it cannot be read.
 pub(crate) fn read_tagged(path: &Path, options: ParseOptions) -> Option<TaggedFile> {
-    Probe::open(path)
+    probe_at(path)
         .ok()?
         .options(options)
         .guess_file_type()
         .ok()?
         .read()
         .ok()
+}
+
+/// lofty's probe of the file at `path` (its type first guessed from the extension, as
+/// `Probe::open` does), its reads bounded by [`Bounded`].
+fn probe_at(path: &Path) -> std::io::Result<Probe<Bounded<BufReader<File>>>> {
+    let file = File::open(path)?;
+    let size = file.metadata()?.len();
+    let probe = Probe::new(Bounded::new(BufReader::new(file), size));
+    Ok(match FileType::from_path(path) {
+        Some(file_type) => probe.set_file_type(file_type),
+        None => probe,
+    })
+}
+
+/// A reader that fails once far more has been read than the file holds. lofty re-reads a
+/// little of a file, never all of it many times, except in a loop it cannot leave: lofty
+/// 0.25's ADTS (raw AAC) reader steps by each frame's length, and a frame whose length field
+/// is 0 keeps it on the same frame forever (found by the `probe_bytes` fuzz target, a 47-byte
+/// upload). Past the budget every read fails, so the probe ends with an error.
+struct Bounded<R> {
+    inner: R,
+    left: u64,
+}
+
+impl<R> Bounded<R> {
+    /// Reads allowed for a file of `size` bytes: 32 times it, and 4 MiB for small files.
+    fn new(inner: R, size: u64) -> Bounded<R> {
+        Bounded {
+            inner,
+            left: size.saturating_mul(32).saturating_add(4 << 20),
+        }
+    }
+}
+
+impl<R: Read> Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            return Err(std::io::Error::other(
+                "reading the file does not end (a damaged stream)",
+            ));
+        }
+        let read = self.inner.read(buf)?;
+        self.left = self.left.saturating_sub(read as u64);
+        Ok(read)
+    }
+}
+
+impl<R: Seek> Seek for Bounded<R> {
+    fn seek(&mut self, position: SeekFrom) -> std::io::Result<u64> {
+        self.inner.seek(position)
+    }
 }
 
 fn describe_lofty_error(error: lofty::error::FileParseError, _name: &str) -> String {
@@ -353,4 +405,51 @@ where
 
 fn truncated(duration_s: f64) -> String {
     format!("the audio is truncated or damaged: it declares {duration_s:.1} s but cannot be read to the end")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by the `probe_bytes` fuzz target: 47 bytes read as raw AAC (ADTS) whose frame
+    /// length field is 0 kept lofty on the same frame forever. The probe now ends, in memory
+    /// and on disk, with a readable refusal.
+    #[test]
+    fn an_adts_frame_of_length_zero_ends_the_probe() {
+        const CRASH: [u8; 47] = [
+            0xff, 0xf9, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0x00, 0x00, 0x00,
+            0xff, 0x00, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00,
+            0x00, 0x00, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00,
+            0x00, 0x00, 0x00, 0x00, 0x00,
+        ];
+        let started = std::time::Instant::now();
+        for hint in ["upload.aac", "upload.mp3", "upload.m4a"] {
+            assert!(probe_bytes(&CRASH, hint).is_err(), "{hint}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("upload.aac");
+        std::fs::write(&path, CRASH).unwrap();
+        assert!(probe_file(&path, "upload.aac").is_err());
+        assert!(cover_picture(&path).is_none());
+        assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    }
+
+    #[test]
+    fn reads_past_the_budget_fail() {
+        let mut reader = Bounded::new(Cursor::new(vec![7u8; 10]), 10);
+        let mut buffer = [0u8; 4096];
+        let mut total = 0;
+        loop {
+            match reader.read(&mut buffer) {
+                Ok(0) => {
+                    reader.seek(SeekFrom::Start(0)).unwrap();
+                }
+                Ok(read) => total += read,
+                Err(_) => break,
+            }
+        }
+        // The read that crosses the budget is the last one that succeeds.
+        let budget = 10 * 32 + (4 << 20);
+        assert!((budget..budget + 10).contains(&(total as u64)), "{total}");
+    }
 }

@@ -59,6 +59,8 @@ impl Ingest {
                 return Err(Error::TooLarge { limit });
             }
             hasher.update(&buffer[..read]);
+            // Stops short of filling the disk (the database shares it), before writing.
+            crate::storage::ensure_room(staging_dir, read as u64)?;
             file.write_all(&buffer[..read])
                 .await
                 .map_err(|error| Error::io(&staging_path, error))?;

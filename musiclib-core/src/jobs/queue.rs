@@ -47,6 +47,10 @@ pub(crate) trait JobQueue: Send + Sync + std::fmt::Debug {
     async fn enqueue(&self, job: NewJob) -> Result<JobId>;
     /// Adds several jobs in one transaction (skipping those a live job already covers).
     async fn enqueue_many(&self, jobs: Vec<NewJob>) -> Result<()>;
+    /// Fails for good the jobs whose worker stopped responding (their lease ran out) during
+    /// their last attempt, and returns them, so their kinds can record the crash where the
+    /// handler would have. A worker calls it before [`JobQueue::claim`].
+    async fn fail_abandoned(&self) -> Result<Vec<Job>>;
     /// Leases the next ready job (queued and due, or running with an expired lease) among
     /// jobs of `kinds` (all kinds when empty).
     async fn claim(
@@ -80,6 +84,8 @@ pub(crate) trait JobQueue: Send + Sync + std::fmt::Debug {
     async fn latest(&self, kind: &str) -> Result<Option<Job>>;
     /// How many jobs are in each state.
     async fn counts(&self) -> Result<JobCounts>;
+    /// How many jobs of each kind are in each state, and how many queued ones are due.
+    async fn stats(&self) -> Result<Vec<KindStats>>;
 }
 
 /// How many jobs are in each state.
@@ -95,6 +101,18 @@ pub struct JobCounts {
     pub failed: i64,
 }
 
+/// The jobs of one kind: how many are in each state, and how many queued ones are due now
+/// (the queue depth: what idle workers would claim at once).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KindStats {
+    /// The kind's stored name.
+    pub kind: String,
+    /// Jobs by state.
+    pub counts: JobCounts,
+    /// Queued jobs whose time has come (not waiting for a retry's backoff).
+    pub ready: i64,
+}
+
 /// The database-backed queue.
 #[derive(Debug, Clone)]
 pub(crate) struct SqlQueue {
@@ -108,6 +126,9 @@ impl SqlQueue {
         SqlQueue { db, max_attempts }
     }
 }
+
+/// Why a job whose worker died on its last attempt failed.
+pub(crate) const ABANDONED: &str = "the worker running it stopped responding";
 
 const JOB_COLUMNS: &str =
     "id, kind, payload, state, attempts, max_attempts, progress, result, error, created_by,
@@ -226,21 +247,28 @@ impl JobQueue for SqlQueue {
         Ok(())
     }
 
+    async fn fail_abandoned(&self) -> Result<Vec<Job>> {
+        // Each row is returned to one caller only: the update locks it (PostgreSQL) or
+        // holds the database's write lock (SQLite).
+        let rows: Vec<JobRow> = self
+            .db
+            .sql(&format!(
+                "UPDATE jobs SET state = 'failed', lease_until = NULL, finished_at = {{now}}, updated_at = {{now}},
+                     error = COALESCE(error || '; ', '') || '{ABANDONED}'
+                 WHERE state = 'running' AND lease_until < {{now}} AND attempts >= max_attempts
+                 RETURNING {JOB_COLUMNS}"
+            ))
+            .fetch_all(self.db.pool())
+            .await?;
+        Ok(rows.into_iter().map(Job::from).collect())
+    }
+
     async fn claim(
         &self,
         worker_id: &str,
         lease: Duration,
         kinds: &[&'static str],
     ) -> Result<Option<Job>> {
-        // Jobs whose last worker died after using up every attempt fail for good.
-        self.db
-            .sql(
-                "UPDATE jobs SET state = 'failed', lease_until = NULL, finished_at = {now}, updated_at = {now},
-                     error = COALESCE(error || '; ', '') || 'the worker running it stopped responding'
-                 WHERE state = 'running' AND lease_until < {now} AND attempts >= max_attempts",
-            )
-            .execute(self.db.pool())
-            .await?;
         let mut claim = self.db.sql(
             "UPDATE jobs SET state = 'running', attempts = attempts + 1, worker_id = $1,
                  lease_until = {now} + $2, updated_at = {now}
@@ -353,6 +381,48 @@ impl JobQueue for SqlQueue {
             }
         }
         Ok(counts)
+    }
+
+    async fn stats(&self) -> Result<Vec<KindStats>> {
+        let rows: Vec<(String, String, i64, i64)> = self
+            .db
+            .sql(
+                "SELECT kind, state, COUNT(*), COUNT(CASE WHEN run_at <= {now} THEN 1 END)
+                 FROM jobs GROUP BY kind, state",
+            )
+            .fetch_all(self.db.pool())
+            .await?;
+        // Every kind this server runs, at zero when it has no job, so no series vanishes.
+        let mut stats: Vec<KindStats> = super::registry::NAMES
+            .iter()
+            .map(|kind| KindStats {
+                kind: kind.to_string(),
+                ..KindStats::default()
+            })
+            .collect();
+        for (kind, state, count, due) in rows {
+            let index = match stats.iter().position(|stat| stat.kind == kind) {
+                Some(index) => index,
+                None => {
+                    stats.push(KindStats {
+                        kind,
+                        ..KindStats::default()
+                    });
+                    stats.len() - 1
+                }
+            };
+            let stat = &mut stats[index];
+            match JobState::parse(&state) {
+                JobState::Queued => {
+                    stat.counts.queued = count;
+                    stat.ready = due;
+                }
+                JobState::Running => stat.counts.running = count,
+                JobState::Succeeded => stat.counts.succeeded = count,
+                JobState::Failed => stat.counts.failed = count,
+            }
+        }
+        Ok(stats)
     }
 
     async fn latest(&self, kind: &str) -> Result<Option<Job>> {

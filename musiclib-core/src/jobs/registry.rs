@@ -61,6 +61,18 @@ pub trait JobKind: Send + Sync + 'static {
         context: &JobContext,
         payload: Self::Payload,
     ) -> impl Future<Output = Result<Value, JobError>> + Send;
+
+    /// Called once when a job of this kind has failed for good because its worker died (a
+    /// crash, a SIGKILL) during the last attempt, so `run` never returned: a kind whose
+    /// handler records its failures somewhere (a track's enrichment state) records this one
+    /// too, saying `reason`.
+    fn abandoned(
+        _library: &crate::Library,
+        _payload: Self::Payload,
+        _reason: &str,
+    ) -> impl Future<Output = ()> + Send {
+        async {}
+    }
 }
 
 macro_rules! registry {
@@ -85,6 +97,17 @@ macro_rules! registry {
                 policies.insert(<$kind as JobKind>::NAME, policy);
             })+
             policies
+        }
+
+        /// Lets the kind of `job`, failed for good because its worker died, record the crash
+        /// ([`JobKind::abandoned`]).
+        pub(crate) async fn abandoned(library: &crate::Library, job: &Job) {
+            $(if job.kind == <$kind as JobKind>::NAME {
+                if let Ok(payload) = serde_json::from_value(job.payload.clone()) {
+                    <$kind as JobKind>::abandoned(library, payload, super::queue::ABANDONED).await;
+                }
+                return;
+            })+
         }
 
         /// Runs `job` with its kind's handler.

@@ -87,9 +87,14 @@ impl Worker {
         &self.id
     }
 
-    /// Claims and runs at most one job.
+    /// Claims and runs at most one job. First, jobs whose worker died on their last attempt
+    /// fail for good, and their kinds record the crash.
     pub async fn run_once(&self) -> crate::Result<Outcome> {
         let lease = self.library.jobs().config().lease;
+        for job in self.library.jobs().queue().fail_abandoned().await? {
+            tracing::warn!(job_id = %job.id, kind = %job.kind, attempts = job.attempts, "job failed: its worker stopped responding on the last attempt");
+            registry::abandoned(&self.library, &job).await;
+        }
         let Some(job) = self
             .library
             .jobs()
@@ -112,6 +117,7 @@ impl Worker {
         tracing::info!("job started");
         let started = std::time::Instant::now();
         let result = self.run_with_heartbeat(job.clone()).await;
+        crate::metrics::job_run(&job.kind, result.is_ok(), started);
         let queue = self.library.jobs().queue();
         match result {
             Ok(value) => {

@@ -116,13 +116,13 @@ impl Lrclib {
         path: &str,
         params: &[(&str, String)],
     ) -> Result<Option<T>, String> {
-        let response = self
+        let request = self
             .http
             .get(format!("{}{path}", self.base_url))
             .query(params)
             .header(reqwest::header::USER_AGENT, user_agent())
-            .timeout(TIMEOUT)
-            .send()
+            .timeout(TIMEOUT);
+        let response = crate::outside::send(crate::metrics::Service::Lrclib, request)
             .await
             .map_err(|error| {
                 format!(

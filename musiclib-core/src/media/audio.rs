@@ -109,9 +109,11 @@ impl Media {
         if range.is_empty() {
             return Ok(Box::pin(futures::stream::empty()));
         }
-        self.storage
+        let stream = self
+            .storage
             .blobs()
             .get_range_stream(&audio.key, range)
-            .await
+            .await?;
+        Ok(crate::metrics::counted_stream("stored", stream))
     }
 }

@@ -33,6 +33,13 @@ use crate::{Error, Result, TrackId};
 /// Target length of a segment, in seconds.
 pub const SEGMENT_SECONDS: f64 = 6.0;
 
+/// The most segments a playlist has: segment names carry five digits.
+pub const MAX_SEGMENTS: usize = 100_000;
+
+/// The longest audio that is segmented, in seconds (about 166 hours): [`MAX_SEGMENTS`] of
+/// [`SEGMENT_SECONDS`].
+pub const MAX_SEGMENTED_SECONDS: f64 = MAX_SEGMENTS as f64 * SEGMENT_SECONDS;
+
 /// The last segment is at least this long: a cut closer to the end than this is dropped, so
 /// a duration that is a few milliseconds off never predicts a segment the encoder will not
 /// produce.
@@ -70,10 +77,12 @@ pub fn parse_segment_name(name: &str) -> Result<usize> {
     digits.parse().map_err(|_| invalid())
 }
 
-/// Segment lengths, in seconds, for audio lasting `duration` seconds.
+/// Segment lengths, in seconds, for audio lasting `duration` seconds; at most
+/// [`MAX_SEGMENTS`] of them, so a duration past [`MAX_SEGMENTED_SECONDS`] (which
+/// [`Media::hls_playlist`] refuses before it plans) is planned as that long.
 pub fn plan_segments(duration: f64) -> Vec<f64> {
     let duration = if duration.is_finite() {
-        duration.max(0.0)
+        duration.clamp(0.0, MAX_SEGMENTED_SECONDS)
     } else {
         0.0
     };
@@ -113,7 +122,7 @@ pub fn render_playlist(lengths: &[f64], token: Option<&str>) -> String {
 }
 
 /// The segment lengths of a stored playlist (what [`render_playlist`] wrote).
-fn parse_playlist(text: &str) -> Vec<f64> {
+pub(crate) fn parse_playlist(text: &str) -> Vec<f64> {
     text.lines()
         .filter_map(|line| line.strip_prefix("#EXTINF:"))
         .filter_map(|rest| rest.split(',').next()?.trim().parse().ok())
@@ -168,6 +177,12 @@ impl Media {
     /// One HLS segment, complete. On a cold track this waits
     /// for the encoder to get there.
     pub async fn hls_segment(&self, id: &TrackId, name: &str) -> Result<Bytes> {
+        let bytes = self.find_segment(id, name).await?;
+        crate::metrics::stream_bytes("hls", bytes.len());
+        Ok(bytes)
+    }
+
+    async fn find_segment(&self, id: &TrackId, name: &str) -> Result<Bytes> {
         let index = parse_segment_name(name)?;
         // The live encode first, then the stored rendition: an encode publishes before it
         // leaves the map, so a request that misses both is truly cold.
@@ -247,6 +262,13 @@ impl Media {
             .await?
             .flatten();
         match duration_ms {
+            // A forged file or a remote source can claim years: the names of the segments
+            // would run out, and planning them would take all the memory there is.
+            Some(ms) if ms as f64 / 1000.0 > MAX_SEGMENTED_SECONDS => {
+                Err(Error::Conflict(format!(
+                    "track {id} lasts over {MAX_SEGMENTED_SECONDS} s, too long to be segmented"
+                )))
+            }
             Some(ms) if ms > 0 => Ok(ms as f64 / 1000.0),
             _ => Err(Error::Conflict(format!(
                 "track {id} has no known duration, so it cannot be segmented"
@@ -408,7 +430,10 @@ impl Media {
             .insert_rendition(id, HLS, HLS_QUALITY, &prefix, size)
             .await;
         match inserted {
-            Ok(true) => self.evict_renditions(self.cache_max_bytes).await,
+            Ok(true) => {
+                crate::metrics::rendition_built(HLS);
+                self.evict_renditions(self.cache_max_bytes).await
+            }
             // Another replica published first.
             Ok(false) => self.storage.blobs().delete_tree(&prefix).await,
             Err(error) => {
@@ -519,6 +544,30 @@ mod tests {
             assert!(last <= SEGMENT_SECONDS + TAIL_MARGIN_SECONDS + 1e-9);
             assert!(last > TAIL_MARGIN_SECONDS - 1e-9 || plan.len() == 1);
         }
+    }
+
+    /// Found by the `hls_names` fuzz target: a stored duration of 12,420,124,000 ms planned
+    /// a segment `seg-100000.ts` that no request can name, and longer ones took all memory.
+    #[test]
+    fn durations_past_the_segment_names_are_capped() {
+        for duration_ms in [12_420_124_000_i64, 600_000_001, i64::MAX] {
+            let plan = plan_segments(duration_ms as f64 / 1000.0);
+            assert_eq!(plan.len(), MAX_SEGMENTS, "{duration_ms}");
+            let playlist = render_playlist(&plan, Some("t"));
+            let last = playlist
+                .lines()
+                .rfind(|line| !line.starts_with('#'))
+                .unwrap();
+            assert_eq!(last, "seg-99999.ts?token=t");
+            assert_eq!(
+                parse_segment_name("seg-99999.ts").unwrap(),
+                MAX_SEGMENTS - 1
+            );
+            assert_eq!(parse_playlist(&playlist).len(), MAX_SEGMENTS);
+        }
+        assert_eq!(plan_segments(MAX_SEGMENTED_SECONDS).len(), MAX_SEGMENTS);
+        assert!(parse_segment_name("seg-100000.ts").is_err());
+        assert_eq!(plan_segments(f64::INFINITY), vec![0.0]);
     }
 
     #[test]

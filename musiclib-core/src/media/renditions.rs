@@ -155,6 +155,7 @@ impl Media {
             .bind(quality.as_str())
             .fetch_optional(self.db.pool())
             .await?;
+        crate::metrics::cache_lookup("renditions", row.is_some());
         if let Some(row) = row {
             self.stamp_rendition_access(&row.id).await;
             return Ok(Some(TrackAudio {
@@ -235,7 +236,10 @@ impl Media {
                 .insert_rendition(id, OPUS, quality.as_str(), &key, size)
                 .await
             {
-                Ok(_) => built.push(quality),
+                Ok(_) => {
+                    crate::metrics::rendition_built(OPUS);
+                    built.push(quality);
+                }
                 // The track was deleted meanwhile (the row's foreign key): drop our blob.
                 Err(error) => {
                     self.storage.delete_unreferenced([key]).await;
@@ -337,11 +341,14 @@ impl Media {
         let stdout = child.stdout.take().expect("stdout is piped");
         // The stream owns the process and the source file: both live until it is dropped.
         let keep = (child, source);
-        Ok(Box::pin(
-            tokio_util::io::ReaderStream::with_capacity(stdout, 64 * 1024).map(move |chunk| {
-                let _ = &keep;
-                chunk
-            }),
+        Ok(crate::metrics::counted_stream(
+            "transcode",
+            Box::pin(
+                tokio_util::io::ReaderStream::with_capacity(stdout, 64 * 1024).map(move |chunk| {
+                    let _ = &keep;
+                    chunk
+                }),
+            ),
         ))
     }
 }

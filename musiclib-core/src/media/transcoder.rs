@@ -56,6 +56,22 @@ impl Transcoder {
             .args(["-nostdin", "-v", "error"])
             .stdin(Stdio::null())
             .kill_on_drop(true);
+        // ffmpeg dies with this process, even one killed with SIGKILL (which runs no drop):
+        // an orphan would go on encoding into a staging file no one will publish, holding a
+        // core, while the restarted job encodes the same track again. (The signal follows
+        // the thread that spawned the child: these are spawned from the runtime's worker
+        // threads, which live as long as the process.)
+        #[cfg(target_os = "linux")]
+        // SAFETY: the closure runs in the forked child before exec and only makes one
+        // async-signal-safe system call (prctl).
+        unsafe {
+            command.pre_exec(|| {
+                rustix::process::set_parent_process_death_signal(Some(
+                    rustix::process::Signal::KILL,
+                ))
+                .map_err(std::io::Error::from)
+            });
+        }
         command
     }
 

@@ -24,6 +24,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::config::RecommendConfig;
+use crate::metrics::{Outcome, OutsideCall, Service};
 
 /// What the external recommender is asked.
 #[derive(Debug, Clone, Serialize)]
@@ -105,15 +106,22 @@ impl ExternalRecommender for HttpRecommender {
             .json(request)
             .send()
             .await
-            .map_err(|error| format!("cannot reach the recommender: {error}"))?;
+            .map_err(|error| {
+                format!(
+                    "cannot reach the recommender: {}",
+                    crate::outside::describe(error)
+                )
+            })?;
         let status = response.status();
         if !status.is_success() {
             return Err(format!("the recommender answered {status}"));
         }
-        let answer: Answer = response
-            .json()
-            .await
-            .map_err(|error| format!("the recommender's answer is malformed: {error}"))?;
+        let answer: Answer = response.json().await.map_err(|error| {
+            format!(
+                "the recommender's answer is malformed: {}",
+                crate::outside::describe(error)
+            )
+        })?;
         Ok(answer.suggestions)
     }
 }
@@ -165,11 +173,21 @@ impl Guarded {
         if self.paused().is_some() {
             return Vec::new();
         }
+        let call = OutsideCall::start(Service::Recommender);
         let outcome = tokio::time::timeout(self.timeout, self.inner.suggest(request)).await;
         let failure = match outcome {
-            Ok(Ok(suggestions)) => return suggestions,
-            Ok(Err(message)) => message,
-            Err(_) => format!("no answer within {} ms", self.timeout.as_millis()),
+            Ok(Ok(suggestions)) => {
+                call.finish(Outcome::Ok);
+                return suggestions;
+            }
+            Ok(Err(message)) => {
+                call.finish(Outcome::Failed);
+                message
+            }
+            Err(_) => {
+                call.finish(Outcome::Timeout);
+                format!("no answer within {} ms", self.timeout.as_millis())
+            }
         };
         tracing::warn!(error = %failure, pause_seconds = self.pause.as_secs(), "external recommender left out");
         *self

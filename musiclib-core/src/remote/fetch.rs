@@ -372,7 +372,7 @@ impl Remote {
     pub(crate) async fn sweep_staging(&self, current: Option<&TrackId>) {
         const STALE: Duration = Duration::from_secs(60);
         let staging = self.storage.staging_dir().to_path_buf();
-        let current = current.map(|track| dedup_key(track));
+        let current = current.map(dedup_key);
         let listed = tokio::task::spawn_blocking(move || {
             let Ok(entries) = std::fs::read_dir(&staging) else {
                 return Vec::new();

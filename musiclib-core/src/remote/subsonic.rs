@@ -73,12 +73,7 @@ impl RemoteSource for SubsonicSource {
                 ],
             )
             .await?;
-        let songs = match &body["searchResult3"]["song"] {
-            Value::Array(songs) => songs.clone(),
-            Value::Object(_) => vec![body["searchResult3"]["song"].clone()],
-            _ => Vec::new(),
-        };
-        Ok(songs.iter().filter_map(hit_of).collect())
+        Ok(hits_of_search(&body))
     }
 
     async fn metadata(&self, source_id: &str) -> Result<RemoteHit, SourceError> {
@@ -156,7 +151,7 @@ impl RemoteSource for SubsonicSource {
                 Ok(Some(chunk)) => chunk.map_err(|error| {
                     SourceError::Unavailable(format!(
                         "the download was cut: {}",
-                        crate::error_chain(&error)
+                        crate::outside::describe(error)
                     ))
                 })?,
             };
@@ -247,8 +242,18 @@ impl SubsonicSource {
     }
 }
 
+/// The hits of a `search3` answer (its `subsonic-response`): `song` is a list, or one
+/// object from servers that write a lone child without its list.
+pub(crate) fn hits_of_search(answer: &Value) -> Vec<RemoteHit> {
+    match &answer["searchResult3"]["song"] {
+        Value::Array(songs) => songs.iter().filter_map(hit_of).collect(),
+        song @ Value::Object(_) => hit_of(song).into_iter().collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The `subsonic-response` of an answer, or the error it carries.
-fn answer_of(body: &Value) -> Result<Value, SourceError> {
+pub(crate) fn answer_of(body: &Value) -> Result<Value, SourceError> {
     let answer = &body["subsonic-response"];
     match answer["status"].as_str() {
         Some("ok") => Ok(answer.clone()),
@@ -273,7 +278,7 @@ fn answer_of(body: &Value) -> Result<Value, SourceError> {
 fn unreachable(error: reqwest::Error) -> SourceError {
     SourceError::Unavailable(format!(
         "the Subsonic server could not be reached: {}",
-        crate::error_chain(&error)
+        crate::outside::describe(error)
     ))
 }
 
@@ -342,8 +347,10 @@ fn extension_of(response: &reqwest::Response) -> String {
 }
 
 /// A `child` of `search3` or `getSong` as a hit (`duration` is in seconds; a song without an
-/// id or a title is skipped).
-fn hit_of(song: &Value) -> Option<RemoteHit> {
+/// id or a title is skipped). The artist's and album's ids are kept (as remote identities)
+/// only when they follow the rule of source ids; a duration that is not a positive number
+/// of milliseconds is unknown.
+pub(crate) fn hit_of(song: &Value) -> Option<RemoteHit> {
     let text = |name: &str| {
         song[name]
             .as_str()
@@ -357,6 +364,7 @@ fn hit_of(song: &Value) -> Option<RemoteHit> {
             .or_else(|| song[name].as_f64().map(|value| value as i64))
             .or_else(|| song[name].as_str().and_then(|text| text.parse().ok()))
     };
+    let id = |name: &str| text(name).filter(|id| super::check_id_chars(id).is_ok());
     let source_id = text("id")?;
     super::check_id_chars(&source_id).ok()?;
     Some(RemoteHit {
@@ -364,13 +372,15 @@ fn hit_of(song: &Value) -> Option<RemoteHit> {
         source_id,
         title: text("title")?,
         artist: text("artist"),
-        artist_source_id: text("artistId"),
+        artist_source_id: id("artistId"),
         album: text("album"),
-        album_source_id: text("albumId"),
+        album_source_id: id("albumId"),
         album_artist: text("displayAlbumArtist"),
         genre: text("genre"),
         track_number: number("track").filter(|track| *track > 0),
-        duration_ms: number("duration").map(|seconds| seconds * 1000),
+        duration_ms: number("duration")
+            .and_then(|seconds| seconds.checked_mul(1000))
+            .filter(|ms| *ms > 0),
         year: number("year").filter(|year| *year > 0),
         thumbnail: None,
         size_bytes: number("size").filter(|size| *size > 0),
@@ -396,6 +406,43 @@ mod tests {
         assert!(hit_of(&serde_json::json!({"id": "x"})).is_none());
         // An id that could not travel safely is no hit.
         assert!(hit_of(&serde_json::json!({"id": "../x", "title": "t"})).is_none());
+    }
+
+    /// Found by the `remote_json` fuzz target: the album's and artist's ids were kept
+    /// whatever they held, and a long duration overflowed its milliseconds.
+    #[test]
+    fn ids_and_durations_from_a_server_are_checked() {
+        let crash = br#"{"subsonic-response":{"status":"ok","searchResult3":{"song":[{"id":"ae1","title":"Get Luckhts","artist":"Aurora Lane","artistId":"aP8","albumId":"al-does not exist1","track":"2","duration":142,"year":2019}]}}}"#;
+        let answer = answer_of(&serde_json::from_slice(crash).unwrap()).unwrap();
+        let hits = hits_of_search(&answer);
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].artist_source_id.as_deref(), Some("aP8"));
+        assert_eq!(hits[0].album_source_id, None);
+        for bad in ["../x", "a/b", "x?y=1", "", " ", "-a", "a..b"] {
+            let song =
+                serde_json::json!({"id": "s1", "title": "t", "artistId": bad, "albumId": bad});
+            let hit = hit_of(&song).unwrap();
+            assert_eq!(
+                (hit.artist_source_id, hit.album_source_id),
+                (None, None),
+                "{bad:?}"
+            );
+        }
+        for (duration, expected) in [
+            (serde_json::json!(9_223_372_036_854_775_807_i64), None),
+            (serde_json::json!(1e300), None),
+            (serde_json::json!("9223372036854775807"), None),
+            (serde_json::json!(-5), None),
+            (serde_json::json!(0), None),
+            (serde_json::json!(61.9), Some(61_000)),
+            (serde_json::json!("61"), Some(61_000)),
+        ] {
+            let song = serde_json::json!({"id": "s1", "title": "t", "duration": duration});
+            assert_eq!(hit_of(&song).unwrap().duration_ms, expected, "{duration}");
+        }
+        // A lone song object, as some servers write it.
+        let lone = serde_json::json!({"searchResult3": {"song": {"id": "s1", "title": "t"}}});
+        assert_eq!(hits_of_search(&lone).len(), 1);
     }
 
     #[test]

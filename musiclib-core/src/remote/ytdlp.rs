@@ -146,11 +146,7 @@ impl YtDlpSource {
             return Err(self.classified(&stderr));
         }
         self.pacer.worked();
-        serde_json::from_slice(&output.stdout).map_err(|error| {
-            SourceError::Failed(format!(
-                "yt-dlp printed something that is not JSON: {error}"
-            ))
-        })
+        parse_answer(&output.stdout)
     }
 
     fn not_runnable(&self, error: std::io::Error) -> SourceError {
@@ -405,9 +401,18 @@ fn too_large(limit: u64) -> SourceError {
     ))
 }
 
+/// What a successful JSON call printed on stdout (`-J`, `-j`), as JSON.
+pub(crate) fn parse_answer(stdout: &[u8]) -> Result<Value, SourceError> {
+    serde_json::from_slice(stdout).map_err(|error| {
+        SourceError::Failed(format!(
+            "yt-dlp printed something that is not JSON: {error}"
+        ))
+    })
+}
+
 /// A progress line: `musiclib-progress DOWNLOADED TOTAL ESTIMATE` (yt-dlp prints `NA` for
 /// what it does not know, and numbers may be floats).
-fn parse_progress(line: &str) -> Option<Progress> {
+pub(crate) fn parse_progress(line: &str) -> Option<Progress> {
     let mut fields = line.trim().strip_prefix(PROGRESS_MARK)?.split_whitespace();
     let number = |text: Option<&str>| -> Option<u64> {
         let value: f64 = text?.parse().ok()?;
@@ -436,15 +441,19 @@ fn last_error(stderr: &str) -> Option<&str> {
 
 /// Sorts yt-dlp's complaint (its stderr) into what musiclib does about it.
 pub(crate) fn classify(stderr: &str) -> SourceError {
-    let said = last_error(stderr).map(str::to_string).unwrap_or_else(|| {
-        stderr
-            .lines()
-            .rev()
-            .find(|line| !line.trim().is_empty())
-            .unwrap_or("yt-dlp failed without a message")
-            .trim()
-            .to_string()
-    });
+    // A bare "ERROR:" says nothing: the last line that does speaks instead.
+    let said = last_error(stderr)
+        .filter(|line| !line.is_empty())
+        .map(str::to_string)
+        .unwrap_or_else(|| {
+            stderr
+                .lines()
+                .rev()
+                .map(str::trim)
+                .find(|line| !line.is_empty() && *line != "ERROR:")
+                .unwrap_or("yt-dlp failed without a message")
+                .to_string()
+        });
     let text = stderr.to_lowercase().replace('\u{2019}', "'");
     let has = |needles: &[&str]| needles.iter().any(|needle| text.contains(needle));
     if has(&[
@@ -732,6 +741,37 @@ mod tests {
         ));
         assert!(
             matches!(classify("ERROR: something new"), SourceError::Failed(message) if message == "something new")
+        );
+    }
+
+    /// Found by the `remote_json` fuzz target: a bare `ERROR:` line gave an empty reason.
+    #[test]
+    fn a_bare_error_line_still_gives_a_reason() {
+        let crash = String::from_utf8_lossy(
+            b"ERROR: \n\0[Py: Video unava\xf4l{\"subsonic-response\":{\"\xcd\xcd",
+        );
+        assert_eq!(
+            classify(&crash),
+            SourceError::Failed(
+                "\0[Py: Video unava\u{fffd}l{\"subsonic-response\":{\"\u{fffd}\u{fffd}".into()
+            )
+        );
+        assert_eq!(
+            classify("WARNING: slow\nERROR:   \n\n"),
+            SourceError::Failed("WARNING: slow".into())
+        );
+        for bare in ["", "ERROR:", "ERROR: \n", "\n ERROR: \n"] {
+            assert_eq!(
+                classify(bare).message(),
+                "yt-dlp failed without a message",
+                "{bare:?}"
+            );
+        }
+        // The JSON answers of the same target: deep nesting is an error, not a crash.
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert!(parse_answer(deep.as_bytes()).is_err());
+        assert!(
+            parse_answer(b"{\"entries\":7}").is_ok_and(|answer| hits_of_search(&answer).is_empty())
         );
     }
 

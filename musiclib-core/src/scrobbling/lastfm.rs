@@ -114,12 +114,12 @@ impl Lastfm {
         let signature = sign(&params, &self.api_secret);
         params.push(("api_sig".into(), signature));
         params.push(("format".into(), "json".into()));
-        let response = self
+        let request = self
             .http
             .post(&self.base_url)
             .form(&params)
-            .timeout(TIMEOUT)
-            .send()
+            .timeout(TIMEOUT);
+        let response = crate::outside::send(crate::metrics::Service::LastFm, request)
             .await
             .map_err(|error| SendError::transport("Last.fm", &error))?;
         let status = response.status();

@@ -61,13 +61,13 @@ impl ListenBrainz {
         listen_type: &str,
         payload: Vec<Value>,
     ) -> Result<(), SendError> {
-        let response = self
+        let request = self
             .http
             .post(format!("{}/1/submit-listens", self.base_url))
             .header(reqwest::header::AUTHORIZATION, format!("Token {token}"))
             .json(&json!({ "listen_type": listen_type, "payload": payload }))
-            .timeout(TIMEOUT)
-            .send()
+            .timeout(TIMEOUT);
+        let response = crate::outside::send(crate::metrics::Service::ListenBrainz, request)
             .await
             .map_err(|error| SendError::transport("ListenBrainz", &error))?;
         let status = response.status();

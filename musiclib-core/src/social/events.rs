@@ -115,11 +115,45 @@ fn check_event_id(id: &str, field: &str) -> Result<()> {
     if id.trim().is_empty() {
         return Err(Error::invalid(field, "must not be empty"));
     }
-    if id.len() > MAX_CLIENT_EVENT_ID {
+    if id.chars().count() > MAX_CLIENT_EVENT_ID {
         return Err(Error::invalid(
             field,
-            format!("must be at most {MAX_CLIENT_EVENT_ID} bytes"),
+            format!("must be at most {MAX_CLIENT_EVENT_ID} characters"),
         ));
+    }
+    Ok(())
+}
+
+/// What a push must be before anything is read or written: at most [`MAX_PUSH_EVENTS`]
+/// events, each with a client id, and plays with a non-negative finite length. Malformed
+/// input rejects the whole push, naming the event.
+pub(crate) fn check_push(likes: &[NewLike], plays: &[NewPlay]) -> Result<()> {
+    if likes.len() + plays.len() > MAX_PUSH_EVENTS {
+        return Err(Error::invalid(
+            "events",
+            format!("at most {MAX_PUSH_EVENTS} events per push"),
+        ));
+    }
+    for (index, like) in likes.iter().enumerate() {
+        check_event_id(
+            &like.client_event_id,
+            &format!("likes[{index}].client_event_id"),
+        )?;
+    }
+    for (index, play) in plays.iter().enumerate() {
+        check_event_id(
+            &play.client_event_id,
+            &format!("plays[{index}].client_event_id"),
+        )?;
+        if play
+            .seconds_played
+            .is_some_and(|seconds| !seconds.is_finite() || seconds < 0.0)
+        {
+            return Err(Error::invalid(
+                format!("plays[{index}].seconds_played"),
+                "must be a non-negative number",
+            ));
+        }
     }
     Ok(())
 }
@@ -322,33 +356,7 @@ impl Social {
         likes: Vec<NewLike>,
         plays: Vec<NewPlay>,
     ) -> Result<PushOutcome> {
-        if likes.len() + plays.len() > MAX_PUSH_EVENTS {
-            return Err(Error::invalid(
-                "events",
-                format!("at most {MAX_PUSH_EVENTS} events per push"),
-            ));
-        }
-        for (index, like) in likes.iter().enumerate() {
-            check_event_id(
-                &like.client_event_id,
-                &format!("likes[{index}].client_event_id"),
-            )?;
-        }
-        for (index, play) in plays.iter().enumerate() {
-            check_event_id(
-                &play.client_event_id,
-                &format!("plays[{index}].client_event_id"),
-            )?;
-            if play
-                .seconds_played
-                .is_some_and(|seconds| !seconds.is_finite() || seconds < 0.0)
-            {
-                return Err(Error::invalid(
-                    format!("plays[{index}].seconds_played"),
-                    "must be a non-negative number",
-                ));
-            }
-        }
+        check_push(&likes, &plays)?;
         let wanted: Vec<&str> = likes
             .iter()
             .map(|like| like.track_id.as_str())

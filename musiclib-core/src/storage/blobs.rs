@@ -167,6 +167,13 @@ impl BlobStore {
     /// Stores `bytes` at `key`, replacing what was there.
     pub(crate) async fn put_bytes(&self, key: &str, bytes: Bytes) -> Result<()> {
         let path = Self::object_path(key)?;
+        if let Some(root) = &self.local_root {
+            let (root, key) = (root.clone(), key.to_string());
+            tokio::task::spawn_blocking(move || local_write_atomic(&root, &key, &bytes, false))
+                .await
+                .map_err(Error::task("blob write"))??;
+            return Ok(());
+        }
         self.store
             .put(&path, PutPayload::from(bytes))
             .await
@@ -179,6 +186,14 @@ impl BlobStore {
     /// atomically.
     pub(crate) async fn put_bytes_if_absent(&self, key: &str, bytes: Bytes) -> Result<bool> {
         let path = Self::object_path(key)?;
+        if let Some(root) = &self.local_root {
+            let (root, key) = (root.clone(), key.to_string());
+            return tokio::task::spawn_blocking(move || {
+                local_write_atomic(&root, &key, &bytes, true)
+            })
+            .await
+            .map_err(Error::task("blob write"))?;
+        }
         let options = object_store::PutOptions::from(object_store::PutMode::Create);
         match self
             .store
@@ -492,6 +507,40 @@ impl MappedFiles {
     }
 }
 
+/// Writes `bytes` into `root/.staging`, then moves it to `root/key`: renamed over what was
+/// there, or (`create_only`) linked only when nothing is there (then `false`). A write cut
+/// short (a full disk, a killed process) leaves a part in `.staging` only, never next to the
+/// blobs (object_store's own local writes would leave it as `key#N`, which no listing shows
+/// and no cleanup reclaims); cleanup sweeps abandoned staging files.
+fn local_write_atomic(root: &Path, key: &str, bytes: &[u8], create_only: bool) -> Result<bool> {
+    let target = root.join(key);
+    if let Some(parent) = target.parent() {
+        std::fs::create_dir_all(parent).map_err(|error| Error::io(parent, error))?;
+    }
+    let staging = root
+        .join(super::layout::STAGING)
+        .join(uuid::Uuid::new_v4().to_string());
+    super::ensure_room(root, bytes.len() as u64)?;
+    if let Err(error) = std::fs::write(&staging, bytes) {
+        let _ = std::fs::remove_file(&staging);
+        return Err(Error::io(&staging, error));
+    }
+    let moved = if create_only {
+        match std::fs::hard_link(&staging, &target) {
+            Ok(()) => Ok(true),
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+            Err(error) => Err(Error::io(&target, error)),
+        }
+    } else {
+        std::fs::rename(&staging, &target)
+            .map(|()| true)
+            .map_err(|error| Error::io(&target, error))
+    };
+    // After a rename there is nothing left; after a link (or a failure), the staging name.
+    let _ = std::fs::remove_file(&staging);
+    moved
+}
+
 /// Copies `source` into `root/.staging`, then renames it to `root/key` (a reader sees the
 /// old file or the whole new one, never a part).
 fn local_copy_atomic(root: &Path, key: &str, source: &Path) -> Result<u64> {
@@ -502,7 +551,18 @@ fn local_copy_atomic(root: &Path, key: &str, source: &Path) -> Result<u64> {
     let staging = root
         .join(super::layout::STAGING)
         .join(uuid::Uuid::new_v4().to_string());
-    let size = std::fs::copy(source, &staging).map_err(|error| Error::io(source, error))?;
+    let needed = std::fs::metadata(source)
+        .map_err(|error| Error::io(source, error))?
+        .len();
+    super::ensure_room(root, needed)?;
+    let size = match std::fs::copy(source, &staging) {
+        Ok(size) => size,
+        Err(error) => {
+            // A full disk leaves a part of the copy behind.
+            let _ = std::fs::remove_file(&staging);
+            return Err(Error::io(&staging, error));
+        }
+    };
     if let Err(error) = std::fs::rename(&staging, &target) {
         let _ = std::fs::remove_file(&staging);
         return Err(Error::io(&target, error));

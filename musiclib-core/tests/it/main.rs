@@ -23,6 +23,7 @@ mod support;
 
 mod accounts;
 mod catalog;
+mod claims;
 mod cleanup;
 mod enrichment;
 mod hls;

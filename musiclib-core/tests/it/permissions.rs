@@ -117,6 +117,11 @@ fn table() -> Vec<(&'static str, Operation, [&'static str; 3])> {
             ["forbidden", "forbidden", OK],
         ),
         (
+            "read the metrics",
+            |l, _, c, _| Box::pin(async move { l.admin().metrics(c).await.map(drop) }),
+            ["forbidden", "forbidden", OK],
+        ),
+        (
             "check every stored file",
             |l, _, c, _| {
                 Box::pin(async move { l.maintenance().start_file_check(c).await.map(drop) })

@@ -93,3 +93,38 @@ backend_test! {
         assert_eq!(audio.mime_type, "audio/mpeg");
     }
 }
+
+backend_test! {
+    #[services]
+    async fn the_cache_keeps_to_its_bound_by_itself(backend: Backend) {
+        let corpus = corpus();
+        // Measure the two renditions once, on a cache without a bound worth the name.
+        let sizes = {
+            let library = TestLibrary::new(backend).await;
+            let alice = user(&library, "alice").await;
+            let mut sizes = Vec::new();
+            for (name, file) in [("a.mp3", SHORT_MP3), ("b.wav", SHORT_WAV)] {
+                let track = library.ingest().upload_track(&alice, Some(name), corpus_file(&corpus, file).as_slice()).await.unwrap().track;
+                library.media().build_renditions(&track.id, &[Quality::Low]).await.unwrap();
+                sizes.push(library.media().rendition_for_stream(&track.id, Quality::Low).await.unwrap().unwrap().size);
+            }
+            sizes
+        };
+        // RENDITION_CACHE_MAX_BYTES one byte short of both: building the second evicts the
+        // first, with no one asking.
+        let bound = sizes[0] + sizes[1] - 1;
+        let library = TestLibrary::builder(backend)
+            .config(move |config| config.transcoding.rendition_cache_max_bytes = bound)
+            .build()
+            .await;
+        let alice = user(&library, "alice").await;
+        let first = library.ingest().upload_track(&alice, Some("a.mp3"), corpus_file(&corpus, SHORT_MP3).as_slice()).await.unwrap().track;
+        let second = library.ingest().upload_track(&alice, Some("b.wav"), corpus_file(&corpus, SHORT_WAV).as_slice()).await.unwrap().track;
+        library.media().build_renditions(&first.id, &[Quality::Low]).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        library.media().build_renditions(&second.id, &[Quality::Low]).await.unwrap();
+        assert!(library.media().rendition_for_stream(&first.id, Quality::Low).await.unwrap().is_none(), "the older one was evicted");
+        assert!(library.media().rendition_for_stream(&second.id, Quality::Low).await.unwrap().is_some());
+        assert!(musiclib_core::testing::blob_keys(&library, &format!("renditions/{}", first.id)).await.is_empty());
+    }
+}

@@ -29,9 +29,16 @@ pub(super) fn routes() -> OpenApiRouter<Library> {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewUserIn {
-    /// User name (1–64 characters; unique, case-insensitively).
+    /// User name (1–64 characters, no control characters, surrounding spaces trimmed;
+    /// unique, case-insensitively).
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+    )]
     pub username: String,
     /// Login password (8–1024 characters).
+    #[schema(min_length = 8, max_length = 1024)]
     pub password: String,
     /// Whether the account is a superuser (default false).
     #[serde(default)]

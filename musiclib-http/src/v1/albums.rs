@@ -35,10 +35,13 @@ pub struct AlbumQuery {
     /// Substring of the title.
     q: Option<String>,
     /// title, artist, year or created_at; `-` prefix for descending.
+    #[param(pattern = "^-?(title|artist|year|created_at)$")]
     sort: Option<String>,
     /// Page size, 1–200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     limit: Option<i64>,
     /// Offset (default 0).
+    #[param(minimum = 0)]
     offset: Option<i64>,
 }
 
@@ -118,8 +121,10 @@ pub struct ArtistQuery {
     /// Substring of the name.
     q: Option<String>,
     /// Page size, 1–200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     limit: Option<i64>,
     /// Offset (default 0).
+    #[param(minimum = 0)]
     offset: Option<i64>,
 }
 

@@ -1,7 +1,10 @@
 //! Accounts: register, login, the current user.
 
-use axum::extract::{Path, State};
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, Path, State};
 use axum::http::StatusCode;
+use axum::Extension;
 use musiclib_core::Library;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
@@ -39,19 +42,29 @@ async fn register(
 }
 
 /// Logs in with a user name and password (JSON, or form-encoded as OAuth2 password flow).
+///
+/// Failures are throttled per account and per client address: past the limits
+/// (`LOGIN_ACCOUNT_FAILURE_*`, `LOGIN_ADDRESS_FAILURE_*`), attempts are refused with a 429
+/// and `Retry-After`, without the password being checked, until the budget returns.
 #[utoipa::path(post, path = "/auth/login", tag = "auth", request_body = Credentials,
     responses(
         (status = 200, description = "Logged in", body = TokenOut),
         (status = 401, description = "Wrong user name or password", body = ErrorBody),
+        (status = 429, description = "Too many failed sign-ins for this account or from this address (code `rate_limited`); the password was not checked", body = ErrorBody,
+            headers(("Retry-After" = u64, description = "Whole seconds until a sign-in is checked again"))),
     ))]
 async fn login(
     State(library): State<Library>,
+    connection: Option<Extension<ConnectInfo<SocketAddr>>>,
     JsonOrForm(credentials): JsonOrForm<Credentials>,
 ) -> Result<axum::Json<TokenOut>, ApiError> {
+    // Without the connection's address (a router called directly, as in tests), the account
+    // alone is throttled.
+    let client = connection.map(|Extension(ConnectInfo(address))| address.ip());
     Ok(axum::Json(
         library
             .accounts()
-            .login(&credentials.username, &credentials.password)
+            .login(&credentials.username, &credentials.password, client)
             .await?
             .into(),
     ))

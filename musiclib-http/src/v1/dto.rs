@@ -36,8 +36,10 @@ impl<T> Page<T> {
 #[into_params(parameter_in = Query)]
 pub struct PageParams {
     /// Page size, 1–200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
     /// Offset (default 0).
+    #[param(minimum = 0)]
     pub offset: Option<i64>,
 }
 
@@ -96,15 +98,23 @@ pub struct PasswordChangeIn {
     /// The password in use now.
     pub current_password: String,
     /// The new one (8–1024 characters).
+    #[schema(min_length = 8, max_length = 1024)]
     pub new_password: String,
 }
 
 /// Credentials for registration and login (JSON, or form-encoded for OAuth2 password flow).
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct Credentials {
-    /// User name (1–64 characters, case-insensitive when logging in).
+    /// User name (1–64 characters, no control characters, surrounding spaces trimmed;
+    /// case-insensitive when logging in).
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+    )]
     pub username: String,
-    /// Password (at least 8 characters).
+    /// Password (8–1024 characters).
+    #[schema(min_length = 8, max_length = 1024)]
     pub password: String,
 }
 

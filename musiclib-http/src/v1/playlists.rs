@@ -75,7 +75,8 @@ impl From<Playlist> for PlaylistOut {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlaylistCreate {
-    /// 1–200 characters.
+    /// 1–200 characters (surrounding spaces are trimmed).
+    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
     name: String,
     description: Option<String>,
     /// Readable by other users (default false).
@@ -83,6 +84,7 @@ pub struct PlaylistCreate {
     public: bool,
     /// Initial tracks (counted as one add when not empty).
     #[serde(default)]
+    #[schema(inline, value_type = Vec<uuid::Uuid>)]
     track_ids: Vec<String>,
 }
 
@@ -91,6 +93,8 @@ pub struct PlaylistCreate {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlaylistUpdate {
+    /// 1–200 characters (surrounding spaces are trimmed).
+    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
     name: Option<String>,
     /// `null` clears it.
     #[serde(default, deserialize_with = "double_option")]
@@ -111,19 +115,35 @@ fn double_option<'de, D: serde::Deserializer<'de>>(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TracksAdd {
-    /// Tracks to insert, in order.
+    /// Tracks to insert, in order (at least one).
+    #[schema(inline, value_type = Vec<uuid::Uuid>, min_items = 1)]
     track_ids: Vec<String>,
-    /// Where to insert (0-based; default: the end).
+    /// Where to insert (0-based, at most the playlist's length; default: the end).
+    #[schema(maximum = 10000)]
     position: Option<usize>,
     /// The version the client last saw: another current version answers 409.
     version: Option<i64>,
 }
 
+/// The bytes of a JPEG, PNG, WebP or GIF image.
+#[derive(ToSchema)]
+#[schema(value_type = String, format = Binary)]
+#[allow(dead_code)]
+struct CoverBytes(Vec<u8>);
+
+/// A 0-based position in a playlist.
+#[derive(ToSchema)]
+#[schema(minimum = 0, maximum = 9999)]
+#[allow(dead_code)]
+struct Position(u32);
+
 /// `DELETE /playlists/{id}/tracks`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TracksRemove {
-    /// 0-based positions in `track_ids` to remove.
+    /// 0-based positions in `track_ids` to remove (at least one; a playlist holds at most
+    /// 10,000 tracks).
+    #[schema(min_items = 1, value_type = Vec<Position>)]
     positions: Vec<usize>,
     /// The version the client last saw: another current version answers 409.
     version: Option<i64>,
@@ -305,7 +325,7 @@ async fn get_cover(
 
 /// Stores the cover: the request body is the image (JPEG, PNG, WebP or GIF, at most 10 MiB).
 #[utoipa::path(put, path = "/playlists/{id}/cover", tag = "playlists", params(("id" = String, Path)),
-    request_body(content = Vec<u8>, content_type = "image/*"), security(("bearer" = [])),
+    request_body(content = CoverBytes, content_type = "image/*"), security(("bearer" = [])),
     responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 413, body = ErrorBody), (status = 422, description = "Not an image", body = ErrorBody)))]
 async fn put_cover(

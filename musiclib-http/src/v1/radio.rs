@@ -32,6 +32,7 @@ pub struct RadioIn {
     /// The track the feed starts from; without one, the caller's liked tracks are the seeds
     /// (and with no likes the feed is exploration and random playable tracks).
     #[serde(default)]
+    #[schema(format = Uuid)]
     pub seed_track_id: Option<String>,
     /// Track ids never to answer (what the client has seen), at most 5,000.
     #[serde(default)]

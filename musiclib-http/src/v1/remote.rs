@@ -27,6 +27,7 @@ pub(super) fn routes() -> OpenApiRouter<Library> {
 #[serde(deny_unknown_fields)]
 pub struct RemoteItemIn {
     /// The source: `remote` (yt-dlp: YouTube, YouTube Music) or `subsonic`.
+    #[schema(pattern = "^(remote|subsonic)$")]
     pub source: String,
     /// The item's id there, as a search hit gives it (1–128 of letters, digits, `_ - . :`).
     #[schema(
@@ -121,7 +122,11 @@ async fn materialize(
 #[into_params(parameter_in = Query)]
 pub struct RemoteSearchQuery {
     /// What to look for (1–200 characters).
-    #[param(min_length = 1, max_length = 200)]
+    #[param(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+    )]
     pub q: String,
     /// Hits per source, 1–50 (default 20).
     #[param(minimum = 1, maximum = 50)]

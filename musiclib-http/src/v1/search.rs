@@ -18,9 +18,12 @@ pub(super) fn routes() -> OpenApiRouter<Library> {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct SearchQuery {
-    /// Text to find (case- and accent-insensitive substring).
+    /// Text to find (case- and accent-insensitive substring; required, not empty). A query
+    /// with no letter or digit finds nothing.
+    #[param(required = true, min_length = 1)]
     q: Option<String>,
     /// Most results of each kind, 1–200 (default 20).
+    #[param(minimum = 1, maximum = 200)]
     limit: Option<i64>,
 }
 

@@ -140,7 +140,9 @@ where
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LastfmIn {
-    /// The session key Last.fm gave for this user (`auth.getSession`).
+    /// The session key Last.fm gave for this user (`auth.getSession`): up to 256
+    /// characters of printable ASCII, no spaces.
+    #[schema(min_length = 1, max_length = 256, pattern = "^[!-~]+$")]
     pub session_key: String,
 }
 
@@ -148,7 +150,9 @@ pub struct LastfmIn {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListenbrainzIn {
-    /// The user token from the ListenBrainz profile page.
+    /// The user token from the ListenBrainz profile page: up to 256 characters of printable ASCII,
+    /// no spaces.
+    #[schema(min_length = 1, max_length = 256, pattern = "^[!-~]+$")]
     pub token: String,
 }
 

@@ -147,10 +147,15 @@ async fn statistics(
 pub struct MissingQuery {
     /// Comma-separated fields: tracks lacking any of them (default: all of title, artist,
     /// album, year, genre, cover).
+    #[param(
+        pattern = r"^\s*(title|artist|album|year|genre|cover)?\s*(,\s*(title|artist|album|year|genre|cover)?\s*)*$"
+    )]
     fields: Option<String>,
     /// Page size, 1–200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     limit: Option<i64>,
     /// Offset (default 0).
+    #[param(minimum = 0)]
     offset: Option<i64>,
 }
 
@@ -312,7 +317,7 @@ async fn cleanup(
     let request: CleanupIn = if body.iter().all(u8::is_ascii_whitespace) {
         CleanupIn::default()
     } else {
-        crate::extract::parse_json(&body)?
+        crate::extract::parse_json::<Option<CleanupIn>>(&body)?.unwrap_or_default()
     };
     let job_id = library
         .maintenance()

@@ -100,6 +100,7 @@ pub struct StreamQuery {
     /// caller's `streaming_quality` setting (default `original`). A rendition is served from
     /// the cache when built; otherwise the original is served and the rendition is built in
     /// the background. The `x-rendition` response header says which was sent.
+    #[param(pattern = "^(original|low|medium|high)$")]
     quality: Option<String>,
     /// Access token, for players that cannot send an Authorization header.
     #[allow(dead_code)]

@@ -3,7 +3,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use musiclib_core::social::{LikeEvent, NewLike, NewPlay, PlayEvent, SyncChanges};
-use musiclib_core::{Library, Timestamp};
+use musiclib_core::{Library, Timestamp, TrackId};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -32,12 +32,15 @@ fn time(text: &str, field: &str) -> Result<Timestamp, ApiError> {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LikeIn {
-    /// The client's id of this event, unique per user (a repeat is ignored).
+    /// The client's id of this event, unique per user (a repeat is ignored); 1–200 characters.
+    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
     client_event_id: String,
+    #[schema(format = Uuid)]
     track_id: String,
     /// true to like, false to unlike.
     liked: bool,
     /// When the user did it (RFC 3339): the latest event decides the state.
+    #[schema(format = DateTime)]
     event_time: String,
 }
 
@@ -45,20 +48,31 @@ pub struct LikeIn {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryIn {
-    /// The client's id of this event, unique per user (a repeat is ignored).
+    /// The client's id of this event, unique per user (a repeat is ignored); 1–200 characters.
+    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
     client_event_id: String,
+    #[schema(format = Uuid)]
     track_id: String,
     /// When it was played (RFC 3339).
+    #[schema(format = DateTime)]
     played_at: String,
-    /// How long it was listened to.
+    /// How long it was listened to, in seconds.
+    #[schema(minimum = 0)]
     seconds_played: Option<f64>,
+}
+
+/// A track id as sent: it must be a track id (a UUID); one of no track on this server is
+/// skipped by the push, not refused.
+fn checked_track_id(id: String, field: &str) -> Result<String, ApiError> {
+    TrackId::parse_field(&id, field)?;
+    Ok(id)
 }
 
 impl LikeIn {
     fn into_core(self, field: &str) -> Result<NewLike, ApiError> {
         Ok(NewLike {
             event_time: time(&self.event_time, &format!("{field}event_time"))?,
-            track_id: self.track_id,
+            track_id: checked_track_id(self.track_id, &format!("{field}track_id"))?,
             liked: self.liked,
             client_event_id: self.client_event_id,
         })
@@ -69,7 +83,7 @@ impl HistoryIn {
     fn into_core(self, field: &str) -> Result<NewPlay, ApiError> {
         Ok(NewPlay {
             played_at: time(&self.played_at, &format!("{field}played_at"))?,
-            track_id: self.track_id,
+            track_id: checked_track_id(self.track_id, &format!("{field}track_id"))?,
             seconds_played: self.seconds_played,
             client_event_id: self.client_event_id,
         })
@@ -182,7 +196,8 @@ fn created_or_ok(created: bool) -> StatusCode {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct StateQuery {
-    /// Comma-separated track ids (at most 500).
+    /// Comma-separated track ids (1–500).
+    #[param(value_type = Vec<uuid::Uuid>, style = Form, explode = false, min_items = 1, max_items = 500)]
     track_ids: String,
 }
 
@@ -201,6 +216,9 @@ async fn like_state(
         .filter(|id| !id.is_empty())
         .map(str::to_string)
         .collect();
+    for id in &ids {
+        TrackId::parse_field(id, "track_ids")?;
+    }
     if ids.is_empty() || ids.len() > 500 {
         return Err(ApiError::invalid(
             "track_ids",
@@ -251,9 +269,11 @@ async fn post_history(
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ChangesQuery {
-    /// The `cursor` of the previous pull; absent or `0` for everything.
+    /// The `cursor` of the previous pull (digits); absent, empty or `0` for everything.
+    #[param(pattern = r"^\s*[0-9]{0,18}\s*$")]
     since: Option<String>,
     /// Most changes in this page, 1–5000 (default 1000).
+    #[param(minimum = 1, maximum = 5000)]
     limit: Option<i64>,
 }
 
@@ -318,6 +338,12 @@ async fn changes(
 ) -> Result<axum::Json<ChangesOut>, ApiError> {
     let since = match query.since.as_deref().map(str::trim) {
         None | Some("") => 0,
+        Some(text) if text.len() > 18 || !text.bytes().all(|byte| byte.is_ascii_digit()) => {
+            return Err(ApiError::invalid(
+                "since",
+                "must be a cursor from an earlier pull",
+            ))
+        }
         Some(text) => text
             .parse::<i64>()
             .map_err(|_| ApiError::invalid("since", "must be a cursor from an earlier pull"))?,
@@ -339,6 +365,25 @@ pub struct PushIn {
     likes: Vec<LikeIn>,
     #[serde(default)]
     plays: Vec<HistoryIn>,
+}
+
+impl PushIn {
+    /// The events of a push, their times read; a bad field is named by its place in the body.
+    pub(crate) fn into_core(self) -> Result<(Vec<NewLike>, Vec<NewPlay>), ApiError> {
+        let likes = self
+            .likes
+            .into_iter()
+            .enumerate()
+            .map(|(index, like)| like.into_core(&format!("likes[{index}].")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let plays = self
+            .plays
+            .into_iter()
+            .enumerate()
+            .map(|(index, play)| play.into_core(&format!("plays[{index}].")))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((likes, plays))
+    }
 }
 
 /// What a push did.
@@ -363,18 +408,7 @@ async fn push(
     Auth(caller): Auth,
     Json(body): Json<PushIn>,
 ) -> Result<axum::Json<PushOut>, ApiError> {
-    let likes = body
-        .likes
-        .into_iter()
-        .enumerate()
-        .map(|(index, like)| like.into_core(&format!("likes[{index}].")))
-        .collect::<Result<Vec<_>, _>>()?;
-    let plays = body
-        .plays
-        .into_iter()
-        .enumerate()
-        .map(|(index, play)| play.into_core(&format!("plays[{index}].")))
-        .collect::<Result<Vec<_>, _>>()?;
+    let (likes, plays) = body.into_core()?;
     let outcome = library.social().push_events(&caller, likes, plays).await?;
     Ok(axum::Json(PushOut {
         accepted: outcome.accepted,

@@ -29,7 +29,8 @@ pub(super) fn routes() -> OpenApiRouter<Library> {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct TrackQuery {
-    /// upload, local_folder or remote; lists newest first unless `sort` is given.
+    /// upload, local_folder, remote or subsonic; lists newest first unless `sort` is given.
+    #[param(pattern = "^(upload|local_folder|remote|subsonic)$")]
     source: Option<String>,
     /// Tracks by this artist.
     artist_id: Option<String>,
@@ -40,16 +41,21 @@ pub struct TrackQuery {
     /// Release year.
     year: Option<i64>,
     /// pending, enriched, failed or manual.
+    #[param(pattern = "^(pending|enriched|failed|manual)$")]
     metadata_status: Option<String>,
     /// available, placeholder or missing.
+    #[param(pattern = "^(available|placeholder|missing)$")]
     availability: Option<String>,
     /// Substring of title, artist or album (case- and accent-insensitive).
     q: Option<String>,
     /// title, artist, album, year, track_number, duration, created_at or updated_at; `-` prefix for descending.
+    #[param(pattern = "^-?(title|artist|album|year|track_number|duration|created_at|updated_at)$")]
     sort: Option<String>,
     /// Page size, 1–200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     limit: Option<i64>,
     /// Offset (default 0).
+    #[param(minimum = 0)]
     offset: Option<i64>,
 }
 
@@ -123,12 +129,17 @@ pub struct UploadForm {
         (status = 200, description = "These bytes were uploaded before", body = TrackOut),
         (status = 413, description = "Larger than MAX_UPLOAD_BYTES", body = ErrorBody),
         (status = 422, description = "No `file` field, or not audio", body = ErrorBody),
+        (status = 503, description = "The database or the storage backend is unavailable (`database_unavailable`, `storage_unavailable`); nothing was stored", body = ErrorBody),
+        (status = 507, description = "The server's disk is full (`insufficient_storage`); nothing was stored", body = ErrorBody),
     ))]
 async fn upload_track(
     State(library): State<Library>,
     Auth(caller): Auth,
-    mut multipart: Multipart,
+    multipart: Result<Multipart, axum::extract::multipart::MultipartRejection>,
 ) -> Result<(StatusCode, axum::Json<TrackOut>), ApiError> {
+    // Not multipart, or no boundary: the form as a whole is wrong.
+    let mut multipart =
+        multipart.map_err(|rejection| ApiError::invalid("body", rejection.body_text()))?;
     loop {
         let field = multipart
             .next_field()
@@ -201,15 +212,20 @@ async fn get_track(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TrackPatchIn {
-    /// Title.
+    /// Title, 1–1000 characters (surrounding spaces are trimmed).
+    #[schema(min_length = 1, max_length = 1000, pattern = r"\S")]
     title: Option<String>,
-    /// Genre.
+    /// Genre (at most 1000 characters; empty clears it).
+    #[schema(max_length = 1000)]
     genre: Option<String>,
-    /// Year.
+    /// Year, 0–9999.
+    #[schema(minimum = 0, maximum = 9999)]
     year: Option<i64>,
-    /// Track number.
+    /// Track number, 0–100000.
+    #[schema(minimum = 0, maximum = 100000)]
     track_number: Option<i64>,
-    /// Disc number.
+    /// Disc number, 0–100000.
+    #[schema(minimum = 0, maximum = 100000)]
     disc_number: Option<i64>,
 }
 
@@ -256,21 +272,29 @@ async fn delete_track(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TrackMetadataIn {
-    /// Title (required).
+    /// Title (required), 1–1000 characters (surrounding spaces are trimmed).
+    #[schema(min_length = 1, max_length = 1000, pattern = r"\S")]
     title: String,
-    /// Track artist.
+    /// Track artist (at most 1000 characters).
+    #[schema(max_length = 1000)]
     artist: Option<String>,
-    /// Album title.
+    /// Album title (at most 1000 characters).
+    #[schema(max_length = 1000)]
     album: Option<String>,
-    /// Album artist (defaults to the track artist).
+    /// Album artist (defaults to the track artist; at most 1000 characters).
+    #[schema(max_length = 1000)]
     album_artist: Option<String>,
-    /// Genre.
+    /// Genre (at most 1000 characters).
+    #[schema(max_length = 1000)]
     genre: Option<String>,
-    /// Year.
+    /// Year, 0–9999.
+    #[schema(minimum = 0, maximum = 9999)]
     year: Option<i64>,
-    /// Track number.
+    /// Track number, 0–100000.
+    #[schema(minimum = 0, maximum = 100000)]
     track_number: Option<i64>,
-    /// Disc number.
+    /// Disc number, 0–100000.
+    #[schema(minimum = 0, maximum = 100000)]
     disc_number: Option<i64>,
     /// MusicBrainz recording id.
     musicbrainz_recording_id: Option<String>,

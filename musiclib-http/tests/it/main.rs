@@ -39,13 +39,16 @@ macro_rules! both_backends {
 mod accounts;
 mod admin;
 mod api;
+mod bad_input;
 mod covers;
 mod hls;
 mod lyrics;
+mod metrics;
 mod permissions;
 mod radio;
 mod remote;
 mod scrobbling;
+mod security;
 mod settings;
 mod storage;
 mod stream;

@@ -1,10 +1,21 @@
-//! Who may do what, as a table: every operation that needs a permission, called by an
-//! anonymous client, the owner of the thing, another user, and an admin, each answered with
-//! its expected status. The adapter checks nothing itself (core decides, see
-//! `musiclib_core::auth::policy`), so this table is core's policy seen through the API.
+//! Who may do what, as a table checked against the OpenAPI document: every operation the
+//! document lists (`every_operation_has_a_row` fails, naming them, when one has no row),
+//! called by an anonymous client, the owner of the thing the row addresses (where there is
+//! one; otherwise a plain user), another user, and an admin, each answered with its expected
+//! status. The adapter checks nothing itself (core decides, see `musiclib_core::auth::policy`),
+//! so this table is core's policy seen through the API.
+//!
+//! Each row names its operation as the document does (`"GET /tracks/{id}"`, paths relative to
+//! `/api/v1`) and sends a valid request, so what a row tests is the permission, not the input.
+//! Rows run in order against one world; a row that destroys or changes something addresses a
+//! copy per role. Where every signed-in role gets the same refusal (a placeholder has no audio
+//! to stream, an outside service is not configured), the row's case says why.
+
+use std::collections::BTreeSet;
 
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
+use base64::Engine;
 use musiclib_core::testing::{Backend, TestLibrary};
 use serde_json::{json, Value};
 
@@ -13,10 +24,23 @@ use crate::api::App;
 /// The callers of every row, in this order.
 const ROLES: [&str; 4] = ["anonymous", "owner", "other user", "admin"];
 
+/// The HTTP methods an OpenAPI path item can hold.
+const METHODS: [&str; 8] = [
+    "get", "put", "post", "delete", "options", "head", "patch", "trace",
+];
+
+/// A 1×1 PNG, for covers.
+const PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
+
 /// What the table's rows address: each role gets its own copy of what a row destroys.
 struct World {
-    /// Tracks uploaded by the owner, one per role.
+    /// Tracks without audio (placeholders) uploaded by the owner, one per role; the first
+    /// is never deleted, and has lyrics.
     tracks: Vec<String>,
+    /// The album and artist of the tracks; the album has a cover.
+    album: String,
+    artist: String,
     /// A job the owner queued.
     job: String,
     /// The owner's private playlists, one per role, and a public one.
@@ -25,239 +49,589 @@ struct World {
     owner_id: String,
     /// Accounts to disable and delete, one per role.
     accounts: Vec<String>,
-    /// The owner's queued downloads, one per role.
+    /// The owner's queued downloads, one per role, and the track of the first.
     downloads: Vec<String>,
+    download_track: String,
+}
+
+/// A request body.
+enum Payload {
+    None,
+    Json(Value),
+    /// Bytes with their content type.
+    Raw(String, Vec<u8>),
 }
 
 struct Row {
+    /// `METHOD /path-template`, as in the OpenAPI document.
     operation: &'static str,
-    method: &'static str,
+    /// What the row checks, for failure messages.
+    case: &'static str,
+    /// The path (relative to `/api/v1`, with any query) a role calls.
     path: fn(&World, usize) -> String,
-    body: Option<Value>,
+    body: fn(&World, usize) -> Payload,
     /// Statuses for anonymous, owner, other user, admin.
     expect: [u16; 4],
 }
 
+fn row(
+    operation: &'static str,
+    case: &'static str,
+    path: fn(&World, usize) -> String,
+    expect: [u16; 4],
+) -> Row {
+    Row {
+        operation,
+        case,
+        path,
+        body: |_, _| Payload::None,
+        expect,
+    }
+}
+
+impl Row {
+    fn body(self, body: fn(&World, usize) -> Payload) -> Row {
+        Row { body, ..self }
+    }
+}
+
+/// Signed-in callers only, whoever they are.
+const ANY_USER: [u16; 4] = [401, 200, 200, 200];
+/// Admins only.
+const ADMIN: [u16; 4] = [401, 403, 403, 200];
+/// The owner and admins; another user is refused.
+const OWNER_OR_ADMIN: [u16; 4] = [401, 200, 403, 200];
+/// The owner and admins; to another user the thing does not exist.
+const OWNER_OR_ADMIN_HIDDEN: [u16; 4] = [401, 200, 404, 200];
+/// The owner of a public playlist; others may read it, not change it.
+const PUBLIC_PLAYLIST_OWNER: [u16; 4] = [401, 200, 403, 403];
+/// The owner of a private playlist; to anyone else, admins too, it does not exist.
+const PRIVATE_PLAYLIST_OWNER: [u16; 4] = [401, 200, 404, 404];
+
 fn rows() -> Vec<Row> {
     vec![
-        Row {
-            operation: "read the catalogue",
-            method: "GET",
-            path: |_, _| "/api/v1/tracks".into(),
-            body: None,
-            expect: [401, 200, 200, 200],
-        },
-        Row {
-            operation: "read a track",
-            method: "GET",
-            path: |w, _| format!("/api/v1/tracks/{}", w.tracks[0]),
-            body: None,
-            expect: [401, 200, 200, 200],
-        },
-        Row {
-            operation: "edit a track",
-            method: "PATCH",
-            path: |w, _| format!("/api/v1/tracks/{}", w.tracks[0]),
-            body: Some(json!({"title": "Edited"})),
-            expect: [401, 200, 403, 200],
-        },
-        Row {
-            operation: "set a track's metadata",
-            method: "PUT",
-            path: |w, _| format!("/api/v1/tracks/{}/metadata", w.tracks[0]),
-            body: Some(json!({"title": "Manual"})),
-            expect: [401, 200, 403, 200],
-        },
-        Row {
-            operation: "delete a track",
-            method: "DELETE",
-            path: |w, role| format!("/api/v1/tracks/{}", w.tracks[role]),
-            body: None,
-            expect: [401, 204, 403, 204],
-        },
-        Row {
-            operation: "read a download",
-            method: "GET",
-            path: |w, _| format!("/api/v1/downloads/{}", w.downloads[0]),
-            body: None,
-            expect: [401, 200, 404, 200],
-        },
-        Row {
-            operation: "cancel a download",
-            method: "POST",
-            path: |w, role| format!("/api/v1/downloads/{}/cancel", w.downloads[role]),
-            body: None,
-            expect: [401, 200, 404, 200],
-        },
-        Row {
-            operation: "read a job",
-            method: "GET",
-            path: |w, _| format!("/api/v1/jobs/{}", w.job),
-            body: None,
-            expect: [401, 200, 404, 200],
-        },
-        Row {
-            operation: "scan a source",
-            method: "POST",
-            path: |_, _| "/api/v1/sources/local_folder/scan".into(),
-            body: Some(json!({})),
-            expect: [401, 403, 403, 202],
-        },
-        Row {
-            operation: "reveal one's app password",
-            method: "GET",
-            path: |_, _| "/api/v1/users/me/legacy-password".into(),
-            body: None,
-            expect: [401, 200, 200, 200],
-        },
-        Row {
-            operation: "rotate the owner's app password",
-            method: "POST",
-            path: |w, _| format!("/api/v1/admin/users/{}/legacy-password", w.owner_id),
-            body: Some(json!({})),
-            expect: [401, 200, 403, 200],
-        },
-        Row {
-            operation: "list accounts",
-            method: "GET",
-            path: |_, _| "/api/v1/admin/users".into(),
-            body: None,
-            expect: [401, 403, 403, 200],
-        },
-        Row {
-            operation: "add an account",
-            method: "POST",
-            path: |_, _| "/api/v1/admin/users".into(),
-            body: Some(json!({"username": "newcomer", "password": "long enough"})),
-            expect: [401, 403, 403, 201],
-        },
-        Row {
-            operation: "disable an account",
-            method: "PATCH",
-            path: |w, role| format!("/api/v1/admin/users/{}", w.accounts[role]),
-            body: Some(json!({"disabled": true})),
-            expect: [401, 403, 403, 200],
-        },
-        Row {
-            operation: "delete an account",
-            method: "DELETE",
-            path: |w, role| format!("/api/v1/admin/users/{}", w.accounts[role]),
-            body: None,
-            expect: [401, 403, 403, 204],
-        },
-        Row {
-            operation: "read the service report",
-            method: "GET",
-            path: |_, _| "/api/v1/admin/services".into(),
-            body: None,
-            expect: [401, 403, 403, 200],
-        },
-        Row {
-            operation: "read the source registry",
-            method: "GET",
-            path: |_, _| "/api/v1/admin/sources".into(),
-            body: None,
-            expect: [401, 403, 403, 200],
-        },
-        Row {
-            operation: "read server settings",
-            method: "GET",
-            path: |_, _| "/api/v1/admin/settings".into(),
-            body: None,
-            expect: [401, 403, 403, 200],
-        },
-        Row {
-            operation: "read storage statistics",
-            method: "GET",
-            path: |_, _| "/api/v1/storage".into(),
-            body: None,
-            expect: [401, 200, 200, 200],
-        },
-        Row {
-            operation: "check every stored file",
-            method: "POST",
-            path: |_, _| "/api/v1/storage/broken/check".into(),
-            body: Some(json!({})),
-            expect: [401, 403, 403, 202],
-        },
-        Row {
-            operation: "clean up storage",
-            method: "POST",
-            path: |_, _| "/api/v1/storage/cleanup".into(),
-            body: Some(json!({"dry_run": true})),
-            expect: [401, 403, 403, 202],
-        },
-        Row {
-            operation: "reindex",
-            method: "POST",
-            path: |_, _| "/api/v1/admin/reindex".into(),
-            body: Some(json!({})),
-            expect: [401, 403, 403, 202],
-        },
-        Row {
-            operation: "change server settings",
-            method: "PATCH",
-            path: |_, _| "/api/v1/admin/settings".into(),
-            body: Some(json!({})),
-            expect: [401, 403, 403, 501],
-        },
-        Row {
-            operation: "change a source",
-            method: "PATCH",
-            path: |_, _| "/api/v1/admin/sources/local_folder".into(),
-            body: Some(json!({})),
-            expect: [401, 403, 403, 501],
-        },
-        Row {
-            operation: "read a private playlist",
-            method: "GET",
-            path: |w, _| format!("/api/v1/playlists/{}", w.private[0]),
-            body: None,
-            expect: [401, 200, 404, 404],
-        },
-        Row {
-            operation: "read a public playlist",
-            method: "GET",
-            path: |w, _| format!("/api/v1/playlists/{}", w.public),
-            body: None,
-            expect: [401, 200, 200, 200],
-        },
-        Row {
-            operation: "rename a public playlist",
-            method: "PATCH",
-            path: |w, _| format!("/api/v1/playlists/{}", w.public),
-            body: Some(json!({"name": "Renamed"})),
-            expect: [401, 200, 403, 403],
-        },
-        Row {
-            operation: "add to a public playlist",
-            method: "POST",
-            path: |w, _| format!("/api/v1/playlists/{}/tracks", w.public),
-            body: None,
-            expect: [401, 200, 403, 403],
-        },
-        Row {
-            operation: "delete a private playlist",
-            method: "DELETE",
-            path: |w, role| format!("/api/v1/playlists/{}", w.private[role]),
-            body: None,
-            expect: [401, 204, 404, 404],
-        },
-        Row {
-            operation: "stream a track",
-            method: "GET",
-            path: |w, _| format!("/api/v1/stream/{}", w.tracks[0]),
-            body: None,
-            expect: [401, 409, 409, 409],
-        },
-        Row {
-            operation: "sync",
-            method: "GET",
-            path: |_, _| "/api/v1/sync/changes?since=0".into(),
-            body: None,
-            expect: [401, 200, 200, 200],
-        },
+        // Health and metrics.
+        row("GET /health", "health is public", |_, _| "/health".into(), [200; 4]),
+        row("GET /metrics", "read the metrics", |_, _| "/metrics".into(), ADMIN),
+        // Accounts.
+        row("POST /auth/register", "registration is public (and never needs a token)", |_, _| {
+            "/auth/register".into()
+        }, [201; 4])
+        .body(|_, role| {
+            Payload::Json(json!({"username": format!("newcomer-{role}"), "password": "long enough"}))
+        }),
+        row("POST /auth/login", "signing in is public", |_, _| "/auth/login".into(), [200; 4])
+            .body(|_, _| Payload::Json(json!({"username": "owner", "password": "long enough"}))),
+        row("GET /users/me", "read one's account", |_, _| "/users/me".into(), ANY_USER),
+        row(
+            "GET /users/me/legacy-password",
+            "reveal one's app password",
+            |_, _| "/users/me/legacy-password".into(),
+            ANY_USER,
+        ),
+        row(
+            "POST /users/me/legacy-password",
+            "rotate one's app password",
+            |_, _| "/users/me/legacy-password".into(),
+            ANY_USER,
+        ),
+        row(
+            "POST /admin/users/{id}/legacy-password",
+            "rotate the owner's app password",
+            |w, _| format!("/admin/users/{}/legacy-password", w.owner_id),
+            OWNER_OR_ADMIN,
+        ),
+        row("GET /admin/users", "list accounts", |_, _| "/admin/users".into(), ADMIN),
+        row("POST /admin/users", "add an account", |_, _| "/admin/users".into(), [401, 403, 403, 201])
+            .body(|_, _| Payload::Json(json!({"username": "newcomer", "password": "long enough"}))),
+        row(
+            "PATCH /admin/users/{id}",
+            "disable an account",
+            |w, role| format!("/admin/users/{}", w.accounts[role]),
+            ADMIN,
+        )
+        .body(|_, _| Payload::Json(json!({"disabled": true}))),
+        row(
+            "DELETE /admin/users/{id}",
+            "delete an account",
+            |w, role| format!("/admin/users/{}", w.accounts[role]),
+            [401, 403, 403, 204],
+        ),
+        // Administration.
+        row("GET /admin/services", "read the service report", |_, _| "/admin/services".into(), ADMIN),
+        row("GET /admin/sources", "read the source registry", |_, _| "/admin/sources".into(), ADMIN),
+        row("GET /admin/settings", "read server settings", |_, _| "/admin/settings".into(), ADMIN),
+        row("POST /admin/reindex", "reindex", |_, _| "/admin/reindex".into(), [401, 403, 403, 202])
+            .body(|_, _| Payload::Json(json!({}))),
+        row(
+            "PATCH /admin/settings",
+            "change server settings (501: configuration comes from the environment)",
+            |_, _| "/admin/settings".into(),
+            [401, 403, 403, 501],
+        )
+        .body(|_, _| Payload::Json(json!({}))),
+        row(
+            "PATCH /admin/sources/{source}",
+            "change a source (501, as the spec says)",
+            |_, _| "/admin/sources/local_folder".into(),
+            [401, 403, 403, 501],
+        )
+        .body(|_, _| Payload::Json(json!({}))),
+        // The catalogue.
+        row("GET /tracks", "read the catalogue", |_, _| "/tracks".into(), ANY_USER),
+        row("GET /tracks/{id}", "read a track", |w, _| format!("/tracks/{}", w.tracks[0]), ANY_USER),
+        row(
+            "GET /tracks/{id}/cover",
+            "read a track's cover (its album's; before the manual edit below, which leaves the track without album)",
+            |w, _| format!("/tracks/{}/cover", w.tracks[0]),
+            ANY_USER,
+        ),
+        row(
+            "PATCH /tracks/{id}",
+            "edit a track",
+            |w, _| format!("/tracks/{}", w.tracks[0]),
+            OWNER_OR_ADMIN,
+        )
+        .body(|_, _| Payload::Json(json!({"title": "Edited"}))),
+        row(
+            "PUT /tracks/{id}/metadata",
+            "set a track's metadata",
+            |w, _| format!("/tracks/{}/metadata", w.tracks[0]),
+            OWNER_OR_ADMIN,
+        )
+        .body(|_, _| Payload::Json(json!({"title": "Manual"}))),
+        row(
+            "POST /tracks/{id}/metadata/enrich",
+            "ask for enrichment (anyone signed in)",
+            |w, _| format!("/tracks/{}/metadata/enrich", w.tracks[0]),
+            [401, 202, 202, 202],
+        ),
+        row(
+            "GET /tracks/{id}/metadata/candidates",
+            "fingerprint candidates (501 for everyone: no ACOUSTID_API_KEY in tests)",
+            |w, _| format!("/tracks/{}/metadata/candidates", w.tracks[0]),
+            [401, 501, 501, 501],
+        ),
+        row(
+            "POST /tracks/{id}/optimize",
+            "ask for renditions (anyone signed in; the job finds no audio later)",
+            |w, _| format!("/tracks/{}/optimize", w.tracks[0]),
+            [401, 202, 202, 202],
+        ),
+        row(
+            "POST /tracks/upload",
+            "upload a track",
+            |_, _| "/tracks/upload".into(),
+            [401, 201, 201, 201],
+        )
+        .body(|_, role| {
+            // A different tone per role: the same bytes twice would be "uploaded before".
+            let boundary = "permissions-boundary";
+            let mut body = format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"tone-{role}.wav\"\r\nContent-Type: audio/wav\r\n\r\n"
+            )
+            .into_bytes();
+            body.extend_from_slice(&musiclib_core::testing::wav_tone(role as u32 + 1));
+            body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+            Payload::Raw(format!("multipart/form-data; boundary={boundary}"), body)
+        }),
+        row(
+            "GET /tracks/{id}/lyrics",
+            "read lyrics",
+            |w, _| format!("/tracks/{}/lyrics", w.tracks[0]),
+            ANY_USER,
+        ),
+        row(
+            "POST /tracks/{id}/lyrics/refetch",
+            "refetch lyrics (anyone signed in; LRCLIB is unreachable in tests: a not_found record)",
+            |w, _| format!("/tracks/{}/lyrics/refetch", w.tracks[2]),
+            ANY_USER,
+        ),
+        row(
+            "GET /tracks/{id}/similar",
+            "similar tracks",
+            |w, _| format!("/tracks/{}/similar", w.tracks[0]),
+            ANY_USER,
+        ),
+        row("GET /albums", "list albums", |_, _| "/albums".into(), ANY_USER),
+        row("GET /albums/{id}", "read an album", |w, _| format!("/albums/{}", w.album), ANY_USER),
+        row(
+            "GET /albums/{id}/tracks",
+            "an album's tracks",
+            |w, _| format!("/albums/{}/tracks", w.album),
+            ANY_USER,
+        ),
+        row(
+            "GET /albums/{id}/cover",
+            "an album's cover",
+            |w, _| format!("/albums/{}/cover", w.album),
+            ANY_USER,
+        ),
+        row("GET /artists", "list artists", |_, _| "/artists".into(), ANY_USER),
+        row("GET /artists/{id}", "read an artist", |w, _| format!("/artists/{}", w.artist), ANY_USER),
+        row(
+            "GET /artists/{id}/albums",
+            "an artist's albums",
+            |w, _| format!("/artists/{}/albums", w.artist),
+            ANY_USER,
+        ),
+        row(
+            "GET /artists/{id}/tracks",
+            "an artist's tracks",
+            |w, _| format!("/artists/{}/tracks", w.artist),
+            ANY_USER,
+        ),
+        row(
+            "GET /artists/{id}/similar",
+            "similar artists",
+            |w, _| format!("/artists/{}/similar", w.artist),
+            ANY_USER,
+        ),
+        row("GET /search/library", "search the library", |_, _| "/search/library?q=Track".into(), ANY_USER),
+        row(
+            "DELETE /tracks/{id}",
+            "delete a track",
+            |w, role| format!("/tracks/{}", w.tracks[role]),
+            [401, 204, 403, 204],
+        ),
+        // Streaming.
+        row(
+            "GET /stream/{id}",
+            "stream a track (409 for everyone: a placeholder has no audio)",
+            |w, _| format!("/stream/{}", w.tracks[0]),
+            [401, 409, 409, 409],
+        ),
+        row(
+            "GET /stream/{id}/hls/playlist.m3u8",
+            "an HLS playlist (409 for everyone: a placeholder has no audio)",
+            |w, _| format!("/stream/{}/hls/playlist.m3u8", w.tracks[0]),
+            [401, 409, 409, 409],
+        ),
+        row(
+            "GET /stream/{id}/hls/{segment}",
+            "an HLS segment (409 for everyone: a placeholder has no audio)",
+            |w, _| format!("/stream/{}/hls/seg-00000.ts", w.tracks[0]),
+            [401, 409, 409, 409],
+        ),
+        // Sources, remote items and downloads.
+        row("GET /sources", "list sources", |_, _| "/sources".into(), ANY_USER),
+        row(
+            "POST /sources/{source}/scan",
+            "scan a source",
+            |_, _| "/sources/local_folder/scan".into(),
+            [401, 403, 403, 202],
+        )
+        .body(|_, _| Payload::Json(json!({}))),
+        row("GET /search", "search remote sources", |_, _| "/search?q=Song".into(), ANY_USER),
+        row(
+            "GET /sources/{source}/search",
+            "search one remote source",
+            |_, _| "/sources/subsonic/search?q=Song".into(),
+            ANY_USER,
+        ),
+        row(
+            "POST /tracks/remote",
+            "save a remote hit (the library has it already)",
+            |_, _| "/tracks/remote".into(),
+            ANY_USER,
+        )
+        .body(|_, _| Payload::Json(json!({"source": "subsonic", "source_id": "s0"}))),
+        row(
+            "POST /tracks/{id}/materialize",
+            "materialize a placeholder (its download's fetch is queued)",
+            |w, _| format!("/tracks/{}/materialize", w.download_track),
+            [401, 202, 202, 202],
+        ),
+        row(
+            "POST /downloads",
+            "ask for a download (the owner asked for this one before)",
+            |_, _| "/downloads".into(),
+            [401, 200, 201, 201],
+        )
+        .body(|_, _| Payload::Json(json!({"source": "subsonic", "source_id": "s0"}))),
+        row("GET /downloads", "list one's downloads", |_, _| "/downloads".into(), ANY_USER),
+        row(
+            "GET /downloads/{id}",
+            "read a download",
+            |w, _| format!("/downloads/{}", w.downloads[0]),
+            OWNER_OR_ADMIN_HIDDEN,
+        ),
+        row(
+            "POST /downloads/{id}/cancel",
+            "cancel a download",
+            |w, role| format!("/downloads/{}/cancel", w.downloads[role]),
+            OWNER_OR_ADMIN_HIDDEN,
+        ),
+        row("GET /jobs/{id}", "read a job", |w, _| format!("/jobs/{}", w.job), OWNER_OR_ADMIN_HIDDEN),
+        // Recommendations.
+        row("POST /radio", "start a radio", |_, _| "/radio".into(), ANY_USER)
+            .body(|w, _| Payload::Json(json!({"seed_track_id": w.tracks[0], "count": 5}))),
+        row("POST /radio/next", "continue a radio", |_, _| "/radio/next".into(), ANY_USER)
+            .body(|w, _| {
+                Payload::Json(json!({"seed_track_id": w.tracks[0], "exclude_ids": [w.tracks[2]], "count": 5}))
+            }),
+        // Playlists.
+        row("GET /playlists", "list one's playlists", |_, _| "/playlists".into(), ANY_USER),
+        row("POST /playlists", "create a playlist", |_, _| "/playlists".into(), [401, 201, 201, 201])
+            .body(|_, role| Payload::Json(json!({"name": format!("made by {}", ROLES[role])}))),
+        row(
+            "GET /playlists/{id}",
+            "read a private playlist",
+            |w, _| format!("/playlists/{}", w.private[0]),
+            PRIVATE_PLAYLIST_OWNER,
+        ),
+        row(
+            "GET /playlists/{id}",
+            "read a public playlist",
+            |w, _| format!("/playlists/{}", w.public),
+            ANY_USER,
+        ),
+        row(
+            "PATCH /playlists/{id}",
+            "rename a public playlist",
+            |w, _| format!("/playlists/{}", w.public),
+            PUBLIC_PLAYLIST_OWNER,
+        )
+        .body(|_, _| Payload::Json(json!({"name": "Renamed"}))),
+        row(
+            "PATCH /playlists/{id}",
+            "rename a private playlist",
+            |w, _| format!("/playlists/{}", w.private[0]),
+            PRIVATE_PLAYLIST_OWNER,
+        )
+        .body(|_, _| Payload::Json(json!({"name": "Renamed"}))),
+        row(
+            "PUT /playlists/{id}",
+            "replace a public playlist's fields",
+            |w, _| format!("/playlists/{}", w.public),
+            PUBLIC_PLAYLIST_OWNER,
+        )
+        .body(|_, _| Payload::Json(json!({"name": "Replaced", "public": true}))),
+        row(
+            "PUT /playlists/{id}",
+            "replace a private playlist's fields",
+            |w, _| format!("/playlists/{}", w.private[0]),
+            PRIVATE_PLAYLIST_OWNER,
+        )
+        .body(|_, _| Payload::Json(json!({"name": "Replaced"}))),
+        row(
+            "POST /playlists/{id}/tracks",
+            "add to a public playlist",
+            |w, _| format!("/playlists/{}/tracks", w.public),
+            PUBLIC_PLAYLIST_OWNER,
+        )
+        .body(|w, _| Payload::Json(json!({"track_ids": [w.tracks[0]]}))),
+        row(
+            "POST /playlists/{id}/tracks",
+            "add to a private playlist",
+            |w, _| format!("/playlists/{}/tracks", w.private[0]),
+            PRIVATE_PLAYLIST_OWNER,
+        )
+        .body(|w, _| Payload::Json(json!({"track_ids": [w.tracks[0]]}))),
+        row(
+            "DELETE /playlists/{id}/tracks",
+            "remove from a public playlist (the owner removes what the owner added)",
+            |w, _| format!("/playlists/{}/tracks", w.public),
+            PUBLIC_PLAYLIST_OWNER,
+        )
+        .body(|_, _| Payload::Json(json!({"positions": [0]}))),
+        row(
+            "DELETE /playlists/{id}/tracks",
+            "remove from a private playlist",
+            |w, _| format!("/playlists/{}/tracks", w.private[0]),
+            PRIVATE_PLAYLIST_OWNER,
+        )
+        .body(|_, _| Payload::Json(json!({"positions": [0]}))),
+        row(
+            "PUT /playlists/{id}/cover",
+            "set a public playlist's cover",
+            |w, _| format!("/playlists/{}/cover", w.public),
+            [401, 204, 403, 403],
+        )
+        .body(|_, _| png()),
+        row(
+            "PUT /playlists/{id}/cover",
+            "set a private playlist's cover",
+            |w, _| format!("/playlists/{}/cover", w.private[0]),
+            [401, 204, 404, 404],
+        )
+        .body(|_, _| png()),
+        row(
+            "GET /playlists/{id}/cover",
+            "read a public playlist's cover",
+            |w, _| format!("/playlists/{}/cover", w.public),
+            ANY_USER,
+        ),
+        row(
+            "GET /playlists/{id}/cover",
+            "read a private playlist's cover",
+            |w, _| format!("/playlists/{}/cover", w.private[0]),
+            PRIVATE_PLAYLIST_OWNER,
+        ),
+        row(
+            "DELETE /playlists/{id}",
+            "delete a private playlist",
+            |w, role| format!("/playlists/{}", w.private[role]),
+            [401, 204, 404, 404],
+        ),
+        // Likes, history and sync: each caller reads and writes their own.
+        row("GET /likes", "list one's likes", |_, _| "/likes".into(), ANY_USER),
+        row("POST /likes", "like a track", |_, _| "/likes".into(), [401, 201, 201, 201]).body(|w, role| {
+            Payload::Json(json!({
+                "client_event_id": format!("like-{role}"),
+                "track_id": w.tracks[0],
+                "liked": true,
+                "event_time": "2026-11-21T10:00:00Z",
+            }))
+        }),
+        row(
+            "GET /likes/state",
+            "one's like states",
+            |w, _| format!("/likes/state?track_ids={}", w.tracks[0]),
+            ANY_USER,
+        ),
+        row("GET /history", "list one's plays", |_, _| "/history".into(), ANY_USER),
+        row("POST /history", "record a play", |_, _| "/history".into(), [401, 201, 201, 201]).body(|w, role| {
+            Payload::Json(json!({
+                "client_event_id": format!("play-{role}"),
+                "track_id": w.tracks[0],
+                "played_at": "2026-11-21T10:00:00Z",
+                "seconds_played": 30.0,
+            }))
+        }),
+        row("GET /sync/changes", "sync", |_, _| "/sync/changes?since=0".into(), ANY_USER),
+        row("POST /sync/push", "push events", |_, _| "/sync/push".into(), ANY_USER).body(|w, role| {
+            Payload::Json(json!({
+                "likes": [{
+                    "client_event_id": format!("pushed-like-{role}"),
+                    "track_id": w.tracks[0],
+                    "liked": false,
+                    "event_time": "2026-11-22T10:00:00Z",
+                }],
+            }))
+        }),
+        // Storage.
+        row("GET /storage", "read storage statistics", |_, _| "/storage".into(), ANY_USER),
+        row(
+            "GET /storage/missing-metadata",
+            "tracks lacking metadata",
+            |_, _| "/storage/missing-metadata".into(),
+            ANY_USER,
+        ),
+        row("GET /storage/duplicates", "duplicates", |_, _| "/storage/duplicates".into(), ANY_USER),
+        row("GET /storage/broken", "broken files", |_, _| "/storage/broken".into(), ANY_USER),
+        row(
+            "POST /storage/broken/check",
+            "check every stored file",
+            |_, _| "/storage/broken/check".into(),
+            [401, 403, 403, 202],
+        )
+        .body(|_, _| Payload::Json(json!({}))),
+        row(
+            "POST /storage/cleanup",
+            "clean up storage",
+            |_, _| "/storage/cleanup".into(),
+            [401, 403, 403, 202],
+        )
+        .body(|_, _| Payload::Json(json!({"dry_run": true}))),
+        // Per-user settings.
+        row("GET /settings", "read one's settings", |_, _| "/settings".into(), ANY_USER),
+        row("PATCH /settings", "change one's settings", |_, _| "/settings".into(), ANY_USER)
+            .body(|_, _| Payload::Json(json!({"scrobbling": true}))),
+        row(
+            "GET /settings/scrobbling",
+            "read one's scrobbling state",
+            |_, _| "/settings/scrobbling".into(),
+            ANY_USER,
+        ),
+        row(
+            "PUT /settings/scrobbling",
+            "set one's scrobbling credentials",
+            |_, _| "/settings/scrobbling".into(),
+            ANY_USER,
+        )
+        .body(|_, _| Payload::Json(json!({"listenbrainz": {"token": "a-listenbrainz-token"}}))),
+        // Last: a password change revokes the caller's tokens, which no later row could use.
+        row(
+            "POST /users/me/password",
+            "change one's password",
+            |_, _| "/users/me/password".into(),
+            ANY_USER,
+        )
+        .body(|_, role| {
+            let current = if role == 3 { "root-password" } else { "long enough" };
+            Payload::Json(json!({"current_password": current, "new_password": "longer than before"}))
+        }),
     ]
+}
+
+fn png() -> Payload {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(PNG)
+        .expect("a PNG");
+    Payload::Raw("image/png".into(), bytes)
+}
+
+/// Every operation of the OpenAPI document, as `METHOD /path-template`.
+fn operations() -> BTreeSet<String> {
+    let document = serde_json::to_value(musiclib_http::openapi()).expect("the document serializes");
+    let paths = document["paths"]
+        .as_object()
+        .expect("the document has paths");
+    let mut operations = BTreeSet::new();
+    for (path, item) in paths {
+        for method in METHODS {
+            if item.get(method).is_some() {
+                operations.insert(format!("{} {path}", method.to_uppercase()));
+            }
+        }
+    }
+    operations
+}
+
+/// Whether `path` (a request path, with any query) is an instance of `template`.
+fn matches_template(template: &str, path: &str) -> bool {
+    let path = path.split_once('?').map_or(path, |(path, _)| path);
+    let template: Vec<&str> = template.split('/').collect();
+    let path: Vec<&str> = path.split('/').collect();
+    template.len() == path.len()
+        && template.iter().zip(&path).all(|(template, segment)| {
+            if template.starts_with('{') && template.ends_with('}') {
+                !segment.is_empty()
+            } else {
+                template == segment
+            }
+        })
+}
+
+#[test]
+fn every_operation_has_a_row() {
+    let operations = operations();
+    let rows = rows();
+    let covered: BTreeSet<&str> = rows.iter().map(|row| row.operation).collect();
+    let missing: Vec<&String> = operations
+        .iter()
+        .filter(|operation| !covered.contains(operation.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "operations of the OpenAPI document with no row in the permission table (add them to `rows`):\n{}",
+        missing
+            .iter()
+            .map(|operation| operation.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let unknown: Vec<&str> = covered
+        .iter()
+        .copied()
+        .filter(|operation| !operations.contains(*operation))
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "rows naming no operation of the OpenAPI document:\n{}",
+        unknown.join("\n")
+    );
 }
 
 async fn world(app: &App, owner: &str, owner_id: &str) -> World {
@@ -265,10 +639,9 @@ async fn world(app: &App, owner: &str, owner_id: &str) -> World {
     musiclib_core::testing::insert_synthetic_tracks(&app.library, 4).await;
     let owner_user = musiclib_core::UserId::parse(owner_id).unwrap();
     musiclib_core::testing::set_uploader(&app.library, &owner_user).await;
-    let (_, tracks) = app.get("/api/v1/tracks?limit=4", Some(owner)).await;
-    let tracks: Vec<String> = tracks["items"]
-        .as_array()
-        .unwrap()
+    let (_, listed) = app.get("/api/v1/tracks?limit=4", Some(owner)).await;
+    let listed = listed["items"].as_array().unwrap().clone();
+    let tracks: Vec<String> = listed
         .iter()
         .map(|track| track["id"].as_str().unwrap().to_string())
         .collect();
@@ -279,6 +652,25 @@ async fn world(app: &App, owner: &str, owner_id: &str) -> World {
         )
         .await;
     }
+    musiclib_core::testing::store_lyrics(
+        &app.library,
+        &musiclib_core::TrackId::parse(&tracks[0]).unwrap(),
+        "[00:01.00]La la la",
+    )
+    .await;
+    let album = listed[0]["album_id"].as_str().unwrap().to_string();
+    let artist = listed[0]["artist_id"].as_str().unwrap().to_string();
+    let cover_key = format!("covers/{album}.png");
+    let Payload::Raw(_, png) = png() else {
+        unreachable!()
+    };
+    musiclib_core::testing::put_blob(&app.library, &cover_key, png.into()).await;
+    musiclib_core::testing::execute(
+        &app.library,
+        "UPDATE albums SET cover_uri = $1 WHERE id = $2",
+        &[&cover_key, &album],
+    )
+    .await;
     let (status, job) = app
         .json(
             "POST",
@@ -316,6 +708,7 @@ async fn world(app: &App, owner: &str, owner_id: &str) -> World {
         accounts.push(me["id"].as_str().unwrap().to_string());
     }
     let mut downloads = Vec::new();
+    let mut download_track = String::new();
     for role in 0..ROLES.len() {
         let (status, created) = app
             .json(
@@ -327,11 +720,17 @@ async fn world(app: &App, owner: &str, owner_id: &str) -> World {
             .await;
         assert_eq!(status, StatusCode::CREATED, "{created}");
         downloads.push(created["download"]["id"].as_str().unwrap().to_string());
+        if role == 0 {
+            download_track = created["track"]["id"].as_str().unwrap().to_string();
+        }
     }
     World {
         accounts,
         downloads,
+        download_track,
         tracks,
+        album,
+        artist,
         job: job["job_id"].as_str().unwrap().to_string(),
         private,
         public: public["id"].as_str().unwrap().to_string(),
@@ -380,37 +779,45 @@ both_backends!(
 
         let mut failures = Vec::new();
         for row in rows() {
+            let (method, template) = row
+                .operation
+                .split_once(' ')
+                .expect("an operation is `METHOD /path`");
             for (role, token) in tokens.iter().enumerate() {
                 let path = (row.path)(&world, role);
-                let body = match (&row.body, row.operation) {
-                    (_, "add to a public playlist") => {
-                        Some(json!({"track_ids": [world.tracks[0]]}))
-                    }
-                    (body, _) => body.clone(),
-                };
-                let mut request = Request::builder().method(row.method).uri(&path);
+                assert!(
+                    matches_template(template, &path),
+                    "{}: {path} is not an instance of {template}",
+                    row.case
+                );
+                let uri = format!("/api/v1{path}");
+                let mut request = Request::builder().method(method).uri(&uri);
                 if let Some(token) = token {
                     request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
                 }
-                let request = match body {
-                    Some(body) => request
+                let request = match (row.body)(&world, role) {
+                    Payload::None => request.body(Body::empty()),
+                    Payload::Json(body) => request
                         .header(header::CONTENT_TYPE, "application/json")
                         .body(Body::from(body.to_string())),
-                    None => request.body(Body::empty()),
+                    Payload::Raw(content_type, bytes) => request
+                        .header(header::CONTENT_TYPE, content_type)
+                        .body(Body::from(bytes)),
                 }
                 .unwrap();
                 let (status, answer) = app.call(request).await;
                 if status.as_u16() != row.expect[role] {
                     failures.push(format!(
-                        "{} by {}: {} {path} answered {status} (expected {}): {answer}",
-                        row.operation, ROLES[role], row.method, row.expect[role]
+                        "{} ({}) by {}: {uri} answered {status} (expected {}): {answer}",
+                        row.operation, row.case, ROLES[role], row.expect[role]
                     ));
                 } else if !status.is_success() {
                     // Every refusal names its reason in the one error shape.
                     assert!(
                         answer["error"]["code"].is_string(),
-                        "{} by {}: {answer}",
+                        "{} ({}) by {}: {answer}",
                         row.operation,
+                        row.case,
                         ROLES[role]
                     );
                 }

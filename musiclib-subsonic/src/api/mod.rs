@@ -21,67 +21,80 @@ use crate::{Outcome, Request};
 /// Largest list a client may ask for in one call (`size`, `count`).
 pub(crate) const MAX_LIST: i64 = 500;
 
-/// Runs the method `name`.
-///
-/// Each method's future is boxed: the future of a `match` over every handler would be as
-/// large as the largest of them, allocated and moved for every request, even a `ping`.
-pub(crate) async fn dispatch(name: &str, request: &Request) -> Outcome {
-    let method: BoxFuture<'_, Outcome> = match name {
-        "ping" => Box::pin(system::ping(request)),
-        "getLicense" => Box::pin(system::license(request)),
-        "tokenInfo" => Box::pin(system::token_info(request)),
-        "getUser" => Box::pin(system::user(request)),
-        "getUsers" => Box::pin(system::users(request)),
-        "startScan" => Box::pin(system::start_scan(request)),
-        "getScanStatus" => Box::pin(system::scan_status(request)),
+/// Declares [`dispatch`] and [`METHODS`] from one table, so the list of methods the router
+/// names (and metrics count) is the list `dispatch` runs.
+macro_rules! methods {
+    ($name:ident, $request:ident; $($($method:literal)|+ => $handler:expr,)*) => {
+        /// Every method [`dispatch`] runs.
+        pub(crate) const METHODS: &[&str] = &[$($($method,)+)*];
 
-        "getMusicFolders" => Box::pin(browsing::music_folders(request)),
-        "getIndexes" => Box::pin(browsing::indexes(request)),
-        "getMusicDirectory" => Box::pin(browsing::music_directory(request)),
-        "getGenres" => Box::pin(browsing::genres(request)),
-        "getArtists" => Box::pin(browsing::artists(request)),
-        "getArtist" => Box::pin(browsing::artist(request)),
-        "getAlbum" => Box::pin(browsing::album(request)),
-        "getSong" => Box::pin(browsing::song(request)),
-        "getArtistInfo" | "getArtistInfo2" => Box::pin(browsing::artist_info(request, name)),
-        "getAlbumInfo" | "getAlbumInfo2" => Box::pin(browsing::album_info(request)),
-        "getSimilarSongs" | "getSimilarSongs2" => Box::pin(browsing::similar_songs(request, name)),
-        "getTopSongs" => Box::pin(browsing::top_songs(request)),
-        "getSonicSimilarTracks" => Box::pin(browsing::sonic_similar(request)),
-        "findSonicPath" => Box::pin(browsing::sonic_path(request)),
-
-        "getAlbumList" | "getAlbumList2" => Box::pin(lists::album_list(request, name)),
-        "getRandomSongs" => Box::pin(lists::random_songs(request)),
-        "getSongsByGenre" => Box::pin(lists::songs_by_genre(request)),
-        "getNowPlaying" => Box::pin(lists::now_playing(request)),
-        "getStarred" | "getStarred2" => Box::pin(lists::starred(request, name)),
-        "search2" | "search3" => Box::pin(lists::search(request, name)),
-
-        "getPlaylists" => Box::pin(playlists::list(request)),
-        "getPlaylist" => Box::pin(playlists::get(request)),
-        "createPlaylist" => Box::pin(playlists::create(request)),
-        "updatePlaylist" => Box::pin(playlists::update(request)),
-        "deletePlaylist" => Box::pin(playlists::delete(request)),
-
-        "stream" => Box::pin(media::stream(request)),
-        "download" => Box::pin(media::download(request)),
-        "getCoverArt" => Box::pin(media::cover_art(request)),
-        "getLyrics" => Box::pin(media::lyrics(request)),
-        "getLyricsBySongId" => Box::pin(media::lyrics_by_song_id(request)),
-
-        "star" => Box::pin(annotation::star(request, true)),
-        "unstar" => Box::pin(annotation::star(request, false)),
-        "setRating" => Box::pin(annotation::set_rating(request)),
-        "scrobble" => Box::pin(annotation::scrobble(request)),
-        "savePlayQueue" => Box::pin(annotation::save_play_queue(request)),
-        "getPlayQueue" => Box::pin(annotation::play_queue(request)),
-        "createBookmark" => Box::pin(annotation::create_bookmark(request)),
-        "getBookmarks" => Box::pin(annotation::bookmarks(request)),
-        "deleteBookmark" => Box::pin(annotation::delete_bookmark(request)),
-
-        other => return Err(SubsonicError::not_supported(other)),
+        /// Runs the method `name`.
+        ///
+        /// Each method's future is boxed: the future of a `match` over every handler would be
+        /// as large as the largest of them, allocated and moved for every request, even a
+        /// `ping`.
+        pub(crate) async fn dispatch($name: &str, $request: &Request) -> Outcome {
+            let method: BoxFuture<'_, Outcome> = match $name {
+                $($($method)|+ => Box::pin($handler),)*
+                other => return Err(SubsonicError::not_supported(other)),
+            };
+            method.await
+        }
     };
-    method.await
+}
+
+methods! { name, request;
+    "ping" => system::ping(request),
+    "getLicense" => system::license(request),
+    "tokenInfo" => system::token_info(request),
+    "getUser" => system::user(request),
+    "getUsers" => system::users(request),
+    "startScan" => system::start_scan(request),
+    "getScanStatus" => system::scan_status(request),
+
+    "getMusicFolders" => browsing::music_folders(request),
+    "getIndexes" => browsing::indexes(request),
+    "getMusicDirectory" => browsing::music_directory(request),
+    "getGenres" => browsing::genres(request),
+    "getArtists" => browsing::artists(request),
+    "getArtist" => browsing::artist(request),
+    "getAlbum" => browsing::album(request),
+    "getSong" => browsing::song(request),
+    "getArtistInfo" | "getArtistInfo2" => browsing::artist_info(request, name),
+    "getAlbumInfo" | "getAlbumInfo2" => browsing::album_info(request),
+    "getSimilarSongs" | "getSimilarSongs2" => browsing::similar_songs(request, name),
+    "getTopSongs" => browsing::top_songs(request),
+    "getSonicSimilarTracks" => browsing::sonic_similar(request),
+    "findSonicPath" => browsing::sonic_path(request),
+
+    "getAlbumList" | "getAlbumList2" => lists::album_list(request, name),
+    "getRandomSongs" => lists::random_songs(request),
+    "getSongsByGenre" => lists::songs_by_genre(request),
+    "getNowPlaying" => lists::now_playing(request),
+    "getStarred" | "getStarred2" => lists::starred(request, name),
+    "search2" | "search3" => lists::search(request, name),
+
+    "getPlaylists" => playlists::list(request),
+    "getPlaylist" => playlists::get(request),
+    "createPlaylist" => playlists::create(request),
+    "updatePlaylist" => playlists::update(request),
+    "deletePlaylist" => playlists::delete(request),
+
+    "stream" => media::stream(request),
+    "download" => media::download(request),
+    "getCoverArt" => media::cover_art(request),
+    "getLyrics" => media::lyrics(request),
+    "getLyricsBySongId" => media::lyrics_by_song_id(request),
+
+    "star" => annotation::star(request, true),
+    "unstar" => annotation::star(request, false),
+    "setRating" => annotation::set_rating(request),
+    "scrobble" => annotation::scrobble(request),
+    "savePlayQueue" => annotation::save_play_queue(request),
+    "getPlayQueue" => annotation::play_queue(request),
+    "createBookmark" => annotation::create_bookmark(request),
+    "getBookmarks" => annotation::bookmarks(request),
+    "deleteBookmark" => annotation::delete_bookmark(request),
 }
 
 /// Parses an id of a kind; a malformed id is data not found (error 70), as for any id the

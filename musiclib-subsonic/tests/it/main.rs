@@ -7,9 +7,11 @@ mod endpoints;
 mod harness;
 mod lyrics;
 mod media;
+mod permissions;
 mod recommend;
 mod remote;
 mod scrobbling;
+mod throttle;
 
 /// Runs an async test body once per backend pairing. Every scenario uploads tracks of the
 /// corpus and validates with xmllint, and the scale-out one needs PostgreSQL and S3: outside
