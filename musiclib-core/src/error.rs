@@ -472,6 +472,38 @@ mod tests {
     }
 
     #[test]
+    fn a_full_disk_is_insufficient_storage() {
+        let full = std::io::Error::from_raw_os_error(28);
+        let error = Error::io("/data/tmp/upload", full);
+        assert_eq!(error.kind(), ErrorKind::InsufficientStorage);
+        assert_eq!(error.code(), "insufficient_storage");
+        let reserved = std::io::Error::new(std::io::ErrorKind::StorageFull, "kept free");
+        assert_eq!(
+            Error::io("/data", reserved).kind(),
+            ErrorKind::InsufficientStorage
+        );
+        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        assert_eq!(Error::io("/data", denied).kind(), ErrorKind::Internal);
+    }
+
+    #[test]
+    fn a_database_out_of_reach_is_unavailable() {
+        for failure in [
+            sqlx::Error::PoolTimedOut,
+            sqlx::Error::PoolClosed,
+            sqlx::Error::Io(std::io::ErrorKind::ConnectionRefused.into()),
+            sqlx::Error::Protocol("unexpected end of a message".into()),
+            sqlx::Error::WorkerCrashed,
+        ] {
+            let error = Error::from(failure);
+            assert_eq!(error.kind(), ErrorKind::Unavailable, "{error:?}");
+            assert_eq!(error.code(), "database_unavailable");
+        }
+        let error = Error::from(sqlx::Error::RowNotFound);
+        assert_eq!(error.kind(), ErrorKind::Internal);
+    }
+
+    #[test]
     fn chains_keep_their_sources() {
         let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied");
         let error = Error::internal_with("cannot hash the password", io);
