@@ -2,38 +2,21 @@
 //! that address (and nothing else there), while the main address still asks for an admin;
 //! a `worker` process serves its metrics the same way.
 
-use std::process::{Child, Command, Stdio};
+mod support;
+
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use support::{free_port, Process};
 
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
+/// Starts the binary with `args` and `env`, its output discarded.
 fn spawn(args: &[&str], env: &[(&str, String)]) -> Process {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_musiclib"));
-    command
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    for (key, value) in env {
-        command.env(key, value);
-    }
-    Process(command.spawn().expect("start musiclib"))
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(key, value)| (key.to_string(), value.clone()))
+        .collect();
+    support::spawn(args[0], args, &env, std::path::Path::new("/dev/null"))
 }
 
 /// Waits until `url` answers 200.

@@ -4,43 +4,31 @@
 //! Subsonic interface's included, carries the security headers; CORS follows
 //! `CORS_ALLOWED_ORIGINS`.
 
-use std::process::{Child, Command, Stdio};
+mod support;
+
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use support::{free_port, Process};
 
 async fn serve(data: &std::path::Path, port: u16) -> Process {
-    let server = Process(
-        Command::new(env!("CARGO_BIN_EXE_musiclib"))
-            .args(["serve", "--no-worker"])
-            .env("DATA_DIR", data)
-            .env("BIND_ADDRESS", format!("127.0.0.1:{port}"))
-            .env("SOUND_ANALYSIS", "false")
-            .env("LOGIN_ACCOUNT_FAILURE_BURST", "100")
-            .env("LOGIN_ADDRESS_FAILURE_BURST", "3")
-            .env("LOGIN_ADDRESS_FAILURE_INTERVAL_SECONDS", "60")
-            .env("CORS_ALLOWED_ORIGINS", "https://player.example")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start musiclib"),
+    let env: Vec<(String, String)> = [
+        ("DATA_DIR", data.display().to_string()),
+        ("BIND_ADDRESS", format!("127.0.0.1:{port}")),
+        ("SOUND_ANALYSIS", "false".into()),
+        ("LOGIN_ACCOUNT_FAILURE_BURST", "100".into()),
+        ("LOGIN_ADDRESS_FAILURE_BURST", "3".into()),
+        ("LOGIN_ADDRESS_FAILURE_INTERVAL_SECONDS", "60".into()),
+        ("CORS_ALLOWED_ORIGINS", "https://player.example".into()),
+    ]
+    .into_iter()
+    .map(|(key, value)| (key.to_string(), value))
+    .collect();
+    let server = support::spawn(
+        "serve",
+        &["serve", "--no-worker"],
+        &env,
+        std::path::Path::new("/dev/null"),
     );
     let client = reqwest::Client::new();
     let deadline = Instant::now() + Duration::from_secs(30);
