@@ -338,65 +338,154 @@ pub fn corpus_dir() -> Option<std::path::PathBuf> {
     }
 }
 
-/// Inserts `count` synthetic tracks (no audio) in batches: `albums` albums per artist, ten
-/// tracks per album. For benchmarks of catalogue queries on large libraries.
+/// Inserts `count` synthetic tracks (no audio) in batches: a hundred tracks per artist, ten
+/// per album. For benchmarks of catalogue queries on large libraries.
 pub async fn insert_synthetic_tracks(library: &Library, count: usize) {
-    use crate::catalog::{NewTrack, Resolver};
     use crate::domain::Source;
-    use crate::ingest::{AudioFacts, EmbeddedTags};
+    insert_tracks(library, count, |index| {
+        let artist = format!("Artist {} Ñandú", index / 100);
+        let album = format!("Album {} of {}", (index / 10) % 10, artist);
+        let tags = crate::ingest::EmbeddedTags {
+            title: Some(format!("Track {index} Mañana {}", index % 97)),
+            artist: Some(artist.clone()),
+            album: Some(album),
+            year: Some(1970 + (index % 50) as i64),
+            track_number: Some((index % 10 + 1) as i64),
+            // Skewed, so the top genres have an order.
+            genre: Some(GENRES[(index * index / 7) % GENRES.len()].to_string()),
+            ..Default::default()
+        };
+        (tags, Source::Remote, format!("synthetic-{index}"), 180_000, String::new())
+    })
+    .await
+}
+
+/// Inserts `count` tracks that read like a folder library (no audio): titles of two to four
+/// words drawn from a word list (so any one- or two-letter search finds many, a word a few),
+/// ten tracks per album, about ten albums per artist, twelve genres, fifty years, imported
+/// from the local folder. Deterministic for a given `seed`. For benchmarks of lists, sorts
+/// and searches through the real server (`benches/catalog-load.sh`).
+pub async fn insert_library_tracks(library: &Library, count: usize, seed: u64) {
+    use crate::domain::Source;
+    const WORDS: [&str; 48] = [
+        "love", "night", "heart", "blue", "river", "fire", "dream", "rain", "summer", "road",
+        "light", "shadow", "song", "moon", "city", "golden", "wild", "silver", "ocean", "storm",
+        "dance", "home", "broken", "morning", "star", "winter", "echo", "garden", "mañana",
+        "corazón", "nuit", "zeit", "sky", "alone", "young", "electric", "paradise", "ghost",
+        "velvet", "highway", "quiet", "sugar", "thunder", "paper", "island", "kiss", "forever",
+        "jazz",
+    ];
+    let mix = |value: u64| {
+        // splitmix64: a fixed, well-spread sequence per index.
+        let mut z = value.wrapping_add(seed).wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let words = |value: u64, count: u64| {
+        (0..count)
+            .map(|word| WORDS[(mix(value * 7 + word) % WORDS.len() as u64) as usize])
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let title_case = |text: String| {
+        text.split(' ')
+            .map(|word| {
+                let mut chars = word.chars();
+                chars
+                    .next()
+                    .map(|first| first.to_uppercase().chain(chars).collect::<String>())
+                    .unwrap_or_default()
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    insert_tracks(library, count, |index| {
+        let index = index as u64;
+        let album_index = index / 10;
+        let artist_index = album_index / 10;
+        let artist = title_case(format!("the {} {artist_index}", words(artist_index << 40, 2)));
+        let album = title_case(words(album_index << 20, 1 + mix(album_index) % 3));
+        let title = title_case(words(index, 2 + mix(index) % 3));
+        let tags = crate::ingest::EmbeddedTags {
+            title: Some(title.clone()),
+            artist: Some(artist.clone()),
+            album: Some(album.clone()),
+            year: Some(1960 + (mix(album_index << 8) % 60) as i64),
+            track_number: Some((index % 10 + 1) as i64),
+            genre: Some(GENRES[(mix(artist_index << 12) % GENRES.len() as u64) as usize].into()),
+            ..Default::default()
+        };
+        let path = format!("{artist}/{album} {album_index}/{:02} {title}.flac", index % 10 + 1);
+        let duration_ms = 120_000 + (mix(index << 4) % 240_000) as i64;
+        // A blob that is not there: lists, sorts and searches never read it.
+        let storage_uri = format!("tracks/synthetic/{index}.flac");
+        (tags, Source::LocalFolder, path, duration_ms, storage_uri)
+    })
+    .await
+}
+
+const GENRES: [&str; 12] = [
+    "Rock",
+    "Jazz",
+    "Classical",
+    "Electronic",
+    "Folk",
+    "Hip-Hop",
+    "Ambient",
+    "Pop",
+    "Blues",
+    "Soul",
+    "Metal",
+    "Reggae",
+];
+
+/// Tags, source, source id, duration (ms) and storage URI of a synthetic track.
+type SyntheticTrack = (
+    crate::ingest::EmbeddedTags,
+    crate::domain::Source,
+    String,
+    i64,
+    String,
+);
+
+/// Inserts `count` tracks without audio, a thousand per transaction, with the tags, source
+/// source, source id, duration and storage URI `describe` gives the track of each index.
+async fn insert_tracks(
+    library: &Library,
+    count: usize,
+    describe: impl Fn(usize) -> SyntheticTrack,
+) {
+    use crate::catalog::{NewTrack, Resolver};
+    use crate::ingest::AudioFacts;
     const FORMATS: [(&str, &str); 4] = [
         ("mp3", "audio/mpeg"),
         ("flac", "audio/flac"),
         ("ogg", "audio/ogg"),
         ("m4a", "audio/mp4"),
     ];
-    const GENRES: [&str; 12] = [
-        "Rock",
-        "Jazz",
-        "Classical",
-        "Electronic",
-        "Folk",
-        "Hip-Hop",
-        "Ambient",
-        "Pop",
-        "Blues",
-        "Soul",
-        "Metal",
-        "Reggae",
-    ];
     let db = library.db();
     for start in (0..count).step_by(1000) {
         let mut tx = db.begin().await.expect("begin");
         let mut resolver = Resolver::new(db.clone());
         for index in start..(start + 1000).min(count) {
-            let artist = format!("Artist {} Ñandú", index / 100);
-            let album = format!("Album {} of {}", (index / 10) % 10, artist);
-            let tags = EmbeddedTags {
-                title: Some(format!("Track {index} Mañana {}", index % 97)),
-                artist: Some(artist.clone()),
-                album: Some(album),
-                year: Some(1970 + (index % 50) as i64),
-                track_number: Some((index % 10 + 1) as i64),
-                // Skewed, so the top genres have an order.
-                genre: Some(GENRES[(index * index / 7) % GENRES.len()].to_string()),
-                ..Default::default()
-            };
+            let (tags, source, source_id, duration_ms, storage_uri) = describe(index);
             let (format, mime_type) = FORMATS[index % FORMATS.len()];
             let track = NewTrack {
                 id: crate::TrackId::new(),
                 facts: AudioFacts {
                     format,
                     mime_type,
-                    duration_ms: 180_000,
+                    duration_ms,
                     bitrate_kbps: Some(320),
                     sample_rate: Some(44100),
                     channels: Some(2),
                     tags,
                     has_embedded_cover: false,
                 },
-                storage_uri: String::new(),
-                source: Source::Remote,
-                source_id: format!("synthetic-{index}"),
+                storage_uri,
+                source,
+                source_id,
                 size_bytes: 0,
                 sha256: String::new(),
                 mtime: None,
