@@ -184,10 +184,10 @@ impl Sound {
         if !self.enabled {
             return Ok(report);
         }
-        let waiting: Vec<(String, String, Option<String>)> = self
+        let waiting: Vec<(String, String, Option<String>, Option<i64>)> = self
             .db
             .sql(&format!(
-                "SELECT t.id, t.storage_uri, t.content_sha256 FROM tracks t
+                "SELECT t.id, t.storage_uri, t.content_sha256, t.duration_ms FROM tracks t
                  WHERE t.availability = 'available' AND t.storage_uri <> '' AND NOT EXISTS
                    (SELECT 1 FROM track_features f WHERE f.track_id = t.id AND f.version = $1
                       AND (f.content_sha256 = t.content_sha256 OR f.content_sha256 IS NULL))
@@ -196,12 +196,19 @@ impl Sound {
             .bind(VERSION)
             .fetch_all(self.db.pool())
             .await?;
-        for (id, key, sha) in waiting {
+        for (id, key, sha, duration_ms) in waiting {
             if should_yield().await {
                 report.yielded = true;
                 break;
             }
+            let too_long = duration_ms.is_some_and(|ms| ms > MAX_ANALYSED_MS);
             let outcome = match storage.local_file(&key).await {
+                // bliss decodes the whole track into memory (22,050 samples a second): a
+                // three-hour recording would hold a gigabyte.
+                Ok(_) if too_long => Err(format!(
+                    "longer than {} minutes: not analysed (the analysis holds the whole decoded track in memory)",
+                    MAX_ANALYSED_MS / 60_000
+                )),
                 Ok(file) => {
                     let _slot = self.cpu.acquire().await;
                     analyze_file(&file.path).await
@@ -579,6 +586,10 @@ fn euclidean(a: &Point, b: &Point) -> f32 {
         .sum::<f32>()
         .sqrt()
 }
+
+/// Tracks longer than this are not analysed: the decoded track (mono, 22,050 Hz, f32) is
+/// held in memory whole, about 80 MB for 15 minutes.
+pub(crate) const MAX_ANALYSED_MS: i64 = 15 * 60 * 1000;
 
 /// The features of the audio file at `path`, or why there are none.
 pub(crate) async fn analyze_file(path: &Path) -> std::result::Result<Vec<f32>, String> {

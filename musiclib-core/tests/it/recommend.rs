@@ -750,3 +750,29 @@ backend_test! {
         assert!(sound.detail.starts_with("cannot read the analysis state"), "{sound:?}");
     }
 }
+
+backend_test! {
+    async fn a_track_too_long_to_hold_decoded_is_not_analysed(backend: Backend) {
+        let library = TestLibrary::new(backend).await;
+        let caller = user(&library, "dj").await;
+        // Sixteen minutes (at 2 kHz, so the file stays small): over the analysis's bound.
+        let long = musiclib_core::testing::wav_mono(2000, (0..2000 * 60 * 16).map(|i| ((i % 40) * 500) as i16));
+        let track = library
+            .ingest()
+            .upload_track(&caller, Some("a long mix.wav"), long.as_slice())
+            .await
+            .unwrap()
+            .track;
+        assert!(track.duration_ms.unwrap() > 15 * 60 * 1000);
+        let report = library.recommend().analyze_pending(library.storage(), 10).await.unwrap();
+        assert_eq!((report.analyzed, report.failed), (0, 1), "{report:?}");
+        let reason: Option<String> = sqlx::query_scalar("SELECT error FROM track_features WHERE track_id = $1")
+            .bind(track.id.as_str())
+            .fetch_one(musiclib_core::testing::pool(&library))
+            .await
+            .unwrap();
+        assert!(reason.unwrap().starts_with("longer than 15 minutes"));
+        // Recorded once: nothing is pending any more.
+        assert_eq!(library.recommend().sound_status().await.unwrap().pending, 0);
+    }
+}
