@@ -2,7 +2,6 @@
 //! by year or genre, and the caller's own views (most played, recently played, best rated,
 //! starred), which read their plays and marks.
 
-use super::rows::{AlbumRow, ALBUM_SELECT};
 use super::Catalog;
 use crate::auth::Caller;
 use crate::domain::{Album, Page};
@@ -46,7 +45,14 @@ impl Catalog {
         kind: &AlbumList,
         page: Page,
     ) -> Result<Vec<Album>> {
-        let mut select = self.db.sql(ALBUM_SELECT);
+        // The page's ids first (walking the order's index where there is one), then their
+        // rows: the counts and lengths every album row carries are computed for the page only.
+        let mut select = self.db.sql(match kind {
+            AlbumList::AlphabeticalByArtist => {
+                "SELECT al.id FROM albums al LEFT JOIN artists ar ON ar.id = al.artist_id"
+            }
+            _ => "SELECT al.id FROM albums al",
+        });
         let mut arg = |value: String| select.arg(value);
         let plays = |user: &str| {
             format!(
@@ -114,7 +120,7 @@ impl Catalog {
                     String::new(),
                     format!(
                         "LOWER(al.genre) = {genre} OR EXISTS
-                           (SELECT 1 FROM tracks g WHERE g.album_id = al.id AND LOWER(g.genre) = {genre})"
+                           (SELECT 1 FROM tracks g WHERE g.album_id = al.id AND LOWER(g.genre) = {genre} LIMIT 1)"
                     ),
                     "al.title_key, al.id".into(),
                 )
@@ -122,7 +128,10 @@ impl Catalog {
         };
         // Only albums with something to play: an album of saved remote hits (placeholders)
         // alone is not listed to legacy clients, which cannot play it.
-        let playable = "EXISTS (SELECT 1 FROM tracks p WHERE p.album_id = al.id AND p.availability <> 'placeholder')";
+        // (`LIMIT 1` keeps each EXISTS a correlated subquery: SQLite 3.51 turns a plain one
+        // into a join, and with the title index and an OFFSET it then skipped nothing, so
+        // every page was the first.)
+        let playable = "EXISTS (SELECT 1 FROM tracks p WHERE p.album_id = al.id AND p.availability <> 'placeholder' LIMIT 1)";
         let filter = if filter.is_empty() {
             playable.to_string()
         } else {
@@ -133,7 +142,7 @@ impl Catalog {
             page.limit(),
             page.offset()
         ));
-        let rows: Vec<AlbumRow> = select.fetch_all(self.db.pool()).await?;
-        Ok(rows.into_iter().map(Album::from).collect())
+        let ids: Vec<String> = select.fetch_scalars(self.db.pool()).await?;
+        self.albums_in_order(&ids).await
     }
 }

@@ -1,9 +1,10 @@
 //! Albums: the list with filters and sort, one album, its tracks.
 
-use super::query::{direction, AlbumFilter, AlbumSortKey, Sort, TrackFilter, TrackSortKey};
+use super::query::{album_order, AlbumFilter, AlbumSortKey, Sort, TrackFilter, TrackSortKey};
 use super::rows::{AlbumRow, ALBUM_SELECT};
 use super::Catalog;
-use crate::db::like_pattern;
+use super::keyset::{self, Chunk, KeyColumn};
+use crate::db::{like_pattern, Sql};
 use crate::domain::{Album, Page, Paged, Track};
 use crate::{AlbumId, Error, Result};
 
@@ -15,6 +16,73 @@ impl Catalog {
         sort: Option<Sort<AlbumSortKey>>,
         page: Page,
     ) -> Result<Paged<Album>> {
+        let sort = sort.unwrap_or(Sort {
+            key: AlbumSortKey::Title,
+            descending: false,
+        });
+        let order = album_order(sort);
+        self.album_filters(filter)
+            .fetch_page_by_key::<AlbumRow, _>(
+                self.db.pool(),
+                "SELECT COUNT(*) FROM albums al",
+                "SELECT al.id FROM albums al LEFT JOIN artists ar ON ar.id = al.artist_id",
+                ALBUM_SELECT,
+                "al.id",
+                &order,
+                page,
+            )
+            .await
+    }
+
+    /// As [`Catalog::list_albums`], the page after `cursor` (empty: the first page) by
+    /// keyset: sorts by title and created_at (either direction).
+    pub async fn list_albums_after(
+        &self,
+        filter: &AlbumFilter,
+        sort: Option<Sort<AlbumSortKey>>,
+        limit: i64,
+        cursor: &str,
+    ) -> Result<Chunk<Album>> {
+        let sort = sort.unwrap_or(Sort {
+            key: AlbumSortKey::Title,
+            descending: false,
+        });
+        let key = match (sort.key, sort.descending) {
+            (AlbumSortKey::Title, false) => ("albums:title", "al.title_key", true),
+            (AlbumSortKey::Title, true) => ("albums:-title", "al.title_key", true),
+            (AlbumSortKey::CreatedAt, false) => ("albums:created_at", "al.created_at", false),
+            (AlbumSortKey::CreatedAt, true) => ("albums:-created_at", "al.created_at", false),
+            _ => {
+                return Err(Error::invalid(
+                    "cursor",
+                    "cursor paging is offered for the sorts title and created_at; use offset with this one",
+                ))
+            }
+        };
+        let key = KeyColumn {
+            sort: key.0,
+            column: key.1,
+            id: "al.id",
+            text: key.2,
+            descending: sort.descending,
+        };
+        let limit = Page::new(Some(limit), None)?.limit();
+        let filters = self.album_filters(filter);
+        let total = filters
+            .prefixed("SELECT COUNT(*) FROM albums al")
+            .fetch_scalar::<i64, _>(self.db.pool());
+        let ids = keyset::page_ids(&self.db, "FROM albums al", &filters, key, limit, cursor);
+        let (total, (ids, next_cursor)) = futures::try_join!(total, ids)?;
+        Ok(Chunk {
+            items: self.albums_in_order(&ids).await?,
+            total,
+            limit,
+            next_cursor,
+        })
+    }
+
+    /// The `WHERE` fragment (on alias `al`) of an album filter.
+    fn album_filters(&self, filter: &AlbumFilter) -> Sql {
         let mut filters = self.db.sql("");
         if let Some(artist_id) = &filter.artist_id {
             filters
@@ -43,28 +111,7 @@ impl Catalog {
                 .push_bind(like_pattern(&q))
                 .push(" ESCAPE '\\'");
         }
-        let sort = sort.unwrap_or(Sort {
-            key: AlbumSortKey::Title,
-            descending: false,
-        });
-        let dir = direction(sort.descending);
-        let order = match sort.key {
-            AlbumSortKey::Title => format!("al.title_key {dir}, al.id {dir}"),
-            AlbumSortKey::Artist => {
-                format!("LOWER(ar.name) {dir}, al.title_key {dir}, al.id {dir}")
-            }
-            AlbumSortKey::Year => format!("al.year {dir}, al.title_key {dir}, al.id {dir}"),
-            AlbumSortKey::CreatedAt => format!("al.created_at {dir}, al.id {dir}"),
-        };
         filters
-            .fetch_page::<AlbumRow, _>(
-                self.db.pool(),
-                "SELECT COUNT(*) FROM albums al",
-                ALBUM_SELECT,
-                &order,
-                page,
-            )
-            .await
     }
 
     /// One album, with its track count and duration.
@@ -76,6 +123,19 @@ impl Catalog {
             .await?
             .map(Album::from)
             .ok_or_else(|| Error::not_found("album", id))
+    }
+
+    /// Albums by id, in the order given; ids of missing albums are left out.
+    pub(crate) async fn albums_in_order(&self, ids: &[String]) -> Result<Vec<Album>> {
+        let mut found = std::collections::HashMap::with_capacity(ids.len());
+        for chunk in ids.chunks(crate::db::CHUNK) {
+            let mut select = self.db.sql(&format!("{ALBUM_SELECT} WHERE al.id IN ("));
+            select.push_list(chunk.iter().map(String::as_str)).push(")");
+            for row in select.fetch_all::<AlbumRow, _>(self.db.pool()).await? {
+                found.insert(row.id.clone(), Album::from(row));
+            }
+        }
+        Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
     }
 
     /// The album's tracks, in disc and track order.

@@ -3,13 +3,68 @@
 use super::query::{track_order, AlbumFilter, AlbumSortKey, Sort, TrackSortKey};
 use super::rows::{ArtistRow, ARTIST_SELECT};
 use super::Catalog;
-use crate::db::like_pattern;
+use super::keyset::{self, Chunk, KeyColumn};
+use crate::db::{like_pattern, Sql};
 use crate::domain::{Album, Artist, Page, Paged, Track};
 use crate::{ArtistId, Error, Result};
 
 impl Catalog {
     /// Artists whose name contains `q` (case- and accent-insensitive), by name, one page.
     pub async fn list_artists(&self, q: Option<&str>, page: Page) -> Result<Paged<Artist>> {
+        self.artist_filters(q)
+            .fetch_page_by_key::<ArtistRow, _>(
+                self.db.pool(),
+                "SELECT COUNT(*) FROM artists ar",
+                "SELECT ar.id FROM artists ar",
+                ARTIST_SELECT,
+                "ar.id",
+                "ar.name_key, ar.id",
+                page,
+            )
+            .await
+    }
+
+    /// As [`Catalog::list_artists`], the page after `cursor` (empty: the first page) by
+    /// keyset.
+    pub async fn list_artists_after(
+        &self,
+        q: Option<&str>,
+        limit: i64,
+        cursor: &str,
+    ) -> Result<Chunk<Artist>> {
+        let key = KeyColumn {
+            sort: "artists:name",
+            column: "ar.name_key",
+            id: "ar.id",
+            text: true,
+            descending: false,
+        };
+        let limit = Page::new(Some(limit), None)?.limit();
+        let filters = self.artist_filters(q);
+        let total = filters
+            .prefixed("SELECT COUNT(*) FROM artists ar")
+            .fetch_scalar::<i64, _>(self.db.pool());
+        let ids = keyset::page_ids(&self.db, "FROM artists ar", &filters, key, limit, cursor);
+        let (total, (ids, next_cursor)) = futures::try_join!(total, ids)?;
+        let mut artists = self
+            .artists_by_ids(&ids.iter().cloned().map(ArtistId::from_db).collect::<Vec<_>>())
+            .await?;
+        let position: std::collections::HashMap<&str, usize> = ids
+            .iter()
+            .enumerate()
+            .map(|(index, id)| (id.as_str(), index))
+            .collect();
+        artists.sort_by_key(|artist| position.get(artist.id.as_str()).copied());
+        Ok(Chunk {
+            items: artists,
+            total,
+            limit,
+            next_cursor,
+        })
+    }
+
+    /// The `WHERE` fragment (on alias `ar`) of the artist list's name filter.
+    fn artist_filters(&self, q: Option<&str>) -> Sql {
         let mut filters = self.db.sql("");
         if let Some(q) = q.map(crate::text::name_key).filter(|q| !q.is_empty()) {
             filters
@@ -19,14 +74,6 @@ impl Catalog {
                 .push(" ESCAPE '\\'");
         }
         filters
-            .fetch_page::<ArtistRow, _>(
-                self.db.pool(),
-                "SELECT COUNT(*) FROM artists ar",
-                ARTIST_SELECT,
-                "ar.name_key, ar.id",
-                page,
-            )
-            .await
     }
 
     /// One artist, with album and track counts.

@@ -3,7 +3,7 @@
 //! ([`crate::db::DatabaseKind::track_search`]): an FTS5 trigram index on SQLite, a pg_trgm
 //! index on PostgreSQL.
 
-use super::rows::{AlbumRow, ArtistRow, TrackRow, ALBUM_SELECT, ARTIST_SELECT, TRACK_SELECT};
+use super::rows::{AlbumRow, ArtistRow, ALBUM_SELECT, ARTIST_SELECT};
 use super::Catalog;
 use crate::db::like_pattern;
 use crate::domain::{Album, Artist, Page, Track};
@@ -41,36 +41,80 @@ impl Catalog {
         let pattern = like_pattern(&key);
         let pool = self.db.pool();
         // The matching ids are found and ordered first, and only the page's rows are read in
-        // full (a full row carries a cover subquery: computing it for every match would cost
-        // more than the search).
-        let order = "ORDER BY LENGTH(t.title), t.title, t.id";
-        let (matching, tracks_arg) = self.db.kind().track_search(&key);
-        let tracks = self
-            .db
-            .sql(&format!(
-                "{TRACK_SELECT} WHERE t.id IN (SELECT t.id FROM tracks t {matching} {order} LIMIT {limit}) {order}"
-            ))
-            .bind(tracks_arg)
-            .fetch_all::<TrackRow, _>(pool);
+        // full (a row carries counts and a cover flag: computing them for every match would
+        // cost more than the search).
+        let tracks = self.search_track_ids(&key, limit);
         let albums = self
             .db
             .sql(&format!(
-                "{ALBUM_SELECT} WHERE al.title_key LIKE $1 ESCAPE '\\' ORDER BY LENGTH(al.title_key), al.title_key, al.id LIMIT {limit}"
+                "{ALBUM_SELECT} WHERE al.id IN (SELECT al.id FROM albums al WHERE al.title_key LIKE $1 ESCAPE '\\'
+                   ORDER BY LENGTH(al.title_key), al.title_key, al.id LIMIT {limit})
+                 ORDER BY LENGTH(al.title_key), al.title_key, al.id"
             ))
             .bind(pattern.as_str())
             .fetch_all::<AlbumRow, _>(pool);
         let artists = self
             .db
             .sql(&format!(
-                "{ARTIST_SELECT} WHERE ar.name_key LIKE $1 ESCAPE '\\' ORDER BY LENGTH(ar.name_key), ar.name_key, ar.id LIMIT {limit}"
+                "{ARTIST_SELECT} WHERE ar.id IN (SELECT ar.id FROM artists ar WHERE ar.name_key LIKE $1 ESCAPE '\\'
+                   ORDER BY LENGTH(ar.name_key), ar.name_key, ar.id LIMIT {limit})
+                 ORDER BY LENGTH(ar.name_key), ar.name_key, ar.id"
             ))
             .bind(pattern.as_str())
             .fetch_all::<ArtistRow, _>(pool);
-        let (tracks, albums, artists) = futures::try_join!(tracks, albums, artists)?;
+        let (track_ids, albums, artists) = futures::try_join!(tracks, albums, artists)?;
+        let track_ids: Vec<&str> = track_ids.iter().map(String::as_str).collect();
         Ok(LibrarySearch {
-            tracks: tracks.into_iter().map(Track::from).collect(),
+            tracks: self.tracks_in_order(&track_ids).await?,
             albums: albums.into_iter().map(Album::from).collect(),
             artists: artists.into_iter().map(Artist::from).collect(),
         })
     }
+
+    /// The ids of the `limit` tracks matching `key` with the shortest titles, in that order.
+    async fn search_track_ids(&self, key: &str, limit: i64) -> Result<Vec<String>> {
+        let order = "ORDER BY length(t.title), t.title, t.id";
+        let (matching, argument) = self.db.kind().track_search(key);
+        if key.chars().count() >= SHORT_QUERY {
+            // A trigram index finds the few matches; they are sorted.
+            return self
+                .db
+                .sql(&format!("SELECT t.id FROM tracks t {matching} {order} LIMIT {limit}"))
+                .bind(argument)
+                .fetch_scalars(self.db.pool())
+                .await;
+        }
+        // One or two characters, which no trigram index serves. Most such queries match
+        // many tracks: the shortest titles, read from an index in this order (migration
+        // 0015), hold the page. Only when they do not (a rare letter) are all tracks read, in
+        // table order, and sorted: never the index walk with a row read per step, which
+        // would be slower than the plain scan.
+        let first: Vec<String> = self
+            .db
+            .sql(&format!(
+                "SELECT t.id FROM (SELECT t.id, t.title, t.search_text FROM tracks t {order} LIMIT {SHORT_WINDOW}) t
+                 {matching} {order} LIMIT {limit}"
+            ))
+            .bind(argument.as_str())
+            .fetch_scalars(self.db.pool())
+            .await?;
+        if first.len() as i64 == limit {
+            // Every later title sorts after the window: this is the page.
+            return Ok(first);
+        }
+        self.db
+            .sql(&format!(
+                "SELECT t.id FROM tracks t {matching} ORDER BY length(t.title) + 0, t.title, t.id LIMIT {limit}"
+            ))
+            .bind(argument)
+            .fetch_scalars(self.db.pool())
+            .await
+    }
 }
+
+/// Queries shorter than this (characters) match no trigram index.
+const SHORT_QUERY: usize = 3;
+
+/// How many of the shortest titles a short query looks through before it reads them all.
+const SHORT_WINDOW: i64 = 2000;
+

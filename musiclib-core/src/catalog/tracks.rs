@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use super::keyset::{self, Chunk, KeyColumn};
 use super::query::{track_order, Sort, TrackFilter, TrackSortKey};
 use super::resolve::Resolver;
 use super::rows::{TrackRow, TRACK_SELECT};
@@ -48,6 +49,21 @@ impl ItemKind {
     }
 }
 
+/// The track list's order when none is asked for: by title, or newest first when filtered
+/// by source.
+fn default_track_sort(filter: &TrackFilter) -> Sort<TrackSortKey> {
+    match filter.source {
+        Some(_) => Sort {
+            key: TrackSortKey::CreatedAt,
+            descending: true,
+        },
+        None => Sort {
+            key: TrackSortKey::Title,
+            descending: false,
+        },
+    }
+}
+
 impl Catalog {
     /// Tracks matching `filter`, one page, in `sort` order (by default by title, or newest
     /// first when filtered by source).
@@ -57,6 +73,64 @@ impl Catalog {
         sort: Option<Sort<TrackSortKey>>,
         page: Page,
     ) -> Result<Paged<Track>> {
+        let sort = sort.unwrap_or_else(|| default_track_sort(filter));
+        self.page_tracks(&self.track_filters(filter), &track_order(sort), page)
+            .await
+    }
+
+    /// As [`Catalog::list_tracks`], the page after `cursor` (empty: the first page) by keyset:
+    /// sorts by title, created_at and updated_at (either direction).
+    pub async fn list_tracks_after(
+        &self,
+        filter: &TrackFilter,
+        sort: Option<Sort<TrackSortKey>>,
+        limit: i64,
+        cursor: &str,
+    ) -> Result<Chunk<Track>> {
+        let sort = sort.unwrap_or_else(|| default_track_sort(filter));
+        let column = match sort.key {
+            TrackSortKey::Title => "lower(t.title)",
+            TrackSortKey::CreatedAt => "t.created_at",
+            TrackSortKey::UpdatedAt => "t.updated_at",
+            _ => {
+                return Err(Error::invalid(
+                    "cursor",
+                    "cursor paging is offered for the sorts title, created_at and updated_at; use offset with this one",
+                ))
+            }
+        };
+        let key = KeyColumn {
+            sort: match (sort.key, sort.descending) {
+                (TrackSortKey::Title, false) => "tracks:title",
+                (TrackSortKey::Title, true) => "tracks:-title",
+                (TrackSortKey::CreatedAt, false) => "tracks:created_at",
+                (TrackSortKey::CreatedAt, true) => "tracks:-created_at",
+                (_, false) => "tracks:updated_at",
+                (_, true) => "tracks:-updated_at",
+            },
+            column,
+            id: "t.id",
+            text: sort.key == TrackSortKey::Title,
+            descending: sort.descending,
+        };
+        let limit = Page::new(Some(limit), None)?.limit();
+        let filters = self.track_filters(filter);
+        let total = filters
+            .prefixed("SELECT COUNT(*) FROM tracks t")
+            .fetch_scalar::<i64, _>(self.db.pool());
+        let ids = keyset::page_ids(&self.db, "FROM tracks t", &filters, key, limit, cursor);
+        let (total, (ids, next_cursor)) = futures::try_join!(total, ids)?;
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        Ok(Chunk {
+            items: self.tracks_in_order(&ids).await?,
+            total,
+            limit,
+            next_cursor,
+        })
+    }
+
+    /// The `WHERE` fragment (on alias `t`) of a track filter.
+    fn track_filters(&self, filter: &TrackFilter) -> Sql {
         let mut filters = self.db.sql("");
         if let Some(source) = filter.source {
             filters
@@ -79,7 +153,7 @@ impl Catalog {
         if let Some(genre) = &filter.genre {
             filters
                 .push_condition()
-                .push("LOWER(t.genre) = ")
+                .push("lower(t.genre) = ")
                 .push_bind(genre.to_lowercase());
         }
         if let Some(year) = filter.year {
@@ -109,17 +183,7 @@ impl Catalog {
                 .push_bind(like_pattern(&q))
                 .push(" ESCAPE '\\'");
         }
-        let sort = sort.unwrap_or(match filter.source {
-            Some(_) => Sort {
-                key: TrackSortKey::CreatedAt,
-                descending: true,
-            },
-            None => Sort {
-                key: TrackSortKey::Title,
-                descending: false,
-            },
-        });
-        self.page_tracks(&filters, &track_order(sort), page).await
+        filters
     }
 
     /// The page of tracks matching `filters` (a `WHERE` fragment on alias `t`) in `order`.
@@ -130,10 +194,12 @@ impl Catalog {
         page: Page,
     ) -> Result<Paged<Track>> {
         filters
-            .fetch_page::<TrackRow, _>(
+            .fetch_page_by_key::<TrackRow, _>(
                 self.db.pool(),
                 "SELECT COUNT(*) FROM tracks t",
+                "SELECT t.id FROM tracks t",
                 TRACK_SELECT,
+                "t.id",
                 order,
                 page,
             )

@@ -94,7 +94,7 @@ async fn sqlite_schema(db: &Db) -> Schema {
             .unwrap();
         for (index, unique, origin) in indexes {
             let columns: Vec<String> = db
-                .sql("SELECT name FROM pragma_index_info($1) ORDER BY seqno")
+                .sql("SELECT COALESCE(name, '(expression)') FROM pragma_index_info($1) ORDER BY seqno")
                 .bind(index.as_str())
                 .fetch_scalars(pool)
                 .await
@@ -148,9 +148,9 @@ async fn postgres_schema(db: &Db) -> Schema {
                         CAST(CASE WHEN ix.indisprimary THEN 1 ELSE 0 END AS BIGINT),
                         CAST(CASE WHEN EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = ix.indexrelid)
                              THEN 1 ELSE 0 END AS BIGINT),
-                        (SELECT string_agg(a.attname::text, ',' ORDER BY k.ord)
+                        (SELECT string_agg(COALESCE(a.attname::text, '(expression)'), ',' ORDER BY k.ord)
                            FROM unnest(ix.indkey) WITH ORDINALITY AS k(attnum, ord)
-                           JOIN pg_attribute a ON a.attrelid = ix.indrelid AND a.attnum = k.attnum)
+                           LEFT JOIN pg_attribute a ON a.attrelid = ix.indrelid AND a.attnum = k.attnum)
                  FROM pg_index ix
                  JOIN pg_class t ON t.oid = ix.indrelid
                  JOIN pg_class i ON i.oid = ix.indexrelid

@@ -370,6 +370,41 @@ impl Sql {
         })
     }
 
+    /// As [`Sql::fetch_page`], with the offset skipped over keys only: `keys` heads the
+    /// statement that selects the key (`SELECT t.id FROM tracks t`, with the joins the filter
+    /// and `order` need), and only the page's rows are read in full (`select` ends where
+    /// `WHERE {key} IN (…)` may follow). A deep page then walks the sort's index without
+    /// reading, or computing the columns of, the rows it skips.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn fetch_page_by_key<O, T>(
+        &self,
+        pool: &sqlx::AnyPool,
+        count: &str,
+        keys: &str,
+        select: &str,
+        key: &str,
+        order: &str,
+        page: Page,
+    ) -> Result<Paged<T>>
+    where
+        O: for<'r> sqlx::FromRow<'r, AnyRow> + Send + Unpin + Into<T>,
+    {
+        let total = self.prefixed(count).fetch_scalar::<i64, _>(pool);
+        let mut rows = self.prefixed(&format!("{select} WHERE {key} IN ({keys}"));
+        rows.push(&format!(
+            " ORDER BY {order} LIMIT {} OFFSET {}) ORDER BY {order}",
+            page.limit(),
+            page.offset()
+        ));
+        let rows = rows.fetch_all::<O, _>(pool);
+        let (total, rows) = futures::try_join!(total, rows)?;
+        Ok(Paged {
+            items: rows.into_iter().map(Into::into).collect(),
+            total,
+            page,
+        })
+    }
+
     /// The first column of every row.
     pub(crate) async fn fetch_scalars<'c, T, E>(self, executor: E) -> Result<Vec<T>>
     where

@@ -10,6 +10,7 @@
 //! - `jobs`: the durable queue: leases, heartbeats, backoff, retries, concurrent workers,
 //!   jobs queued by an earlier release.
 //! - `lyrics`: lyrics from embedded tags and sidecar files, in order.
+//! - `paging`: lists of a larger library paged at any offset in every sort, short searches.
 //! - `permissions`: the table of who may do what, decided by core.
 //! - `recommend`: the radio, similar tracks and artists, sound analysis, the external
 //!   recommender, on a library built so the right answers are known.
@@ -28,6 +29,7 @@ mod cleanup;
 mod enrichment;
 mod hls;
 mod jobs;
+mod paging;
 mod lyrics;
 mod permissions;
 mod recommend;

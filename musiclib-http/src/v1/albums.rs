@@ -7,7 +7,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::dto::{AlbumOut, ArtistOut, Page, PageParams, TrackOut};
+use super::dto::{AlbumOut, ArtistOut, Page, PageParams, Paging, TrackOut};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Auth, Query};
 
@@ -43,6 +43,10 @@ pub struct AlbumQuery {
     /// Offset (default 0).
     #[param(minimum = 0)]
     offset: Option<i64>,
+    /// Cursor paging, for deep reads: empty for the first page, then the `next_cursor` of the
+    /// page before (instead of `offset`). Offered for the sorts title and created_at.
+    #[param(max_length = 2048)]
+    cursor: Option<String>,
 }
 
 /// Lists albums.
@@ -68,15 +72,20 @@ async fn list_albums(
         .as_deref()
         .map(|text| parse_sort(text, "sort", AlbumSortKey::parse))
         .transpose()?;
-    let page = PageParams {
-        limit: query.limit,
-        offset: query.offset,
-    }
-    .page()?;
-    Ok(axum::Json(Page::from_core(
-        library.catalog().list_albums(&filter, sort, page).await?,
-        AlbumOut::from,
-    )))
+    let catalog = library.catalog();
+    Ok(axum::Json(
+        match Paging::new(query.limit, query.offset, query.cursor)? {
+            Paging::Offset(page) => {
+                Page::from_core(catalog.list_albums(&filter, sort, page).await?, AlbumOut::from)
+            }
+            Paging::Cursor { limit, cursor } => Page::from_chunk(
+                catalog
+                    .list_albums_after(&filter, sort, limit, &cursor)
+                    .await?,
+                AlbumOut::from,
+            ),
+        },
+    ))
 }
 
 /// Reads an album.
@@ -126,6 +135,10 @@ pub struct ArtistQuery {
     /// Offset (default 0).
     #[param(minimum = 0)]
     offset: Option<i64>,
+    /// Cursor paging, for deep reads: empty for the first page, then the `next_cursor` of the
+    /// page before (instead of `offset`).
+    #[param(max_length = 2048)]
+    cursor: Option<String>,
 }
 
 /// Lists artists by name.
@@ -136,18 +149,19 @@ async fn list_artists(
     _auth: Auth,
     Query(query): Query<ArtistQuery>,
 ) -> Result<axum::Json<Page<ArtistOut>>, ApiError> {
-    let page = PageParams {
-        limit: query.limit,
-        offset: query.offset,
-    }
-    .page()?;
-    Ok(axum::Json(Page::from_core(
-        library
-            .catalog()
-            .list_artists(query.q.as_deref(), page)
-            .await?,
-        ArtistOut::from,
-    )))
+    let catalog = library.catalog();
+    let q = query.q.as_deref();
+    Ok(axum::Json(
+        match Paging::new(query.limit, query.offset, query.cursor)? {
+            Paging::Offset(page) => {
+                Page::from_core(catalog.list_artists(q, page).await?, ArtistOut::from)
+            }
+            Paging::Cursor { limit, cursor } => Page::from_chunk(
+                catalog.list_artists_after(q, limit, &cursor).await?,
+                ArtistOut::from,
+            ),
+        },
+    ))
 }
 
 /// Reads an artist.

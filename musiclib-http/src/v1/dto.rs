@@ -1,6 +1,7 @@
 //! Wire types of `/api/v1`. Core types carry no serde derive; these do, with `From` impls.
 //! Times are RFC 3339 strings in UTC; durations are milliseconds.
 
+use musiclib_core::catalog::Chunk;
 use musiclib_core::domain::{Album, Artist, Paged, Track};
 use musiclib_core::jobs::Job;
 use serde::{Deserialize, Serialize};
@@ -15,8 +16,12 @@ pub struct Page<T> {
     pub total: i64,
     /// Page size (default 50, maximum 200).
     pub limit: i64,
-    /// Offset of the first item.
-    pub offset: i64,
+    /// Offset of the first item; null for a page read by `cursor`.
+    pub offset: Option<i64>,
+    /// Lists that offer cursor paging (`/tracks`, `/albums`, `/artists`), read with `cursor`:
+    /// the `cursor` of the next page; absent after the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 impl<T> Page<T> {
@@ -26,7 +31,46 @@ impl<T> Page<T> {
             items: paged.items.into_iter().map(map).collect(),
             total: paged.total,
             limit,
-            offset,
+            offset: Some(offset),
+            next_cursor: None,
+        }
+    }
+
+    pub(crate) fn from_chunk<U>(chunk: Chunk<U>, map: impl FnMut(U) -> T) -> Page<T> {
+        Page {
+            items: chunk.items.into_iter().map(map).collect(),
+            total: chunk.total,
+            limit: chunk.limit,
+            offset: None,
+            next_cursor: chunk.next_cursor,
+        }
+    }
+}
+
+/// How a list that offers cursor paging is read: by `offset`, or by `cursor` (not both).
+pub(crate) enum Paging {
+    Offset(musiclib_core::domain::Page),
+    Cursor { limit: i64, cursor: String },
+}
+
+impl Paging {
+    pub(crate) fn new(
+        limit: Option<i64>,
+        offset: Option<i64>,
+        cursor: Option<String>,
+    ) -> Result<Paging, musiclib_core::Error> {
+        match (cursor, offset) {
+            (Some(_), Some(_)) => Err(musiclib_core::Error::invalid(
+                "cursor",
+                "give offset or cursor, not both",
+            )),
+            (Some(cursor), None) => Ok(Paging::Cursor {
+                limit: limit.unwrap_or(musiclib_core::domain::Page::DEFAULT_LIMIT),
+                cursor,
+            }),
+            (None, offset) => Ok(Paging::Offset(musiclib_core::domain::Page::new(
+                limit, offset,
+            )?)),
         }
     }
 }

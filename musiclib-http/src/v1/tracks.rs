@@ -10,7 +10,7 @@ use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::dto::{CandidateOut, JobQueued, Page, PageParams, TrackOut};
+use super::dto::{CandidateOut, JobQueued, Page, PageParams, Paging, TrackOut};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Auth, Json, Query};
 
@@ -57,6 +57,10 @@ pub struct TrackQuery {
     /// Offset (default 0).
     #[param(minimum = 0)]
     offset: Option<i64>,
+    /// Cursor paging, for deep reads: empty for the first page, then the `next_cursor` of the
+    /// page before (instead of `offset`). Offered for the sorts title, created_at and updated_at.
+    #[param(max_length = 2048)]
+    cursor: Option<String>,
 }
 
 /// Lists tracks.
@@ -102,13 +106,20 @@ async fn list_tracks(
         .as_deref()
         .map(|text| parse_sort(text, "sort", TrackSortKey::parse))
         .transpose()?;
-    let page = PageParams {
-        limit: query.limit,
-        offset: query.offset,
-    }
-    .page()?;
-    let tracks = library.catalog().list_tracks(&filter, sort, page).await?;
-    Ok(axum::Json(Page::from_core(tracks, TrackOut::from)))
+    let catalog = library.catalog();
+    Ok(axum::Json(
+        match Paging::new(query.limit, query.offset, query.cursor)? {
+            Paging::Offset(page) => {
+                Page::from_core(catalog.list_tracks(&filter, sort, page).await?, TrackOut::from)
+            }
+            Paging::Cursor { limit, cursor } => Page::from_chunk(
+                catalog
+                    .list_tracks_after(&filter, sort, limit, &cursor)
+                    .await?,
+                TrackOut::from,
+            ),
+        },
+    ))
 }
 
 /// Multipart form of an upload.

@@ -1,0 +1,216 @@
+//! Keyset (cursor) paging of the catalogue lists: a page read after the last row of the
+//! previous one, found by its sort key and id on the sort's index, so the thousandth page of
+//! a library costs what the first does. Offered for the sorts whose keys are never NULL (a
+//! NULL has no place in a row comparison, and the two databases order it apart): tracks by
+//! title, creation or last change; albums by title or creation; artists by name.
+//!
+//! A cursor is opaque to clients: base64url of the sort it belongs to, the last row's key and
+//! its id. An empty cursor asks for the first page.
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+
+use crate::db::{Db, Sql};
+use crate::{Error, Result};
+
+/// One page read by cursor.
+#[derive(Debug, Clone)]
+pub struct Chunk<T> {
+    /// The page.
+    pub items: Vec<T>,
+    /// Total matching count.
+    pub total: i64,
+    /// Page size asked for.
+    pub limit: i64,
+    /// Where the next page starts; `None` after the last page.
+    pub next_cursor: Option<String>,
+}
+
+impl<T> Chunk<T> {
+    /// Maps the items, keeping the paging.
+    pub fn map<U>(self, f: impl FnMut(T) -> U) -> Chunk<U> {
+        Chunk {
+            items: self.items.into_iter().map(f).collect(),
+            total: self.total,
+            limit: self.limit,
+            next_cursor: self.next_cursor,
+        }
+    }
+}
+
+/// The sort key a keyset page walks: a column that is never NULL, and the type it has.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KeyColumn {
+    /// The sort as the cursor names it (`tracks:title`, `albums:-created_at`).
+    pub(crate) sort: &'static str,
+    /// The column or expression, as its index has it (`lower(t.title)`).
+    pub(crate) column: &'static str,
+    /// The id column, the tie-breaker (`t.id`).
+    pub(crate) id: &'static str,
+    /// Whether the key is text (else an integer).
+    pub(crate) text: bool,
+    /// Descending.
+    pub(crate) descending: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+enum Key {
+    Int(i64),
+    Text(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Position {
+    /// The sort the cursor belongs to.
+    s: String,
+    /// The last row's key.
+    k: Key,
+    /// The last row's id.
+    i: String,
+}
+
+const MAX_CURSOR: usize = 2048;
+
+fn encode(position: &Position) -> String {
+    let json = serde_json::to_vec(position).expect("a position serializes");
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
+}
+
+fn decode(cursor: &str, key: &KeyColumn) -> Result<Option<Position>> {
+    if cursor.is_empty() {
+        return Ok(None);
+    }
+    let invalid = || Error::invalid("cursor", "not a cursor this list gave out");
+    if cursor.len() > MAX_CURSOR {
+        return Err(invalid());
+    }
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(cursor)
+        .map_err(|_| invalid())?;
+    let position: Position = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
+    if position.s != key.sort {
+        return Err(Error::invalid(
+            "cursor",
+            format!(
+                "the cursor belongs to the sort {:?}, not {:?}: start again with an empty cursor",
+                position.s, key.sort
+            ),
+        ));
+    }
+    if matches!(position.k, Key::Text(_)) != key.text {
+        return Err(invalid());
+    }
+    Ok(Some(position))
+}
+
+/// The ids of the page after `cursor` of the rows `filters` (a `WHERE` fragment) selects
+/// from `from` (`FROM tracks t`, with joins), in `key` order, and the cursor of the next page.
+pub(crate) async fn page_ids(
+    db: &Db,
+    from: &str,
+    filters: &Sql,
+    key: KeyColumn,
+    limit: i64,
+    cursor: &str,
+) -> Result<(Vec<String>, Option<String>)> {
+    let position = decode(cursor, &key)?;
+    let mut select = filters.clone();
+    let (compare, dir) = if key.descending {
+        ("<", "DESC")
+    } else {
+        (">", "ASC")
+    };
+    if let Some(position) = &position {
+        // The key alone first (`>=`), which SQLite seeks the index with; the row comparison
+        // then drops the rows up to the last one read.
+        let value = match &position.k {
+            Key::Int(value) => select.arg(*value),
+            Key::Text(value) => select.arg(value.as_str()),
+        };
+        let id = select.arg(position.i.as_str());
+        select.push_condition().push(&format!(
+            "{column} {compare}= {value} AND ({column}, {key_id}) {compare} ({value}, {id})",
+            column = key.column,
+            key_id = key.id,
+        ));
+    }
+    select.push(&format!(
+        " ORDER BY {column} {dir}, {id} {dir} LIMIT {}",
+        limit + 1,
+        column = key.column,
+        id = key.id,
+    ));
+    let head = format!("SELECT {}, {} {from}", key.id, key.column);
+    let select = select.prefixed(&head);
+    let mut rows: Vec<(String, Key)> = if key.text {
+        select
+            .fetch_all::<(String, String), _>(db.pool())
+            .await?
+            .into_iter()
+            .map(|(id, key)| (id, Key::Text(key)))
+            .collect()
+    } else {
+        select
+            .fetch_all::<(String, i64), _>(db.pool())
+            .await?
+            .into_iter()
+            .map(|(id, key)| (id, Key::Int(key)))
+            .collect()
+    };
+    let next = if rows.len() as i64 > limit {
+        rows.truncate(limit as usize);
+        rows.last().map(|(id, value)| {
+            encode(&Position {
+                s: key.sort.to_string(),
+                k: value.clone(),
+                i: id.clone(),
+            })
+        })
+    } else {
+        None
+    };
+    Ok((rows.into_iter().map(|(id, _)| id).collect(), next))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TITLE: KeyColumn = KeyColumn {
+        sort: "tracks:title",
+        column: "lower(t.title)",
+        id: "t.id",
+        text: true,
+        descending: false,
+    };
+
+    #[test]
+    fn cursors_round_trip_and_belong_to_their_sort() {
+        let position = Position {
+            s: "tracks:title".into(),
+            k: Key::Text("love song".into()),
+            i: "abc".into(),
+        };
+        let cursor = encode(&position);
+        assert_eq!(decode(&cursor, &TITLE).unwrap(), Some(position));
+        assert_eq!(decode("", &TITLE).unwrap(), None);
+        for bad in ["%%%", "bm90IGpzb24", &"A".repeat(5000)] {
+            let error = decode(bad, &TITLE).unwrap_err();
+            assert_eq!(error.kind(), crate::ErrorKind::InvalidInput, "{bad}");
+        }
+        let other = encode(&Position {
+            s: "tracks:-title".into(),
+            k: Key::Text("x".into()),
+            i: "abc".into(),
+        });
+        let error = decode(&other, &TITLE).unwrap_err();
+        assert!(format!("{error}").contains("belongs to the sort"), "{error}");
+        let wrong_type = encode(&Position {
+            s: "tracks:title".into(),
+            k: Key::Int(3),
+            i: "abc".into(),
+        });
+        assert!(decode(&wrong_type, &TITLE).is_err());
+    }
+}

@@ -1,0 +1,285 @@
+//! Lists of a large library: pages at any offset and in every documented sort are the same
+//! rows, in the same order, as one long read (the offset is skipped over the sort's index,
+//! and only the page's rows are read in full), and the library search's short queries answer
+//! the shortest matching titles first.
+
+use musiclib_core::auth::Caller;
+use musiclib_core::catalog::{
+    AlbumFilter, AlbumList, AlbumSortKey, Sort, TrackFilter, TrackSortKey,
+};
+use musiclib_core::domain::Page;
+
+use crate::backend_test;
+use crate::support::*;
+
+const TRACKS: usize = 180;
+
+const TRACK_SORTS: [&str; 8] = [
+    "title",
+    "artist",
+    "album",
+    "year",
+    "track_number",
+    "duration",
+    "created_at",
+    "updated_at",
+];
+
+/// Every page of `read` (pages of `size`), concatenated, with the total each page reported.
+async fn all_pages<T, F, Fut>(size: i64, count: usize, read: F) -> (Vec<T>, Vec<i64>)
+where
+    F: Fn(Page) -> Fut,
+    Fut: std::future::Future<Output = musiclib_core::Result<musiclib_core::domain::Paged<T>>>,
+{
+    let mut items = Vec::new();
+    let mut totals = Vec::new();
+    let mut offset = 0;
+    while (offset as usize) < count + size as usize {
+        let page = read(Page::new(Some(size), Some(offset)).unwrap()).await.unwrap();
+        totals.push(page.total);
+        let done = page.items.is_empty();
+        items.extend(page.items);
+        if done {
+            break;
+        }
+        offset += size;
+    }
+    (items, totals)
+}
+
+backend_test! {
+    async fn pages_at_any_offset_are_one_read_in_every_sort(backend: Backend) {
+        let library = TestLibrary::new(backend).await;
+        musiclib_core::testing::insert_library_tracks(&library, TRACKS, 7).await;
+        let catalog = library.catalog();
+        for name in TRACK_SORTS {
+            for descending in [false, true] {
+                let sort = Sort { key: TrackSortKey::parse(name).unwrap(), descending };
+                let whole = catalog
+                    .list_tracks(&TrackFilter::default(), Some(sort), Page::new(Some(200), None).unwrap())
+                    .await
+                    .unwrap();
+                assert_eq!(whole.total, TRACKS as i64);
+                assert_eq!(whole.items.len(), TRACKS);
+                let everything = TrackFilter::default();
+                let (paged, totals) = all_pages(37, TRACKS, |page| {
+                    catalog.list_tracks(&everything, Some(sort), page)
+                })
+                .await;
+                let ids = |tracks: &[musiclib_core::domain::Track]| {
+                    tracks.iter().map(|t| t.id.to_string()).collect::<Vec<_>>()
+                };
+                assert_eq!(ids(&paged), ids(&whole.items), "sort {name} descending {descending}");
+                assert!(totals.iter().all(|total| *total == TRACKS as i64), "{totals:?}");
+            }
+        }
+        // Sorted by title, case-insensitive: the order of the lower-cased titles.
+        let by_title = catalog
+            .list_tracks(
+                &TrackFilter::default(),
+                Some(Sort { key: TrackSortKey::Title, descending: false }),
+                Page::new(Some(200), None).unwrap(),
+            )
+            .await
+            .unwrap();
+        let titles: Vec<String> = by_title.items.iter().map(|t| t.title.to_lowercase()).collect();
+        let mut sorted = titles.clone();
+        sorted.sort();
+        // The collations may order spaces differently; the first letters never disagree.
+        let firsts = |titles: &[String]| titles.iter().map(|t| t.chars().next()).collect::<Vec<_>>();
+        assert_eq!(firsts(&titles), firsts(&sorted));
+
+        // A filter with the deep page: the genre's tracks only, in the same order paged.
+        let genre = by_title.items[0].genre.clone().unwrap();
+        let jazz = TrackFilter { genre: Some(genre.to_uppercase()), ..Default::default() };
+        let whole = catalog
+            .list_tracks(&jazz, None, Page::new(Some(200), None).unwrap())
+            .await
+            .unwrap();
+        assert!(whole.total > 0 && whole.items.iter().all(|t| t.genre.as_ref() == Some(&genre)));
+        let (paged, _) = all_pages(3, whole.items.len(), |page| catalog.list_tracks(&jazz, None, page)).await;
+        assert_eq!(
+            paged.iter().map(|t| &t.id).collect::<Vec<_>>(),
+            whole.items.iter().map(|t| &t.id).collect::<Vec<_>>()
+        );
+
+        // Albums in every sort, and artists.
+        for key in [AlbumSortKey::Title, AlbumSortKey::Artist, AlbumSortKey::Year, AlbumSortKey::CreatedAt] {
+            for descending in [false, true] {
+                let sort = Sort { key, descending };
+                let whole = catalog
+                    .list_albums(&AlbumFilter::default(), Some(sort), Page::new(Some(200), None).unwrap())
+                    .await
+                    .unwrap();
+                assert_eq!(whole.items.len(), TRACKS / 10);
+                assert!(whole.items.iter().all(|album| album.track_count == 10));
+                let every_album = AlbumFilter::default();
+                let (paged, _) = all_pages(4, whole.items.len(), |page| {
+                    catalog.list_albums(&every_album, Some(sort), page)
+                })
+                .await;
+                assert_eq!(
+                    paged.iter().map(|a| &a.id).collect::<Vec<_>>(),
+                    whole.items.iter().map(|a| &a.id).collect::<Vec<_>>(),
+                    "{key:?} {descending}"
+                );
+            }
+        }
+        let whole = catalog.list_artists(None, Page::new(Some(200), None).unwrap()).await.unwrap();
+        let (paged, _) = all_pages(1, whole.items.len(), |page| catalog.list_artists(None, page)).await;
+        assert_eq!(
+            paged.iter().map(|a| &a.id).collect::<Vec<_>>(),
+            whole.items.iter().map(|a| &a.id).collect::<Vec<_>>()
+        );
+
+        // The legacy album lists read ids first, then rows: same albums, same order, with
+        // their counts.
+        let caller: Caller = user(&library, "lister").await;
+        for kind in [AlbumList::AlphabeticalByName, AlbumList::AlphabeticalByArtist, AlbumList::Newest] {
+            let whole = catalog.album_list(&caller, &kind, Page::clamped(500, 0, 500)).await.unwrap();
+            assert_eq!(whole.len(), TRACKS / 10, "{kind:?}");
+            let mut paged = Vec::new();
+            for offset in (0..TRACKS / 10).step_by(5) {
+                paged.extend(catalog.album_list(&caller, &kind, Page::clamped(5, offset as i64, 500)).await.unwrap());
+            }
+            assert_eq!(
+                paged.iter().map(|a| (&a.id, a.track_count, a.duration_ms)).collect::<Vec<_>>(),
+                whole.iter().map(|a| (&a.id, a.track_count, a.duration_ms)).collect::<Vec<_>>(),
+                "{kind:?}"
+            );
+        }
+    }
+}
+
+backend_test! {
+    async fn short_searches_answer_the_shortest_titles_first(backend: Backend) {
+        let library = TestLibrary::new(backend).await;
+        // More tracks than a short query looks through in title order before it reads them
+        // all, so both ways are taken.
+        const MANY: usize = 2100;
+        musiclib_core::testing::insert_library_tracks(&library, MANY, 11).await;
+        let everything = TrackFilter::default();
+        let (all, _) = all_pages(200, MANY, |page| library.catalog().list_tracks(&everything, None, page)).await;
+        assert_eq!(all.len(), MANY);
+        for q in ["e", "o", "lo", "ve", "ñ", "ón", "zz", "20", "x", "love"] {
+            let found = library.catalog().search_library(q, 5).await.unwrap().tracks;
+            let key = musiclib_core::text::name_key(q);
+            let matches = |t: &musiclib_core::domain::Track| {
+                [Some(&t.title), t.artist_name.as_ref(), t.album_title.as_ref()]
+                    .into_iter()
+                    .flatten()
+                    .any(|text| musiclib_core::text::name_key(text).contains(&key))
+            };
+            let mut expected: Vec<usize> = all
+                .iter()
+                .filter(|t| matches(t))
+                .map(|t| t.title.chars().count())
+                .collect();
+            expected.sort();
+            expected.truncate(5);
+            assert!(found.iter().all(matches), "{q}: {found:?}");
+            assert_eq!(found.is_empty(), expected.is_empty(), "{q}");
+            assert_eq!(
+                found.iter().map(|t| t.title.chars().count()).collect::<Vec<_>>(),
+                expected,
+                "{q}: the shortest matching titles, shortest first"
+            );
+        }
+    }
+}
+
+/// Every page after `cursor`, from the first, by the cursors the pages give.
+async fn all_chunks<T, F, Fut>(read: F) -> Vec<T>
+where
+    F: Fn(String) -> Fut,
+    Fut: std::future::Future<Output = musiclib_core::Result<musiclib_core::catalog::Chunk<T>>>,
+{
+    let mut items = Vec::new();
+    let mut cursor = String::new();
+    for _ in 0..1000 {
+        let chunk = read(cursor).await.unwrap();
+        items.extend(chunk.items);
+        match chunk.next_cursor {
+            Some(next) => cursor = next,
+            None => return items,
+        }
+    }
+    panic!("cursors never ended");
+}
+
+backend_test! {
+    async fn cursors_walk_the_same_rows_as_offsets(backend: Backend) {
+        let library = TestLibrary::new(backend).await;
+        musiclib_core::testing::insert_library_tracks(&library, TRACKS, 3).await;
+        let catalog = library.catalog();
+        let filters = [
+            TrackFilter::default(),
+            TrackFilter { year: Some(1990), ..Default::default() },
+            TrackFilter { q: Some("lo".into()), ..Default::default() },
+        ];
+        for filter in &filters {
+            for name in ["title", "created_at", "updated_at"] {
+                for descending in [false, true] {
+                    let sort = Sort { key: TrackSortKey::parse(name).unwrap(), descending };
+                    let whole = catalog
+                        .list_tracks(filter, Some(sort), Page::new(Some(200), None).unwrap())
+                        .await
+                        .unwrap();
+                    let walked = all_chunks(|cursor| async move {
+                        catalog.list_tracks_after(filter, Some(sort), 17, &cursor).await
+                    })
+                    .await;
+                    assert_eq!(
+                        walked.iter().map(|t| &t.id).collect::<Vec<_>>(),
+                        whole.items.iter().map(|t| &t.id).collect::<Vec<_>>(),
+                        "{filter:?} {name} {descending}"
+                    );
+                }
+            }
+        }
+        // The first page says the total, like the offset envelope.
+        let first = catalog.list_tracks_after(&TrackFilter::default(), None, 10, "").await.unwrap();
+        assert_eq!((first.total, first.items.len(), first.limit), (TRACKS as i64, 10, 10));
+        // A cursor belongs to its sort; sorts with NULL keys page by offset only; junk is refused.
+        let title = Sort { key: TrackSortKey::Title, descending: false };
+        let cursor = first.next_cursor.unwrap();
+        let other = Sort { key: TrackSortKey::Title, descending: true };
+        for (sort, cursor) in [
+            (other, cursor.as_str()),
+            (Sort { key: TrackSortKey::Year, descending: false }, ""),
+            (title, "not a cursor"),
+        ] {
+            let error = catalog
+                .list_tracks_after(&TrackFilter::default(), Some(sort), 10, cursor)
+                .await
+                .unwrap_err();
+            assert_eq!(error.kind(), musiclib_core::ErrorKind::InvalidInput, "{error}");
+        }
+        assert!(catalog.list_tracks_after(&TrackFilter::default(), Some(title), 0, "").await.is_err());
+
+        for key in [AlbumSortKey::Title, AlbumSortKey::CreatedAt] {
+            for descending in [false, true] {
+                let sort = Sort { key, descending };
+                let whole = catalog
+                    .list_albums(&AlbumFilter::default(), Some(sort), Page::new(Some(200), None).unwrap())
+                    .await
+                    .unwrap();
+                let walked = all_chunks(|cursor| async move {
+                    catalog.list_albums_after(&AlbumFilter::default(), Some(sort), 4, &cursor).await
+                })
+                .await;
+                assert_eq!(
+                    walked.iter().map(|a| (&a.id, a.track_count)).collect::<Vec<_>>(),
+                    whole.items.iter().map(|a| (&a.id, a.track_count)).collect::<Vec<_>>(),
+                    "{key:?} {descending}"
+                );
+            }
+        }
+        let whole = catalog.list_artists(None, Page::new(Some(200), None).unwrap()).await.unwrap();
+        let walked = all_chunks(|cursor| async move { catalog.list_artists_after(None, 1, &cursor).await }).await;
+        assert_eq!(
+            walked.iter().map(|a| (&a.id, a.track_count)).collect::<Vec<_>>(),
+            whole.items.iter().map(|a| (&a.id, a.track_count)).collect::<Vec<_>>()
+        );
+    }
+}
