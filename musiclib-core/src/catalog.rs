@@ -48,6 +48,8 @@ use crate::{AlbumId, Result};
 pub struct Catalog {
     db: Db,
     storage: Storage,
+    /// Track counts by filter, with the sync clock they were taken at (`tracks.rs`).
+    counts: std::sync::Arc<crate::cache::TtlCache<String, (i64, i64)>>,
 }
 
 /// An album deleted because it was left without tracks, whose cover blobs go after commit.
@@ -59,7 +61,15 @@ pub(crate) struct DroppedCover {
 
 impl Catalog {
     pub(crate) fn new(db: Db, storage: Storage) -> Catalog {
-        Catalog { db, storage }
+        Catalog {
+            db,
+            storage,
+            counts: std::sync::Arc::new(crate::cache::TtlCache::new(
+                "track_counts",
+                std::time::Duration::from_secs(600),
+                1024,
+            )),
+        }
     }
 
     /// Deletes an album left with no tracks, and an artist left with no tracks or albums.

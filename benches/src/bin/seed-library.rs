@@ -152,6 +152,12 @@ async fn main() -> anyhow::Result<()> {
                 .await?;
         }
     }
+    if library.database_kind() == musiclib_core::DatabaseKind::Postgres {
+        // What autovacuum does to a library that has been running a while: statistics for
+        // the planner and a visibility map for index-only scans (a server started right
+        // after a bulk import plans without them until autovacuum comes by).
+        sqlx::query("VACUUM ANALYZE").execute(pool).await?;
+    }
     eprintln!(
         "seeded {} tracks in {:.1} s; user {} with {} plays, {} likes, {} playlists",
         options.tracks,

@@ -30,3 +30,7 @@ CREATE INDEX albums_created ON albums (created_at, id);
 DROP INDEX play_events_played;
 CREATE INDEX play_events_played ON play_events (user_id, played_at, id);
 CREATE INDEX like_events_time ON like_events (user_id, event_time, track_id);
+
+-- SQLite only: the library search's rare one- and two-letter queries read every track; this
+-- narrow index holds what they read, so they never read the rows (PostgreSQL scans the table).
+CREATE INDEX tracks_search_scan ON tracks (search_text, title, id);

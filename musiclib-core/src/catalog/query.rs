@@ -244,6 +244,9 @@ mod tests {
         // The library search's short queries: shortest titles first, from an index.
         let plan = query_plan(&db, "SELECT t.id FROM tracks t WHERE t.search_text LIKE '%e%' ORDER BY length(t.title), t.title, t.id LIMIT 20").await;
         assert!(!plan.contains("TEMP B-TREE"), "search: {plan}");
+        // A rare short query reads every track from the narrow index, never the rows.
+        let plan = query_plan(&db, "SELECT t.id FROM tracks t WHERE t.search_text LIKE '%q%' ORDER BY length(t.title) + 0, t.title, t.id LIMIT 20").await;
+        assert!(plan.contains("COVERING INDEX tracks_search_scan"), "search scan: {plan}");
     }
 
     #[test]

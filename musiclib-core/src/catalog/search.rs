@@ -75,6 +75,23 @@ impl Catalog {
     async fn search_track_ids(&self, key: &str, limit: i64) -> Result<Vec<String>> {
         let order = "ORDER BY length(t.title), t.title, t.id";
         let (matching, argument) = self.db.kind().track_search(key);
+        let pattern = like_pattern(key);
+        // Most queries people type match many tracks: the shortest titles, read from an
+        // index in this order (migration 0015), hold the page, and no other track needs
+        // reading.
+        let first: Vec<String> = self
+            .db
+            .sql(&format!(
+                "SELECT t.id FROM (SELECT t.id, t.title, t.search_text FROM tracks t {order} LIMIT {WINDOW}) t
+                 WHERE t.search_text LIKE $1 ESCAPE '\\' {order} LIMIT {limit}"
+            ))
+            .bind(pattern.as_str())
+            .fetch_scalars(self.db.pool())
+            .await?;
+        if first.len() as i64 == limit {
+            // Every later title sorts after the window: this is the page.
+            return Ok(first);
+        }
         if key.chars().count() >= SHORT_QUERY {
             // A trigram index finds the few matches; they are sorted.
             return self
@@ -84,24 +101,10 @@ impl Catalog {
                 .fetch_scalars(self.db.pool())
                 .await;
         }
-        // One or two characters, which no trigram index serves. Most such queries match
-        // many tracks: the shortest titles, read from an index in this order (migration
-        // 0015), hold the page. Only when they do not (a rare letter) are all tracks read, in
-        // table order, and sorted: never the index walk with a row read per step, which
-        // would be slower than the plain scan.
-        let first: Vec<String> = self
-            .db
-            .sql(&format!(
-                "SELECT t.id FROM (SELECT t.id, t.title, t.search_text FROM tracks t {order} LIMIT {SHORT_WINDOW}) t
-                 {matching} {order} LIMIT {limit}"
-            ))
-            .bind(argument.as_str())
-            .fetch_scalars(self.db.pool())
-            .await?;
-        if first.len() as i64 == limit {
-            // Every later title sorts after the window: this is the page.
-            return Ok(first);
-        }
+        // One or two characters, which no trigram index serves, and rare (a letter few
+        // titles have): every track is read and the matches sorted, in storage order (on
+        // SQLite from the narrow `tracks_search_scan` index), never the title-order index
+        // walk with a row read per step, which is slower than the plain scan.
         self.db
             .sql(&format!(
                 "SELECT t.id FROM tracks t {matching} ORDER BY length(t.title) + 0, t.title, t.id LIMIT {limit}"
@@ -115,6 +118,7 @@ impl Catalog {
 /// Queries shorter than this (characters) match no trigram index.
 const SHORT_QUERY: usize = 3;
 
-/// How many of the shortest titles a short query looks through before it reads them all.
-const SHORT_WINDOW: i64 = 2000;
+/// How many of the shortest titles a search looks through before it asks an index (or, for
+/// a short query, reads every track).
+const WINDOW: i64 = 2000;
 

@@ -115,9 +115,7 @@ impl Catalog {
         };
         let limit = Page::new(Some(limit), None)?.limit();
         let filters = self.track_filters(filter);
-        let total = filters
-            .prefixed("SELECT COUNT(*) FROM tracks t")
-            .fetch_scalar::<i64, _>(self.db.pool());
+        let total = self.count_tracks(&filters);
         let ids = keyset::page_ids(&self.db, "FROM tracks t", &filters, key, limit, cursor);
         let (total, (ids, next_cursor)) = futures::try_join!(total, ids)?;
         let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
@@ -193,17 +191,47 @@ impl Catalog {
         order: &str,
         page: Page,
     ) -> Result<Paged<Track>> {
-        filters
-            .fetch_page_by_key::<TrackRow, _>(
-                self.db.pool(),
-                "SELECT COUNT(*) FROM tracks t",
-                "SELECT t.id FROM tracks t",
-                TRACK_SELECT,
-                "t.id",
-                order,
-                page,
-            )
-            .await
+        let total = self.count_tracks(filters);
+        let rows = filters.fetch_rows_by_key::<TrackRow>(
+            self.db.pool(),
+            "SELECT t.id FROM tracks t",
+            TRACK_SELECT,
+            "t.id",
+            order,
+            page,
+        );
+        let (total, rows) = futures::try_join!(total, rows)?;
+        Ok(Paged {
+            items: rows.into_iter().map(Track::from).collect(),
+            total,
+            page,
+        })
+    }
+
+    /// How many tracks `filters` (a `WHERE` fragment on alias `t`) selects. Counting a
+    /// large library costs as much as reading a page, and every page asks: the count is kept
+    /// with the sync clock it was taken at, which every insert, change and deletion of a
+    /// track moves (its triggers and tombstones), so it holds exactly until the clock moves,
+    /// whichever replica wrote.
+    pub(crate) async fn count_tracks(&self, filters: &Sql) -> Result<i64> {
+        let pool = self.db.pool();
+        let clock: i64 = self
+            .db
+            .sql("SELECT last_stamp FROM sync_clock WHERE id = 1")
+            .fetch_scalar(pool)
+            .await?;
+        let key = filters.cache_key();
+        if let Some((at, count)) = self.counts.get(&key) {
+            if at == clock {
+                return Ok(count);
+            }
+        }
+        let count: i64 = filters
+            .prefixed("SELECT COUNT(*) FROM tracks t")
+            .fetch_scalar(pool)
+            .await?;
+        self.counts.insert(key, (clock, count));
+        Ok(count)
     }
 
     /// One track; not found when there is none.

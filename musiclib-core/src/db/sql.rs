@@ -390,19 +390,40 @@ impl Sql {
         O: for<'r> sqlx::FromRow<'r, AnyRow> + Send + Unpin + Into<T>,
     {
         let total = self.prefixed(count).fetch_scalar::<i64, _>(pool);
-        let mut rows = self.prefixed(&format!("{select} WHERE {key} IN ({keys}"));
-        rows.push(&format!(
-            " ORDER BY {order} LIMIT {} OFFSET {}) ORDER BY {order}",
-            page.limit(),
-            page.offset()
-        ));
-        let rows = rows.fetch_all::<O, _>(pool);
+        let rows = self.fetch_rows_by_key::<O>(pool, keys, select, key, order, page);
         let (total, rows) = futures::try_join!(total, rows)?;
         Ok(Paged {
             items: rows.into_iter().map(Into::into).collect(),
             total,
             page,
         })
+    }
+
+    /// The rows of [`Sql::fetch_page_by_key`], without the count.
+    pub(crate) async fn fetch_rows_by_key<O>(
+        &self,
+        pool: &sqlx::AnyPool,
+        keys: &str,
+        select: &str,
+        key: &str,
+        order: &str,
+        page: Page,
+    ) -> Result<Vec<O>>
+    where
+        O: for<'r> sqlx::FromRow<'r, AnyRow> + Send + Unpin,
+    {
+        let mut rows = self.prefixed(&format!("{select} WHERE {key} IN ({keys}"));
+        rows.push(&format!(
+            " ORDER BY {order} LIMIT {} OFFSET {}) ORDER BY {order}",
+            page.limit(),
+            page.offset()
+        ));
+        rows.fetch_all::<O, _>(pool).await
+    }
+
+    /// The statement's text and values, as a key for a cache of its results.
+    pub(crate) fn cache_key(&self) -> String {
+        format!("{:?} {:?}", self.text, self.args)
     }
 
     /// The first column of every row.

@@ -283,3 +283,33 @@ backend_test! {
         );
     }
 }
+
+backend_test! {
+    async fn a_kept_count_follows_every_change(backend: Backend) {
+        let library = TestLibrary::new(backend).await;
+        musiclib_core::testing::insert_library_tracks(&library, 30, 1).await;
+        let catalog = library.catalog();
+        let total = |filter: TrackFilter| async move {
+            catalog.list_tracks(&filter, None, Page::new(Some(1), None).unwrap()).await.unwrap().total
+        };
+        assert_eq!(total(TrackFilter::default()).await, 30);
+        assert_eq!(total(TrackFilter::default()).await, 30, "kept");
+        // More tracks, a deletion and an edit: each is counted at once.
+        musiclib_core::testing::insert_library_tracks(&library, 5, 2).await;
+        assert_eq!(total(TrackFilter::default()).await, 35);
+        let admin = musiclib_core::auth::Caller {
+            user: library.accounts().create_user("keeper", "long enough password", true).await.unwrap(),
+        };
+        let first = catalog.list_tracks(&TrackFilter::default(), None, Page::new(Some(1), None).unwrap()).await.unwrap().items.remove(0);
+        library.delete_track(&admin, &first.id).await.unwrap();
+        assert_eq!(total(TrackFilter::default()).await, 34);
+        let year = TrackFilter { year: Some(1800), ..Default::default() };
+        assert_eq!(total(year.clone()).await, 0);
+        let second = catalog.list_tracks(&TrackFilter::default(), None, Page::new(Some(1), None).unwrap()).await.unwrap().items.remove(0);
+        catalog
+            .patch_track(&admin, &second.id, &musiclib_core::catalog::TrackPatch { year: Some(1800), ..Default::default() })
+            .await
+            .unwrap();
+        assert_eq!(total(year).await, 1);
+    }
+}
