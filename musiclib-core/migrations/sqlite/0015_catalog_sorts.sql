@@ -17,9 +17,11 @@ DROP INDEX tracks_created;
 CREATE INDEX tracks_created ON tracks (created_at, id);
 DROP INDEX tracks_updated;
 CREATE INDEX tracks_updated ON tracks (updated_at, id);
--- An album's track count and length (every album row carries them) from the index alone.
+-- An album's track count, length and whether it has audio (every album row and the legacy
+-- album lists ask) from the index alone; a track's length likewise (playlists sum them).
 DROP INDEX tracks_album;
-CREATE INDEX tracks_album ON tracks (album_id, disc_number, track_number, duration_ms);
+CREATE INDEX tracks_album ON tracks (album_id, disc_number, track_number, duration_ms, availability);
+CREATE INDEX tracks_length ON tracks (id, duration_ms);
 
 -- The album list's sorts (title, year, recently added) likewise.
 CREATE INDEX albums_title_sort ON albums (title_key, id);
