@@ -164,6 +164,14 @@ impl Db {
         self.kind.lock_rows(alias)
     }
 
+    /// The sync clock's committed value (see ARCHITECTURE.md, Sync): every change stamped at
+    /// or below it has committed, and any track insert, change or deletion moves it.
+    pub(crate) async fn sync_clock(&self) -> Result<i64> {
+        self.sql("SELECT last_stamp FROM sync_clock WHERE id = 1")
+            .fetch_scalar(self.pool())
+            .await
+    }
+
     /// Checks the database answers.
     pub(crate) async fn ping(&self) -> Result<()> {
         self.sql("SELECT 1").execute(&self.pool).await?;

@@ -215,11 +215,7 @@ impl Catalog {
     /// whichever replica wrote.
     pub(crate) async fn count_tracks(&self, filters: &Sql) -> Result<i64> {
         let pool = self.db.pool();
-        let clock: i64 = self
-            .db
-            .sql("SELECT last_stamp FROM sync_clock WHERE id = 1")
-            .fetch_scalar(pool)
-            .await?;
+        let clock = self.db.sync_clock().await?;
         let key = filters.cache_key();
         if let Some((at, count)) = self.counts.get(&key) {
             if at == clock {

@@ -64,11 +64,7 @@ impl Social {
         }
         // The clock's committed value: every change stamped at or below it has committed.
         let pool = self.db.pool();
-        let clock: i64 = self
-            .db
-            .sql("SELECT last_stamp FROM sync_clock WHERE id = 1")
-            .fetch_scalar(pool)
-            .await?;
+        let clock = self.db.sync_clock().await?;
         let until = clock.max(since);
         let user = caller.user.id.as_str();
         let fetch = limit + 1;

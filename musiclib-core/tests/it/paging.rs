@@ -14,16 +14,6 @@ use crate::support::*;
 
 const TRACKS: usize = 180;
 
-const TRACK_SORTS: [&str; 8] = [
-    "title",
-    "artist",
-    "album",
-    "year",
-    "track_number",
-    "duration",
-    "created_at",
-    "updated_at",
-];
 
 /// Every page of `read` (pages of `size`), concatenated, with the total each page reported.
 async fn all_pages<T, F, Fut>(size: i64, count: usize, read: F) -> (Vec<T>, Vec<i64>)
@@ -52,7 +42,7 @@ backend_test! {
         let library = TestLibrary::new(backend).await;
         musiclib_core::testing::insert_library_tracks(&library, TRACKS, 7).await;
         let catalog = library.catalog();
-        for name in TRACK_SORTS {
+        for name in TrackSortKey::NAMES {
             for descending in [false, true] {
                 let sort = Sort { key: TrackSortKey::parse(name).unwrap(), descending };
                 let whole = catalog

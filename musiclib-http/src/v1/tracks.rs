@@ -10,7 +10,7 @@ use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::dto::{CandidateOut, JobQueued, Page, PageParams, Paging, TrackOut};
+use super::dto::{CandidateOut, JobQueued, Page, Paging, TrackOut};
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Auth, Json, Query};
 
