@@ -355,7 +355,13 @@ pub async fn insert_synthetic_tracks(library: &Library, count: usize) {
             genre: Some(GENRES[(index * index / 7) % GENRES.len()].to_string()),
             ..Default::default()
         };
-        (tags, Source::Remote, format!("synthetic-{index}"), 180_000, String::new())
+        (
+            tags,
+            Source::Remote,
+            format!("synthetic-{index}"),
+            180_000,
+            String::new(),
+        )
     })
     .await
 }
@@ -404,7 +410,10 @@ pub async fn insert_library_tracks(library: &Library, count: usize, seed: u64) {
         let index = index as u64;
         let album_index = index / 10;
         let artist_index = album_index / 10;
-        let artist = title_case(format!("the {} {artist_index}", words(artist_index << 40, 2)));
+        let artist = title_case(format!(
+            "the {} {artist_index}",
+            words(artist_index << 40, 2)
+        ));
         let album = title_case(words(album_index << 20, 1 + mix(album_index) % 3));
         let title = title_case(words(index, 2 + mix(index) % 3));
         let tags = crate::ingest::EmbeddedTags {
@@ -416,7 +425,10 @@ pub async fn insert_library_tracks(library: &Library, count: usize, seed: u64) {
             genre: Some(GENRES[(mix(artist_index << 12) % GENRES.len() as u64) as usize].into()),
             ..Default::default()
         };
-        let path = format!("{artist}/{album} {album_index}/{:02} {title}.flac", index % 10 + 1);
+        let path = format!(
+            "{artist}/{album} {album_index}/{:02} {title}.flac",
+            index % 10 + 1
+        );
         let duration_ms = 120_000 + (mix(index << 4) % 240_000) as i64;
         // A blob that is not there: lists, sorts and searches never read it.
         let storage_uri = format!("tracks/synthetic/{index}.flac");

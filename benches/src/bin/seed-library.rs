@@ -44,8 +44,14 @@ fn options() -> anyhow::Result<Options> {
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
-        let value = args.next().with_context(|| format!("{flag} needs a value"))?;
-        let number = || value.parse::<usize>().with_context(|| format!("{flag}: {value:?} is not a count"));
+        let value = args
+            .next()
+            .with_context(|| format!("{flag} needs a value"))?;
+        let number = || {
+            value
+                .parse::<usize>()
+                .with_context(|| format!("{flag}: {value:?} is not a count"))
+        };
         match flag.as_str() {
             "--data-dir" => options.data_dir = PathBuf::from(&value),
             "--database-url" => options.database_url = Some(value.clone()),
@@ -86,15 +92,20 @@ async fn main() -> anyhow::Result<()> {
     if present == 0 {
         musiclib_core::testing::insert_library_tracks(&library, options.tracks, 0x5eed).await;
     } else if present as usize != options.tracks {
-        bail!("the database already has {present} tracks, not {}", options.tracks);
+        bail!(
+            "the database already has {present} tracks, not {}",
+            options.tracks
+        );
     }
     let seeded = started.elapsed();
     let user = match library.accounts().find_user_by_name(&options.user).await? {
         Some(user) => user,
-        None => library
-            .accounts()
-            .create_user(&options.user, &options.password, true)
-            .await?,
+        None => {
+            library
+                .accounts()
+                .create_user(&options.user, &options.password, true)
+                .await?
+        }
     };
     let caller = Caller { user };
     let ids: Vec<String> = sqlx::query_scalar("SELECT id FROM tracks ORDER BY id")

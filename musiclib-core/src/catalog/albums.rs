@@ -1,9 +1,9 @@
 //! Albums: the list with filters and sort, one album, its tracks.
 
+use super::keyset::{self, Chunk, KeyColumn};
 use super::query::{album_order, AlbumFilter, AlbumSortKey, Sort, TrackFilter, TrackSortKey};
 use super::rows::{AlbumRow, ALBUM_SELECT};
 use super::Catalog;
-use super::keyset::{self, Chunk, KeyColumn};
 use crate::db::{like_pattern, Sql};
 use crate::domain::{Album, Page, Paged, Track};
 use crate::{AlbumId, Error, Result};

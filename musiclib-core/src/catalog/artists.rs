@@ -1,9 +1,9 @@
 //! Artists: the list by name, one artist, their albums and tracks.
 
+use super::keyset::{self, Chunk, KeyColumn};
 use super::query::{track_order, AlbumFilter, AlbumSortKey, Sort, TrackSortKey};
 use super::rows::{ArtistRow, ARTIST_SELECT};
 use super::Catalog;
-use super::keyset::{self, Chunk, KeyColumn};
 use crate::db::{like_pattern, Sql};
 use crate::domain::{Album, Artist, Page, Paged, Track};
 use crate::{ArtistId, Error, Result};
@@ -47,7 +47,12 @@ impl Catalog {
         let ids = keyset::page_ids(&self.db, "FROM artists ar", &filters, key, limit, cursor);
         let (total, (ids, next_cursor)) = futures::try_join!(total, ids)?;
         let mut artists = self
-            .artists_by_ids(&ids.iter().cloned().map(ArtistId::from_db).collect::<Vec<_>>())
+            .artists_by_ids(
+                &ids.iter()
+                    .cloned()
+                    .map(ArtistId::from_db)
+                    .collect::<Vec<_>>(),
+            )
             .await?;
         let position: std::collections::HashMap<&str, usize> = ids
             .iter()

@@ -205,7 +205,10 @@ mod tests {
             i: "abc".into(),
         });
         let error = decode(&other, &TITLE).unwrap_err();
-        assert!(format!("{error}").contains("belongs to the sort"), "{error}");
+        assert!(
+            format!("{error}").contains("belongs to the sort"),
+            "{error}"
+        );
         let wrong_type = encode(&Position {
             s: "tracks:title".into(),
             k: Key::Int(3),

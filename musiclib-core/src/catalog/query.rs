@@ -220,33 +220,60 @@ mod tests {
     #[tokio::test]
     async fn every_sort_reads_an_index_in_order() {
         let dir = tempfile::tempdir().unwrap();
-        let db = Db::connect(&format!("sqlite://{}", dir.path().join("plan.db").display()))
-            .await
-            .unwrap();
+        let db = Db::connect(&format!(
+            "sqlite://{}",
+            dir.path().join("plan.db").display()
+        ))
+        .await
+        .unwrap();
         db.migrate().await.unwrap();
         for key in TRACK_KEYS {
             for descending in [false, true] {
                 let order = track_order(Sort { key, descending });
-                let plan = query_plan(&db, &format!("SELECT t.id FROM tracks t ORDER BY {order} LIMIT 50 OFFSET 90000")).await;
-                assert!(!plan.contains("TEMP B-TREE"), "{key:?} {descending}: {plan}");
-                assert!(plan.contains("COVERING INDEX"), "{key:?} {descending}: {plan}");
+                let plan = query_plan(
+                    &db,
+                    &format!("SELECT t.id FROM tracks t ORDER BY {order} LIMIT 50 OFFSET 90000"),
+                )
+                .await;
+                assert!(
+                    !plan.contains("TEMP B-TREE"),
+                    "{key:?} {descending}: {plan}"
+                );
+                assert!(
+                    plan.contains("COVERING INDEX"),
+                    "{key:?} {descending}: {plan}"
+                );
             }
         }
-        for key in [AlbumSortKey::Title, AlbumSortKey::Year, AlbumSortKey::CreatedAt] {
+        for key in [
+            AlbumSortKey::Title,
+            AlbumSortKey::Year,
+            AlbumSortKey::CreatedAt,
+        ] {
             for descending in [false, true] {
                 let order = album_order(Sort { key, descending });
                 let plan = query_plan(&db, &format!("SELECT al.id FROM albums al LEFT JOIN artists ar ON ar.id = al.artist_id ORDER BY {order} LIMIT 50 OFFSET 9000")).await;
-                assert!(!plan.contains("TEMP B-TREE"), "{key:?} {descending}: {plan}");
+                assert!(
+                    !plan.contains("TEMP B-TREE"),
+                    "{key:?} {descending}: {plan}"
+                );
             }
         }
-        let plan = query_plan(&db, "SELECT ar.id FROM artists ar ORDER BY ar.name_key, ar.id LIMIT 50").await;
+        let plan = query_plan(
+            &db,
+            "SELECT ar.id FROM artists ar ORDER BY ar.name_key, ar.id LIMIT 50",
+        )
+        .await;
         assert!(!plan.contains("TEMP B-TREE"), "artists: {plan}");
         // The library search's short queries: shortest titles first, from an index.
         let plan = query_plan(&db, "SELECT t.id FROM tracks t WHERE t.search_text LIKE '%e%' ORDER BY length(t.title), t.title, t.id LIMIT 20").await;
         assert!(!plan.contains("TEMP B-TREE"), "search: {plan}");
         // A rare short query reads every track from the narrow index, never the rows.
         let plan = query_plan(&db, "SELECT t.id FROM tracks t WHERE t.search_text LIKE '%q%' ORDER BY length(t.title) + 0, t.title, t.id LIMIT 20").await;
-        assert!(plan.contains("COVERING INDEX tracks_search_scan"), "search scan: {plan}");
+        assert!(
+            plan.contains("COVERING INDEX tracks_search_scan"),
+            "search scan: {plan}"
+        );
     }
 
     #[test]

@@ -96,7 +96,9 @@ impl Catalog {
             // A trigram index finds the few matches; they are sorted.
             return self
                 .db
-                .sql(&format!("SELECT t.id FROM tracks t {matching} {order} LIMIT {limit}"))
+                .sql(&format!(
+                    "SELECT t.id FROM tracks t {matching} {order} LIMIT {limit}"
+                ))
                 .bind(argument)
                 .fetch_scalars(self.db.pool())
                 .await;
@@ -121,4 +123,3 @@ const SHORT_QUERY: usize = 3;
 /// How many of the shortest titles a search looks through before it asks an index (or, for
 /// a short query, reads every track).
 const WINDOW: i64 = 2000;
-

@@ -14,7 +14,6 @@ use crate::support::*;
 
 const TRACKS: usize = 180;
 
-
 /// Every page of `read` (pages of `size`), concatenated, with the total each page reported.
 async fn all_pages<T, F, Fut>(size: i64, count: usize, read: F) -> (Vec<T>, Vec<i64>)
 where
@@ -25,7 +24,9 @@ where
     let mut totals = Vec::new();
     let mut offset = 0;
     while (offset as usize) < count + size as usize {
-        let page = read(Page::new(Some(size), Some(offset)).unwrap()).await.unwrap();
+        let page = read(Page::new(Some(size), Some(offset)).unwrap())
+            .await
+            .unwrap();
         totals.push(page.total);
         let done = page.items.is_empty();
         items.extend(page.items);

@@ -75,9 +75,10 @@ async fn list_albums(
     let catalog = library.catalog();
     Ok(axum::Json(
         match Paging::new(query.limit, query.offset, query.cursor)? {
-            Paging::Offset(page) => {
-                Page::from_core(catalog.list_albums(&filter, sort, page).await?, AlbumOut::from)
-            }
+            Paging::Offset(page) => Page::from_core(
+                catalog.list_albums(&filter, sort, page).await?,
+                AlbumOut::from,
+            ),
             Paging::Cursor { limit, cursor } => Page::from_chunk(
                 catalog
                     .list_albums_after(&filter, sort, limit, &cursor)

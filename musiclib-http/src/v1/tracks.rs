@@ -109,9 +109,10 @@ async fn list_tracks(
     let catalog = library.catalog();
     Ok(axum::Json(
         match Paging::new(query.limit, query.offset, query.cursor)? {
-            Paging::Offset(page) => {
-                Page::from_core(catalog.list_tracks(&filter, sort, page).await?, TrackOut::from)
-            }
+            Paging::Offset(page) => Page::from_core(
+                catalog.list_tracks(&filter, sort, page).await?,
+                TrackOut::from,
+            ),
             Paging::Cursor { limit, cursor } => Page::from_chunk(
                 catalog
                     .list_tracks_after(&filter, sort, limit, &cursor)

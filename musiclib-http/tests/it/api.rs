@@ -528,19 +528,32 @@ both_backends!(cursor_paging, |backend| async move {
     let token = app.register("pager").await;
     for list in ["tracks?sort=-created_at&", "albums?", "artists?"] {
         // Offsets and cursors walk the same rows; a cursor page has no offset.
-        let (status, whole) = app.get(&format!("/api/v1/{list}limit=200"), Some(&token)).await;
+        let (status, whole) = app
+            .get(&format!("/api/v1/{list}limit=200"), Some(&token))
+            .await;
         assert_eq!(status, StatusCode::OK, "{whole}");
         let ids = |page: &Value| -> Vec<String> {
-            page["items"].as_array().unwrap().iter().map(|item| item["id"].as_str().unwrap().to_string()).collect()
+            page["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|item| item["id"].as_str().unwrap().to_string())
+                .collect()
         };
         let mut walked = Vec::new();
         let mut cursor = String::new();
         loop {
             let (status, page) = app
-                .get(&format!("/api/v1/{list}limit=2&cursor={cursor}"), Some(&token))
+                .get(
+                    &format!("/api/v1/{list}limit=2&cursor={cursor}"),
+                    Some(&token),
+                )
                 .await;
             assert_eq!(status, StatusCode::OK, "{page}");
-            assert_eq!((page["offset"].clone(), page["total"].clone()), (Value::Null, whole["total"].clone()));
+            assert_eq!(
+                (page["offset"].clone(), page["total"].clone()),
+                (Value::Null, whole["total"].clone())
+            );
             walked.extend(ids(&page));
             match page["next_cursor"].as_str() {
                 Some(next) => cursor = next.to_string(),
@@ -548,7 +561,10 @@ both_backends!(cursor_paging, |backend| async move {
             }
         }
         assert_eq!(walked, ids(&whole), "{list}");
-        assert!(whole.get("next_cursor").is_none(), "offset pages carry no cursor");
+        assert!(
+            whole.get("next_cursor").is_none(),
+            "offset pages carry no cursor"
+        );
     }
     for (query, field) in [
         ("tracks?cursor=&offset=3", "cursor"),
