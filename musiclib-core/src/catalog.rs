@@ -5,7 +5,7 @@
 //! - [`query`]: filters and sort keys of the lists.
 //! - `tracks`, `albums`, `artists`: reads of each noun; `album_lists`: the album lists of the
 //!   legacy interface (newest, most played, starred…); `genres`.
-//! - `search`: the library search.
+//! - `search`: the library search; `shelf`: the track search texts it reads in memory.
 //! - `edit`: manual edits ([`TrackPatch`], [`TrackMetadata`]) and the rules they check.
 //! - `refresh`: a track re-read from its file (reindex, rescan of a changed file).
 //! - `resolve`: [`Resolver`]; `rows`: row structs and their conversion into domain types.
@@ -24,6 +24,7 @@ mod refresh;
 mod resolve;
 pub(crate) mod rows;
 mod search;
+mod shelf;
 mod tracks;
 
 pub use album_lists::AlbumList;
@@ -50,6 +51,8 @@ pub struct Catalog {
     storage: Storage,
     /// Track counts by filter, with the sync clock they were taken at (`tracks.rs`).
     counts: std::sync::Arc<crate::cache::TtlCache<String, (i64, i64)>>,
+    /// Every track's search text in memory, for the library search (`shelf.rs`).
+    shelf: std::sync::Arc<shelf::ShelfCache>,
 }
 
 /// An album deleted because it was left without tracks, whose cover blobs go after commit.
@@ -69,6 +72,7 @@ impl Catalog {
                 std::time::Duration::from_secs(600),
                 1024,
             )),
+            shelf: Default::default(),
         }
     }
 

@@ -36,6 +36,9 @@ pub struct Social {
     playlists: Playlists,
     /// Queues recorded plays for the user's scrobbling services.
     forwarder: Forwarder,
+    /// Each user's current likes, newest first, with the version they were read at
+    /// (`events.rs`).
+    likes: std::sync::Arc<crate::cache::TtlCache<String, events::CurrentLikes>>,
 }
 
 impl Social {
@@ -50,6 +53,11 @@ impl Social {
             catalog,
             playlists,
             forwarder,
+            likes: std::sync::Arc::new(crate::cache::TtlCache::new(
+                "liked_tracks",
+                std::time::Duration::from_secs(600),
+                256,
+            )),
         }
     }
 }

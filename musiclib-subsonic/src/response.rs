@@ -8,7 +8,8 @@ use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use musiclib_core::{ErrorKind, Timestamp};
 use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
-use serde_json::{Map, Value as Json};
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
+use serde::Serialize;
 
 /// The protocol version implemented.
 pub const API_VERSION: &str = "1.16.1";
@@ -39,13 +40,17 @@ impl Scalar {
             Scalar::Bool(flag) => flag.to_string(),
         }
     }
+}
 
-    fn json(&self) -> Json {
+impl Serialize for Scalar {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
-            Scalar::Str(text) => Json::String(text.clone()),
-            Scalar::Int(int) => Json::from(*int),
-            Scalar::Float(float) => Json::from(*float),
-            Scalar::Bool(flag) => Json::Bool(*flag),
+            Scalar::Str(text) => serializer.serialize_str(text),
+            Scalar::Int(int) => serializer.serialize_i64(*int),
+            // Not a number has no JSON form: null, as serde_json writes it.
+            Scalar::Float(float) if !float.is_finite() => serializer.serialize_unit(),
+            Scalar::Float(float) => serializer.serialize_f64(*float),
+            Scalar::Bool(flag) => serializer.serialize_bool(*flag),
         }
     }
 }
@@ -167,34 +172,12 @@ impl Element {
         self
     }
 
-    fn to_json(&self) -> Json {
-        let mut object = Map::new();
-        for (name, value) in &self.attrs {
-            object.insert((*name).to_string(), value.json());
-        }
-        if let Some(text) = &self.text {
-            object.insert("value".into(), Json::String(text.clone()));
-        }
-        for child in &self.children {
-            match child {
-                Child::One(element) => {
-                    object.insert(element.name.to_string(), element.to_json());
-                }
-                Child::List(name, items) => {
-                    object.insert(
-                        (*name).to_string(),
-                        Json::Array(items.iter().map(Element::to_json).collect()),
-                    );
-                }
-                Child::Values(name, values) => {
-                    object.insert(
-                        (*name).to_string(),
-                        Json::Array(values.iter().map(Scalar::json).collect()),
-                    );
-                }
-            }
-        }
-        Json::Object(object)
+    /// The element as a JSON object, written straight to the output: keys in name order,
+    /// and a later entry of a name replacing an earlier one (what building a
+    /// `serde_json::Map` would give, without building it: a page of 500 songs is thousands
+    /// of values).
+    fn json(&self) -> JsonElement<'_> {
+        JsonElement(self)
     }
 
     fn write_xml<W: std::io::Write>(
@@ -418,9 +401,8 @@ fn render(root: Element, format: &Format) -> Response {
                 .into_response()
         }
         Format::Json | Format::Jsonp(_) => {
-            let mut body = Map::new();
-            body.insert(root.name.to_string(), root.to_json());
-            let json = serde_json::to_vec(&Json::Object(body)).expect("JSON values serialise");
+            let body = std::collections::BTreeMap::from([(root.name, root.json())]);
+            let json = serde_json::to_vec(&body).expect("JSON values serialise");
             match format {
                 Format::Jsonp(callback) => {
                     let mut script = Vec::with_capacity(json.len() + callback.len() + 3);
@@ -450,15 +432,94 @@ fn render(root: Element, format: &Format) -> Response {
     }
 }
 
+/// An [`Element`] written as JSON ([`Element::json`]).
+struct JsonElement<'a>(&'a Element);
+
+/// One value of a JSON object.
+enum JsonEntry<'a> {
+    Scalar(&'a Scalar),
+    Text(&'a str),
+    One(&'a Element),
+    List(&'a [Element]),
+    Values(&'a [Scalar]),
+}
+
+impl Serialize for JsonElement<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let element = self.0;
+        let mut entries: Vec<(&str, JsonEntry<'_>)> =
+            Vec::with_capacity(element.attrs.len() + element.children.len() + 1);
+        for (name, value) in &element.attrs {
+            entries.push((name, JsonEntry::Scalar(value)));
+        }
+        if let Some(text) = &element.text {
+            entries.push(("value", JsonEntry::Text(text)));
+        }
+        for child in &element.children {
+            entries.push(match child {
+                Child::One(one) => (one.name, JsonEntry::One(one)),
+                Child::List(name, items) => (name, JsonEntry::List(items)),
+                Child::Values(name, values) => (name, JsonEntry::Values(values)),
+            });
+        }
+        // Stable: of equal names, the last one added is kept.
+        entries.sort_by(|a, b| a.0.cmp(b.0));
+        let mut object = serializer.serialize_map(None)?;
+        for (at, (name, entry)) in entries.iter().enumerate() {
+            if entries.get(at + 1).is_some_and(|next| next.0 == *name) {
+                continue;
+            }
+            match entry {
+                JsonEntry::Scalar(value) => object.serialize_entry(name, value)?,
+                JsonEntry::Text(text) => object.serialize_entry(name, text)?,
+                JsonEntry::One(one) => object.serialize_entry(name, &one.json())?,
+                JsonEntry::List(items) => object.serialize_entry(name, &JsonList(items))?,
+                JsonEntry::Values(values) => object.serialize_entry(name, values)?,
+            }
+        }
+        object.end()
+    }
+}
+
+/// A list of elements as a JSON array.
+struct JsonList<'a>(&'a [Element]);
+
+impl Serialize for JsonList<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut list = serializer.serialize_seq(Some(self.0.len()))?;
+        for item in self.0 {
+            list.serialize_element(&item.json())?;
+        }
+        list.end()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value as Json;
 
     fn body(response: Response) -> String {
         let bytes =
             futures::executor::block_on(axum::body::to_bytes(response.into_body(), usize::MAX))
                 .unwrap();
         String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn json_keys_are_in_name_order_and_the_last_of_a_name_wins() {
+        let payload = Element::new("song")
+            .attr("title", "b")
+            .attr("album", "a")
+            .attr("title", "c")
+            .attr("ratio", f64::NAN)
+            .child(Element::new("genre").attr("name", "x"));
+        let text = body(ok(Some(payload), &Format::Json));
+        let song = text.split("\"song\":").nth(1).unwrap();
+        assert!(
+            song.starts_with(r#"{"album":"a","genre":{"name":"x"},"ratio":null,"title":"c"}"#),
+            "{text}"
+        );
     }
 
     #[test]

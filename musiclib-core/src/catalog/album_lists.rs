@@ -127,11 +127,15 @@ impl Catalog {
             }
         };
         // Only albums with something to play: an album of saved remote hits (placeholders)
-        // alone is not listed to legacy clients, which cannot play it.
-        // (`LIMIT 1` keeps each EXISTS a correlated subquery: SQLite 3.51 turns a plain one
+        // alone is not listed to legacy clients, which cannot play it. Those albums are
+        // found once from the placeholders' index (migration 0016), so the list walks its
+        // sort's index with no lookup per album.
+        // (`LIMIT 1` keeps the EXISTS a correlated subquery: SQLite 3.51 turns a plain one
         // into a join, and with the title index and an OFFSET it then skipped nothing, so
         // every page was the first.)
-        let playable = "EXISTS (SELECT 1 FROM tracks p WHERE p.album_id = al.id AND p.availability <> 'placeholder' LIMIT 1)";
+        let playable = "al.id NOT IN (SELECT x.album_id FROM tracks x
+             WHERE x.availability = 'placeholder' AND x.album_id IS NOT NULL
+               AND NOT EXISTS (SELECT 1 FROM tracks p WHERE p.album_id = x.album_id AND p.availability <> 'placeholder' LIMIT 1))";
         let filter = if filter.is_empty() {
             playable.to_string()
         } else {

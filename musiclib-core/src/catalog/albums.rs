@@ -20,6 +20,9 @@ impl Catalog {
             key: AlbumSortKey::Title,
             descending: false,
         });
+        if sort.key == AlbumSortKey::Artist && filter.is_empty() {
+            return self.albums_by_artist(sort.descending, page).await;
+        }
         let order = album_order(sort);
         self.album_filters(filter)
             .fetch_page_by_key::<AlbumRow, _>(
@@ -32,6 +35,57 @@ impl Catalog {
                 page,
             )
             .await
+    }
+
+    /// Every album by album artist (then title), albums without one after the others: the
+    /// artists in name order from their index, each one's albums in title order from
+    /// `albums_artist` (migration 0016), so a page at any offset walks two indexes instead
+    /// of sorting every album by a column of another table.
+    async fn albums_by_artist(&self, descending: bool, page: Page) -> Result<Paged<Album>> {
+        let dir = if descending { "DESC" } else { "ASC" };
+        let total = self
+            .db
+            .sql("SELECT COUNT(*) FROM albums")
+            .fetch_scalar::<i64, _>(self.db.pool());
+        // CROSS JOIN: artists first (SQLite keeps the order written; PostgreSQL plans it).
+        let with_artist = self
+            .db
+            .sql(&format!(
+                "SELECT al.id FROM artists ar CROSS JOIN albums al WHERE al.artist_id = ar.id
+                 ORDER BY LOWER(ar.name) {dir}, ar.id {dir}, al.title_key {dir}, al.id {dir}
+                 LIMIT {} OFFSET {}",
+                page.limit(),
+                page.offset()
+            ))
+            .fetch_scalars::<String, _>(self.db.pool());
+        let (total, mut ids) = futures::try_join!(total, with_artist)?;
+        let missing = page.limit() - ids.len() as i64;
+        if missing > 0 {
+            // The page runs past the albums with an artist: the rest from those without.
+            let before = if ids.is_empty() {
+                self.db
+                    .sql("SELECT COUNT(*) FROM albums WHERE artist_id IS NOT NULL")
+                    .fetch_scalar::<i64, _>(self.db.pool())
+                    .await?
+            } else {
+                page.offset() + ids.len() as i64
+            };
+            ids.extend(
+                self.db
+                    .sql(&format!(
+                        "SELECT al.id FROM albums al WHERE al.artist_id IS NULL
+                         ORDER BY al.title_key {dir}, al.id {dir} LIMIT {missing} OFFSET {}",
+                        (page.offset() - before).max(0)
+                    ))
+                    .fetch_scalars::<String, _>(self.db.pool())
+                    .await?,
+            );
+        }
+        Ok(Paged {
+            items: self.albums_in_order(&ids).await?,
+            total,
+            page,
+        })
     }
 
     /// As [`Catalog::list_albums`], the page after `cursor` (empty: the first page) by

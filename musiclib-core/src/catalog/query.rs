@@ -165,7 +165,10 @@ pub(crate) fn album_order(sort: Sort<AlbumSortKey>) -> String {
     let dir = direction(sort.descending);
     match sort.key {
         AlbumSortKey::Title => format!("al.title_key {dir}, al.id {dir}"),
-        AlbumSortKey::Artist => format!("LOWER(ar.name) {dir}, al.title_key {dir}, al.id {dir}"),
+        // Albums without an artist last, either way (as `Catalog::albums_by_artist`).
+        AlbumSortKey::Artist => format!(
+            "CASE WHEN ar.id IS NULL THEN 1 ELSE 0 END, LOWER(ar.name) {dir}, ar.id {dir}, al.title_key {dir}, al.id {dir}"
+        ),
         AlbumSortKey::Year => format!("al.year {dir}, al.title_key {dir}, al.id {dir}"),
         AlbumSortKey::CreatedAt => format!("al.created_at {dir}, al.id {dir}"),
     }
@@ -182,6 +185,13 @@ pub struct AlbumFilter {
     pub genre: Option<String>,
     /// Substring of the title.
     pub q: Option<String>,
+}
+
+impl AlbumFilter {
+    /// Whether no filter is set (every album is listed).
+    pub fn is_empty(&self) -> bool {
+        self.artist_id.is_none() && self.year.is_none() && self.genre.is_none() && self.q.is_none()
+    }
 }
 
 #[cfg(test)]

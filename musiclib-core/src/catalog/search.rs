@@ -1,5 +1,6 @@
 //! The library search (`GET /search/library`): case- and accent-insensitive substring match
-//! over tracks, albums and artists. How tracks are matched is the dialect's
+//! over tracks, albums and artists. Tracks are found in the search shelf (`shelf.rs`) when
+//! it is current; otherwise the database is asked, in the dialect's way
 //! ([`crate::db::DatabaseKind::track_search`]): an FTS5 trigram index on SQLite, a pg_trgm
 //! index on PostgreSQL.
 
@@ -71,8 +72,19 @@ impl Catalog {
         })
     }
 
+    /// Whether the library search reads the tracks from memory (the shelf is current); asks
+    /// for one to be read when not.
+    #[cfg(feature = "test-support")]
+    pub async fn search_shelf_is_current(&self) -> Result<bool> {
+        Ok(self.shelf.get(&self.db).await?.is_some())
+    }
+
     /// The ids of the `limit` tracks matching `key` with the shortest titles, in that order.
     async fn search_track_ids(&self, key: &str, limit: i64) -> Result<Vec<String>> {
+        if let Some(shelf) = self.shelf.get(&self.db).await? {
+            let found = shelf.find(key, limit as usize);
+            return Ok(found.into_iter().map(str::to_owned).collect());
+        }
         let order = "ORDER BY length(t.title), t.title, t.id";
         let (matching, argument) = self.db.kind().track_search(key);
         let pattern = like_pattern(key);

@@ -306,6 +306,24 @@ impl Sql {
             .await?)
     }
 
+    /// Every row, as `O`, one at a time (for reads too large to hold at once).
+    pub(crate) fn fetch<'e, O>(
+        self,
+        pool: &'e sqlx::AnyPool,
+    ) -> futures::stream::BoxStream<'e, Result<O>>
+    where
+        O: for<'r> sqlx::FromRow<'r, AnyRow> + Send + Unpin + 'e,
+    {
+        use futures::{StreamExt, TryStreamExt};
+        match self.into_query() {
+            Ok((text, arguments)) => sqlx::query_as_with(text, arguments)
+                .fetch(pool)
+                .map_err(crate::Error::from)
+                .boxed(),
+            Err(error) => futures::stream::once(async { Err(error) }).boxed(),
+        }
+    }
+
     /// The first row, if any.
     pub(crate) async fn fetch_optional<'c, O, E>(self, executor: E) -> Result<Option<O>>
     where

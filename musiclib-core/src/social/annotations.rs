@@ -82,7 +82,7 @@ impl Social {
             }
         }
         let plays_by = match kind {
-            ItemKind::Track => Some("p.track_id"),
+            ItemKind::Track => Some("t.id"),
             ItemKind::Album => Some("t.album_id"),
             ItemKind::Artist | ItemKind::Playlist => None,
         };
@@ -92,9 +92,11 @@ impl Social {
                 let mut select = self
                     .db
                     .sql(&format!(
-                        "SELECT {column}, COUNT(*), MAX(p.played_at) FROM play_events p
-                         JOIN tracks t ON t.id = p.track_id
-                         WHERE p.user_id = $1 AND {column} IN ("
+                        // The items' tracks first (an album's from `tracks_album`), then
+                        // each track's plays: never the user's whole history.
+                        "SELECT {column}, COUNT(*), MAX(p.played_at) FROM tracks t
+                         CROSS JOIN play_events p
+                         WHERE p.user_id = $1 AND p.track_id = t.id AND {column} IN ("
                     ))
                     .bind(user.as_str());
                 select

@@ -204,6 +204,13 @@ impl From<PlayRow> for PlayEvent {
 /// (One row comparison, so the later event is sought on `like_events_track`: written as an
 /// `OR`, SQLite answered each branch from its own index, one of them a range over all of the
 /// user's events, which made a list of 5,000 likes take seconds.)
+/// A user's current likes (track, time), newest first, and the version they were read at:
+/// the user's newest like event stamp and the newest tombstone's.
+pub(crate) type CurrentLikes = (
+    (Option<i64>, Option<i64>),
+    std::sync::Arc<Vec<(String, i64)>>,
+);
+
 pub(crate) const LATEST_LIKE: &str = "NOT EXISTS (SELECT 1 FROM like_events n WHERE n.user_id = l.user_id AND n.track_id = l.track_id
       AND (n.event_time, n.client_event_id) > (l.event_time, l.client_event_id))";
 
@@ -257,37 +264,56 @@ impl Social {
 
     /// The tracks the caller likes now, most recently liked first.
     pub async fn liked_tracks(&self, caller: &Caller, page: Page) -> Result<Paged<LikedTrack>> {
-        let filter = format!("l.user_id = $1 AND l.liked = 1 AND {LATEST_LIKE}");
-        let total: i64 = self
+        let likes = self.current_likes(caller).await?;
+        let skip = usize::try_from(page.offset()).unwrap_or(usize::MAX);
+        let take = usize::try_from(page.limit()).unwrap_or(0);
+        Ok(Paged {
+            items: likes
+                .1
+                .iter()
+                .skip(skip)
+                .take(take)
+                .map(|(track_id, at)| LikedTrack {
+                    track_id: track_id.clone(),
+                    liked_at: Timestamp::from_micros(*at),
+                })
+                .collect(),
+            total: likes.1.len() as i64,
+            page,
+        })
+    }
+
+    /// The caller's current likes, newest first: kept in memory until the user's likes or
+    /// the tracks change (a like event or a deletion moves the version, two index reads),
+    /// as working them out means finding each track's newest event.
+    async fn current_likes(&self, caller: &Caller) -> Result<CurrentLikes> {
+        let user = caller.user.id.to_string();
+        let version: (Option<i64>, Option<i64>) = self
             .db
-            .sql(&format!(
-                "SELECT COUNT(*) FROM like_events l WHERE {filter}"
-            ))
-            .bind(&caller.user.id)
-            .fetch_scalar(self.db.pool())
-            .await?;
+            .sql(
+                "SELECT (SELECT max(synced_at) FROM like_events WHERE user_id = $1) AS likes,
+                        (SELECT max(synced_at) FROM tombstones) AS tombstones",
+            )
+            .bind(user.as_str())
+            .fetch_optional(self.db.pool())
+            .await?
+            .unwrap_or_default();
+        if let Some(kept) = self.likes.get(&user).filter(|kept| kept.0 == version) {
+            return Ok(kept);
+        }
         let rows: Vec<(String, i64)> = self
             .db
             .sql(&format!(
-                "SELECT l.track_id, l.event_time FROM like_events l WHERE {filter}
-                 ORDER BY l.event_time DESC, l.track_id LIMIT $2 OFFSET $3"
+                "SELECT l.track_id, l.event_time FROM like_events l
+                 WHERE l.user_id = $1 AND l.liked = 1 AND {LATEST_LIKE}
+                 ORDER BY l.event_time DESC, l.track_id"
             ))
-            .bind(&caller.user.id)
-            .bind(page.limit())
-            .bind(page.offset())
+            .bind(user.as_str())
             .fetch_all(self.db.pool())
             .await?;
-        Ok(Paged {
-            items: rows
-                .into_iter()
-                .map(|(track_id, at)| LikedTrack {
-                    track_id,
-                    liked_at: Timestamp::from_micros(at),
-                })
-                .collect(),
-            total,
-            page,
-        })
+        let likes: CurrentLikes = (version, std::sync::Arc::new(rows));
+        self.likes.insert(user, likes.clone());
+        Ok(likes)
     }
 
     /// The like state of each of `track_ids` (not liked when there is no event).

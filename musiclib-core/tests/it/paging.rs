@@ -94,7 +94,15 @@ backend_test! {
             whole.items.iter().map(|t| &t.id).collect::<Vec<_>>()
         );
 
-        // Albums in every sort, and artists.
+        // Albums in every sort, and artists. Two albums lose their artist: they come after
+        // the others when sorted by artist, either way.
+        let orphaned = musiclib_core::testing::execute(
+            &library,
+            "UPDATE albums SET artist_id = NULL WHERE id IN (SELECT id FROM albums ORDER BY id LIMIT 2)",
+            &[],
+        )
+        .await;
+        assert_eq!(orphaned, 2);
         for key in [AlbumSortKey::Title, AlbumSortKey::Artist, AlbumSortKey::Year, AlbumSortKey::CreatedAt] {
             for descending in [false, true] {
                 let sort = Sort { key, descending };
@@ -114,6 +122,25 @@ backend_test! {
                     whole.items.iter().map(|a| &a.id).collect::<Vec<_>>(),
                     "{key:?} {descending}"
                 );
+                if key == AlbumSortKey::Artist {
+                    let names: Vec<Option<String>> =
+                        whole.items.iter().map(|a| a.artist_name.as_ref().map(|n| n.to_lowercase())).collect();
+                    assert!(names[..names.len() - 2].iter().all(Option::is_some) && names[names.len() - 2..].iter().all(Option::is_none), "{names:?}");
+                    let mut sorted = names.clone();
+                    sorted[..names.len() - 2].sort();
+                    if descending {
+                        sorted[..names.len() - 2].reverse();
+                    }
+                    assert_eq!(names, sorted);
+                    // A filter that keeps every album sorts in the database: the same order.
+                    let everything = AlbumFilter { q: Some(" ".into()), ..Default::default() };
+                    let filtered = catalog.list_albums(&everything, Some(sort), Page::new(Some(200), None).unwrap()).await.unwrap();
+                    assert_eq!(
+                        filtered.items.iter().map(|a| &a.id).collect::<Vec<_>>(),
+                        whole.items.iter().map(|a| &a.id).collect::<Vec<_>>(),
+                        "{descending}"
+                    );
+                }
             }
         }
         let whole = catalog.list_artists(None, Page::new(Some(200), None).unwrap()).await.unwrap();
@@ -152,8 +179,11 @@ backend_test! {
         let everything = TrackFilter::default();
         let (all, _) = all_pages(200, MANY, |page| library.catalog().list_tracks(&everything, None, page)).await;
         assert_eq!(all.len(), MANY);
-        for q in ["e", "o", "lo", "ve", "ñ", "ón", "zz", "20", "x", "love"] {
+        let queries = ["e", "o", "lo", "ve", "ñ", "ón", "zz", "20", "x", "love"];
+        let mut answers = Vec::new();
+        for q in queries {
             let found = library.catalog().search_library(q, 5).await.unwrap().tracks;
+            answers.push(found.iter().map(|t| t.id.clone()).collect::<Vec<_>>());
             let key = musiclib_core::text::name_key(q);
             let matches = |t: &musiclib_core::domain::Track| {
                 [Some(&t.title), t.artist_name.as_ref(), t.album_title.as_ref()]
@@ -176,7 +206,39 @@ backend_test! {
                 "{q}: the shortest matching titles, shortest first"
             );
         }
+
+        // Once the search texts are in memory, the same answers come from there.
+        wait_for_search_shelf(&library).await;
+        for (q, answer) in queries.iter().zip(&answers) {
+            let found = library.catalog().search_library(q, 5).await.unwrap().tracks;
+            assert_eq!(&found.iter().map(|t| t.id.clone()).collect::<Vec<_>>(), answer, "{q}");
+        }
+        // A change is found at once (the shelf is no longer current), and again once the
+        // shelf has been read anew.
+        let caller = Caller {
+            user: library.accounts().create_user("keeper", "long enough password", true).await.unwrap(),
+        };
+        let renamed = &all[MANY / 2];
+        let patch = musiclib_core::catalog::TrackPatch { title: Some("Qwxyz".into()), ..Default::default() };
+        library.catalog().patch_track(&caller, &renamed.id, &patch).await.unwrap();
+        for _ in 0..2 {
+            let found = library.catalog().search_library("wxy", 5).await.unwrap().tracks;
+            assert_eq!(found.iter().map(|t| &t.id).collect::<Vec<_>>(), [&renamed.id]);
+            wait_for_search_shelf(&library).await;
+        }
+        library.delete_track(&caller, &renamed.id).await.unwrap();
+        assert!(library.catalog().search_library("wxy", 5).await.unwrap().tracks.is_empty());
     }
+}
+
+async fn wait_for_search_shelf(library: &musiclib_core::Library) {
+    for _ in 0..500 {
+        if library.catalog().search_shelf_is_current().await.unwrap() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("the search shelf was never read");
 }
 
 /// Every page after `cursor`, from the first, by the cursors the pages give.
