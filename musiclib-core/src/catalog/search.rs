@@ -1,13 +1,14 @@
 //! The library search (`GET /search/library`): case- and accent-insensitive substring match
-//! over tracks, albums and artists. Tracks are found in the search shelf (`shelf.rs`) when
-//! it is current; otherwise the database is asked, in the dialect's way
+//! over tracks, albums and artists. They are found in the search shelf (`shelf.rs`) when it
+//! is current; otherwise the database is asked (tracks in the dialect's way
 //! ([`crate::db::DatabaseKind::track_search`]): an FTS5 trigram index on SQLite, a pg_trgm
-//! index on PostgreSQL.
+//! index on PostgreSQL).
 
 use super::rows::{AlbumRow, ArtistRow, ALBUM_SELECT, ARTIST_SELECT};
 use super::Catalog;
 use crate::db::like_pattern;
 use crate::domain::{Album, Artist, Page, Track};
+use crate::ArtistId;
 use crate::{Error, Result};
 
 /// What the library search found.
@@ -38,6 +39,41 @@ impl Catalog {
         if key.is_empty() {
             // Spaces or punctuation only: nothing to look for (search-as-you-type sends them).
             return Ok(LibrarySearch::default());
+        }
+        if let Some(shelves) = self.shelf.get(&self.db).await? {
+            let limit = limit as usize;
+            let tracks = shelves.tracks.find(&key, limit);
+            let albums: Vec<String> = shelves
+                .albums
+                .find(&key, limit)
+                .into_iter()
+                .map(str::to_owned)
+                .collect();
+            let artists: Vec<ArtistId> = shelves
+                .artists
+                .find(&key, limit)
+                .into_iter()
+                .map(|id| ArtistId::from_db(id.to_owned()))
+                .collect();
+            let (tracks, albums, found_artists) = futures::try_join!(
+                self.tracks_in_order(&tracks),
+                self.albums_in_order(&albums),
+                self.artists_by_ids(&artists)
+            )?;
+            // Back into the shelf's order.
+            let mut by_id: std::collections::HashMap<String, Artist> = found_artists
+                .into_iter()
+                .map(|artist| (artist.id.as_str().to_owned(), artist))
+                .collect();
+            let artists = artists
+                .iter()
+                .filter_map(|id| by_id.remove(id.as_str()))
+                .collect();
+            return Ok(LibrarySearch {
+                tracks,
+                albums,
+                artists,
+            });
         }
         let pattern = like_pattern(&key);
         let pool = self.db.pool();
@@ -81,10 +117,6 @@ impl Catalog {
 
     /// The ids of the `limit` tracks matching `key` with the shortest titles, in that order.
     async fn search_track_ids(&self, key: &str, limit: i64) -> Result<Vec<String>> {
-        if let Some(shelf) = self.shelf.get(&self.db).await? {
-            let found = shelf.find(key, limit as usize);
-            return Ok(found.into_iter().map(str::to_owned).collect());
-        }
         let order = "ORDER BY length(t.title), t.title, t.id";
         let (matching, argument) = self.db.kind().track_search(key);
         let pattern = like_pattern(key);

@@ -182,8 +182,9 @@ backend_test! {
         let queries = ["e", "o", "lo", "ve", "ñ", "ón", "zz", "20", "x", "love"];
         let mut answers = Vec::new();
         for q in queries {
-            let found = library.catalog().search_library(q, 5).await.unwrap().tracks;
-            answers.push(found.iter().map(|t| t.id.clone()).collect::<Vec<_>>());
+            let everything = library.catalog().search_library(q, 5).await.unwrap();
+            answers.push(ids_of(&everything));
+            let found = everything.tracks;
             let key = musiclib_core::text::name_key(q);
             let matches = |t: &musiclib_core::domain::Track| {
                 [Some(&t.title), t.artist_name.as_ref(), t.album_title.as_ref()]
@@ -210,8 +211,8 @@ backend_test! {
         // Once the search texts are in memory, the same answers come from there.
         wait_for_search_shelf(&library).await;
         for (q, answer) in queries.iter().zip(&answers) {
-            let found = library.catalog().search_library(q, 5).await.unwrap().tracks;
-            assert_eq!(&found.iter().map(|t| t.id.clone()).collect::<Vec<_>>(), answer, "{q}");
+            let found = library.catalog().search_library(q, 5).await.unwrap();
+            assert_eq!(&ids_of(&found), answer, "{q}");
         }
         // A change is found at once (the shelf is no longer current), and again once the
         // shelf has been read anew.
@@ -229,6 +230,15 @@ backend_test! {
         library.delete_track(&caller, &renamed.id).await.unwrap();
         assert!(library.catalog().search_library("wxy", 5).await.unwrap().tracks.is_empty());
     }
+}
+
+/// The ids of a search's tracks, albums and artists, in order.
+fn ids_of(found: &musiclib_core::catalog::LibrarySearch) -> [Vec<String>; 3] {
+    [
+        found.tracks.iter().map(|t| t.id.to_string()).collect(),
+        found.albums.iter().map(|a| a.id.to_string()).collect(),
+        found.artists.iter().map(|a| a.id.to_string()).collect(),
+    ]
 }
 
 async fn wait_for_search_shelf(library: &musiclib_core::Library) {
