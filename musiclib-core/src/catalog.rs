@@ -5,7 +5,7 @@
 //! - [`query`]: filters and sort keys of the lists.
 //! - `tracks`, `albums`, `artists`: reads of each noun; `album_lists`: the album lists of the
 //!   legacy interface (newest, most played, starred…); `genres`.
-//! - `search`: the library search; `shelf`: the track search texts it reads in memory.
+//! - `search`: the library search; `shelf`: the names it searches, kept in memory.
 //! - `edit`: manual edits ([`TrackPatch`], [`TrackMetadata`]) and the rules they check.
 //! - `refresh`: a track re-read from its file (reindex, rescan of a changed file).
 //! - `resolve`: [`Resolver`]; `rows`: row structs and their conversion into domain types.
@@ -51,7 +51,7 @@ pub struct Catalog {
     storage: Storage,
     /// Track counts by filter, with the sync clock they were taken at (`tracks.rs`).
     counts: std::sync::Arc<crate::cache::TtlCache<String, (i64, i64)>>,
-    /// Every track's search text in memory, for the library search (`shelf.rs`).
+    /// Track, album and artist names in memory, for the library search (`shelf.rs`).
     shelf: std::sync::Arc<shelf::ShelfCache>,
 }
 

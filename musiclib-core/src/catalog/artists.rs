@@ -46,22 +46,8 @@ impl Catalog {
             .fetch_scalar::<i64, _>(self.db.pool());
         let ids = keyset::page_ids(&self.db, "FROM artists ar", &filters, key, limit, cursor);
         let (total, (ids, next_cursor)) = futures::try_join!(total, ids)?;
-        let mut artists = self
-            .artists_by_ids(
-                &ids.iter()
-                    .cloned()
-                    .map(ArtistId::from_db)
-                    .collect::<Vec<_>>(),
-            )
-            .await?;
-        let position: std::collections::HashMap<&str, usize> = ids
-            .iter()
-            .enumerate()
-            .map(|(index, id)| (id.as_str(), index))
-            .collect();
-        artists.sort_by_key(|artist| position.get(artist.id.as_str()).copied());
         Ok(Chunk {
-            items: artists,
+            items: self.artists_in_order(&ids).await?,
             total,
             limit,
             next_cursor,
@@ -90,6 +76,18 @@ impl Catalog {
             .await?
             .map(Artist::from)
             .ok_or_else(|| Error::not_found("artist", id))
+    }
+
+    /// Artists by id, in the order given; ids of missing artists are left out.
+    pub(crate) async fn artists_in_order(&self, ids: &[String]) -> Result<Vec<Artist>> {
+        let wanted: Vec<ArtistId> = ids.iter().cloned().map(ArtistId::from_db).collect();
+        let mut found: std::collections::HashMap<String, Artist> = self
+            .artists_by_ids(&wanted)
+            .await?
+            .into_iter()
+            .map(|artist| (artist.id.as_str().to_owned(), artist))
+            .collect();
+        Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
     }
 
     /// Artists by id, in no particular order; ids of missing artists are left out.

@@ -8,7 +8,6 @@ use super::rows::{AlbumRow, ArtistRow, ALBUM_SELECT, ARTIST_SELECT};
 use super::Catalog;
 use crate::db::like_pattern;
 use crate::domain::{Album, Artist, Page, Track};
-use crate::ArtistId;
 use crate::{Error, Result};
 
 /// What the library search found.
@@ -42,33 +41,15 @@ impl Catalog {
         }
         if let Some(shelves) = self.shelf.get(&self.db).await? {
             let limit = limit as usize;
+            let owned = |ids: Vec<&str>| ids.into_iter().map(str::to_owned).collect::<Vec<_>>();
+            let albums = owned(shelves.albums.find(&key, limit));
+            let artists = owned(shelves.artists.find(&key, limit));
             let tracks = shelves.tracks.find(&key, limit);
-            let albums: Vec<String> = shelves
-                .albums
-                .find(&key, limit)
-                .into_iter()
-                .map(str::to_owned)
-                .collect();
-            let artists: Vec<ArtistId> = shelves
-                .artists
-                .find(&key, limit)
-                .into_iter()
-                .map(|id| ArtistId::from_db(id.to_owned()))
-                .collect();
-            let (tracks, albums, found_artists) = futures::try_join!(
+            let (tracks, albums, artists) = futures::try_join!(
                 self.tracks_in_order(&tracks),
                 self.albums_in_order(&albums),
-                self.artists_by_ids(&artists)
+                self.artists_in_order(&artists)
             )?;
-            // Back into the shelf's order.
-            let mut by_id: std::collections::HashMap<String, Artist> = found_artists
-                .into_iter()
-                .map(|artist| (artist.id.as_str().to_owned(), artist))
-                .collect();
-            let artists = artists
-                .iter()
-                .filter_map(|id| by_id.remove(id.as_str()))
-                .collect();
             return Ok(LibrarySearch {
                 tracks,
                 albums,

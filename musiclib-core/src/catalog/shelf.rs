@@ -135,7 +135,7 @@ async fn current_version(db: &Db) -> Result<Version> {
 /// Reads every track's search text, album title and artist name in search order. The
 /// version is read first: a change committed during the read moves it again, so the shelf
 /// is at worst read once more.
-pub(crate) async fn build(db: &Db) -> Result<Shelves> {
+async fn build(db: &Db) -> Result<Shelves> {
     let version = current_version(db).await?;
     Ok(Shelves {
         version,

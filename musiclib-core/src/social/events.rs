@@ -204,15 +204,17 @@ impl From<PlayRow> for PlayEvent {
 /// (One row comparison, so the later event is sought on `like_events_track`: written as an
 /// `OR`, SQLite answered each branch from its own index, one of them a range over all of the
 /// user's events, which made a list of 5,000 likes take seconds.)
-/// A user's current likes (track, time), newest first, and the version they were read at:
-/// the user's newest like event stamp and the newest tombstone's.
-pub(crate) type CurrentLikes = (
-    (Option<i64>, Option<i64>),
-    std::sync::Arc<Vec<(String, i64)>>,
-);
-
 pub(crate) const LATEST_LIKE: &str = "NOT EXISTS (SELECT 1 FROM like_events n WHERE n.user_id = l.user_id AND n.track_id = l.track_id
       AND (n.event_time, n.client_event_id) > (l.event_time, l.client_event_id))";
+
+/// A user's current likes, as kept between requests.
+#[derive(Debug, Clone)]
+pub(crate) struct CurrentLikes {
+    /// What they were read at: the user's newest like event stamp and the newest tombstone's.
+    version: (Option<i64>, Option<i64>),
+    /// (track, liked at), newest first.
+    tracks: std::sync::Arc<Vec<(String, i64)>>,
+}
 
 impl Social {
     /// Appends a like event. Returns it and whether it was new (a repeated
@@ -269,7 +271,7 @@ impl Social {
         let take = usize::try_from(page.limit()).unwrap_or(0);
         Ok(Paged {
             items: likes
-                .1
+                .tracks
                 .iter()
                 .skip(skip)
                 .take(take)
@@ -278,7 +280,7 @@ impl Social {
                     liked_at: Timestamp::from_micros(*at),
                 })
                 .collect(),
-            total: likes.1.len() as i64,
+            total: likes.tracks.len() as i64,
             page,
         })
     }
@@ -298,7 +300,7 @@ impl Social {
             .fetch_optional(self.db.pool())
             .await?
             .unwrap_or_default();
-        if let Some(kept) = self.likes.get(&user).filter(|kept| kept.0 == version) {
+        if let Some(kept) = self.likes.get(&user).filter(|kept| kept.version == version) {
             return Ok(kept);
         }
         let rows: Vec<(String, i64)> = self
@@ -311,7 +313,10 @@ impl Social {
             .bind(user.as_str())
             .fetch_all(self.db.pool())
             .await?;
-        let likes: CurrentLikes = (version, std::sync::Arc::new(rows));
+        let likes = CurrentLikes {
+            version,
+            tracks: std::sync::Arc::new(rows),
+        };
         self.likes.insert(user, likes.clone());
         Ok(likes)
     }
