@@ -61,9 +61,49 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
     }
 }
 
+/// A [`TtlCache`] of values read at a version of the data: something cheap to read (a few
+/// index lookups) that changes whenever the data does, whichever replica wrote. A value is
+/// used only while the version it was read at is still current, so it is never stale.
+#[derive(Debug)]
+pub(crate) struct VersionedCache<K, Ver, V> {
+    inner: TtlCache<K, (Ver, V)>,
+}
+
+impl<K: Eq + Hash + Clone, Ver: PartialEq + Clone, V: Clone> VersionedCache<K, Ver, V> {
+    /// A cache counted as `name` in the metrics.
+    pub(crate) fn new(name: &'static str, ttl: Duration, capacity: usize) -> Self {
+        VersionedCache {
+            inner: TtlCache::new(name, ttl, capacity),
+        }
+    }
+
+    /// The value of `key` when it was read at `version`.
+    pub(crate) fn get(&self, key: &K, version: &Ver) -> Option<V> {
+        self.inner
+            .get(key)
+            .filter(|(read_at, _)| read_at == version)
+            .map(|(_, value)| value)
+    }
+
+    /// Keeps `value`, read at `version`.
+    pub(crate) fn insert(&self, key: K, version: Ver, value: V) {
+        self.inner.insert(key, (version, value));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_versioned_value_is_used_only_at_its_version() {
+        let cache = VersionedCache::new("test", Duration::from_secs(60), 4);
+        cache.insert("a", 1, "one");
+        assert_eq!(cache.get(&"a", &1), Some("one"));
+        assert_eq!(cache.get(&"a", &2), None);
+        cache.insert("a", 2, "two");
+        assert_eq!(cache.get(&"a", &2), Some("two"));
+    }
 
     #[test]
     fn entries_expire_and_the_size_is_bounded() {

@@ -50,9 +50,12 @@ pub struct Catalog {
     db: Db,
     storage: Storage,
     /// Track counts by filter, with the sync clock they were taken at (`tracks.rs`).
-    counts: std::sync::Arc<crate::cache::TtlCache<String, (i64, i64)>>,
+    counts: std::sync::Arc<crate::cache::VersionedCache<String, i64, i64>>,
     /// Track, album and artist names in memory, for the library search (`shelf.rs`).
     shelf: std::sync::Arc<shelf::ShelfCache>,
+    /// Where a track list's pages start, by (list, offset), with the sync clock they were
+    /// read at (`tracks.rs`, `Catalog::list_tracks`).
+    bookmarks: std::sync::Arc<crate::cache::VersionedCache<(String, i64), i64, String>>,
 }
 
 /// An album deleted because it was left without tracks, whose cover blobs go after commit.
@@ -67,12 +70,17 @@ impl Catalog {
         Catalog {
             db,
             storage,
-            counts: std::sync::Arc::new(crate::cache::TtlCache::new(
+            counts: std::sync::Arc::new(crate::cache::VersionedCache::new(
                 "track_counts",
                 std::time::Duration::from_secs(600),
                 1024,
             )),
             shelf: Default::default(),
+            bookmarks: std::sync::Arc::new(crate::cache::VersionedCache::new(
+                "page_bookmarks",
+                std::time::Duration::from_secs(600),
+                4096,
+            )),
         }
     }
 

@@ -413,10 +413,11 @@ impl Playlists {
         if rows.is_empty() {
             return Ok(Vec::new());
         }
-        let mut select = self.db.sql(
+        let mut select = self.db.sql(&format!(
             "SELECT pt.playlist_id, pt.track_id, t.duration_ms FROM playlist_tracks pt
-             JOIN tracks t ON t.id = pt.track_id WHERE pt.playlist_id IN (",
-        );
+             JOIN {} ON t.id = pt.track_id WHERE pt.playlist_id IN (",
+            self.db.kind().tracks_by_id_covered()
+        ));
         select
             .push_list(rows.iter().map(|row| row.id.as_str()))
             .push(") ORDER BY pt.playlist_id, pt.position");

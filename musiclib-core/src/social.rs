@@ -23,7 +23,7 @@ pub use events::{
 pub use listening::{NowPlaying, PlayQueue, MAX_QUEUE_TRACKS};
 pub use sync::{SyncChanges, DEFAULT_PULL_LIMIT, MAX_PULL_LIMIT};
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, ItemKind};
 use crate::db::Db;
 use crate::playlists::Playlists;
 use crate::scrobbling::Forwarder;
@@ -38,7 +38,18 @@ pub struct Social {
     forwarder: Forwarder,
     /// Each user's current likes, newest first, with the version they were read at
     /// (`events.rs`).
-    likes: std::sync::Arc<crate::cache::TtlCache<String, events::CurrentLikes>>,
+    likes: std::sync::Arc<
+        crate::cache::VersionedCache<String, (Option<i64>, Option<i64>), events::CurrentLikes>,
+    >,
+    /// Each user's plays per track and per album, with the version they were read at
+    /// (`annotations.rs`).
+    tallies: std::sync::Arc<
+        crate::cache::VersionedCache<
+            (String, ItemKind),
+            annotations::TallyVersion,
+            annotations::Tally,
+        >,
+    >,
 }
 
 impl Social {
@@ -53,8 +64,13 @@ impl Social {
             catalog,
             playlists,
             forwarder,
-            likes: std::sync::Arc::new(crate::cache::TtlCache::new(
+            likes: std::sync::Arc::new(crate::cache::VersionedCache::new(
                 "liked_tracks",
+                std::time::Duration::from_secs(600),
+                256,
+            )),
+            tallies: std::sync::Arc::new(crate::cache::VersionedCache::new(
+                "play_tallies",
                 std::time::Duration::from_secs(600),
                 256,
             )),

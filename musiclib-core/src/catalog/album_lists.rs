@@ -54,10 +54,11 @@ impl Catalog {
             _ => "SELECT al.id FROM albums al",
         });
         let mut arg = |value: String| select.arg(value);
+        let tracks = self.db.kind().tracks_by_id_covered();
         let plays = |user: &str| {
             format!(
                 "JOIN (SELECT t.album_id AS album_id, COUNT(*) AS plays, MAX(p.played_at) AS last_played
-                   FROM play_events p JOIN tracks t ON t.id = p.track_id
+                   FROM play_events p JOIN {tracks} ON t.id = p.track_id
                    WHERE p.user_id = {user} GROUP BY t.album_id) s ON s.album_id = al.id"
             )
         };

@@ -284,6 +284,14 @@ mod tests {
             plan.contains("COVERING INDEX tracks_search_scan"),
             "search scan: {plan}"
         );
+        // A track's album and length by its id (a playlist's length, plays per album) come
+        // from an index, never the track's row.
+        let tracks = db.kind().tracks_by_id_covered();
+        let plan = query_plan(&db, &format!("SELECT pt.playlist_id, t.duration_ms FROM playlist_tracks pt JOIN {tracks} ON t.id = pt.track_id WHERE pt.playlist_id IN ('a', 'b')")).await;
+        assert!(
+            plan.contains("COVERING INDEX tracks_id_album"),
+            "playlist lengths: {plan}"
+        );
     }
 
     #[test]

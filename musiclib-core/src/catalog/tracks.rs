@@ -49,6 +49,27 @@ impl ItemKind {
     }
 }
 
+/// The keyset walk of a track sort: the sorts whose keys are never NULL (title, creation,
+/// last change), in either direction. The order is [`track_order`]'s: the key, then the id.
+fn track_key(sort: Sort<TrackSortKey>) -> Option<KeyColumn> {
+    let (column, name) = match (sort.key, sort.descending) {
+        (TrackSortKey::Title, false) => ("lower(t.title)", "tracks:title"),
+        (TrackSortKey::Title, true) => ("lower(t.title)", "tracks:-title"),
+        (TrackSortKey::CreatedAt, false) => ("t.created_at", "tracks:created_at"),
+        (TrackSortKey::CreatedAt, true) => ("t.created_at", "tracks:-created_at"),
+        (TrackSortKey::UpdatedAt, false) => ("t.updated_at", "tracks:updated_at"),
+        (TrackSortKey::UpdatedAt, true) => ("t.updated_at", "tracks:-updated_at"),
+        _ => return None,
+    };
+    Some(KeyColumn {
+        sort: name,
+        column,
+        id: "t.id",
+        text: sort.key == TrackSortKey::Title,
+        descending: sort.descending,
+    })
+}
+
 /// The track list's order when none is asked for: by title, or newest first when filtered
 /// by source.
 fn default_track_sort(filter: &TrackFilter) -> Sort<TrackSortKey> {
@@ -74,8 +95,57 @@ impl Catalog {
         page: Page,
     ) -> Result<Paged<Track>> {
         let sort = sort.unwrap_or_else(|| default_track_sort(filter));
-        self.page_tracks(&self.track_filters(filter), &track_order(sort), page)
-            .await
+        let filters = self.track_filters(filter);
+        if let Some(key) = track_key(sort) {
+            if let Some(paged) = self.track_page_from_bookmark(&filters, key, page).await? {
+                return Ok(paged);
+            }
+        }
+        self.page_tracks(&filters, &track_order(sort), page).await
+    }
+
+    /// A page of a keyset sort at an offset where an earlier page ended, read by key from
+    /// there: sync apps read a whole library by offset, page after page (Subsonic `search3`),
+    /// and each page then costs what the first does instead of skipping all before it. A
+    /// page leaves a bookmark (its last row's key) at the offset after it, valid at the sync
+    /// clock it was read at: any change to the tracks moves the clock, and the offset is then
+    /// skipped again. `None` when there is no bookmark.
+    async fn track_page_from_bookmark(
+        &self,
+        filters: &Sql,
+        key: KeyColumn,
+        page: Page,
+    ) -> Result<Option<Paged<Track>>> {
+        let clock = self.db.sync_clock().await?;
+        let list = format!("{} {}", key.sort, filters.cache_key());
+        let cursor = if page.offset() == 0 {
+            String::new()
+        } else {
+            match self.bookmarks.get(&(list.clone(), page.offset()), &clock) {
+                Some(cursor) => cursor,
+                None => return Ok(None),
+            }
+        };
+        let total = self.count_tracks(filters);
+        let ids = keyset::page_ids(
+            &self.db,
+            "FROM tracks t",
+            filters,
+            key,
+            page.limit(),
+            &cursor,
+        );
+        let (total, (ids, next)) = futures::try_join!(total, ids)?;
+        if let Some(next) = next {
+            self.bookmarks
+                .insert((list, page.offset() + page.limit()), clock, next);
+        }
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        Ok(Some(Paged {
+            items: self.tracks_in_order(&ids).await?,
+            total,
+            page,
+        }))
     }
 
     /// As [`Catalog::list_tracks`], the page after `cursor` (empty: the first page) by keyset:
@@ -88,31 +158,12 @@ impl Catalog {
         cursor: &str,
     ) -> Result<Chunk<Track>> {
         let sort = sort.unwrap_or_else(|| default_track_sort(filter));
-        let column = match sort.key {
-            TrackSortKey::Title => "lower(t.title)",
-            TrackSortKey::CreatedAt => "t.created_at",
-            TrackSortKey::UpdatedAt => "t.updated_at",
-            _ => {
-                return Err(Error::invalid(
-                    "cursor",
-                    "cursor paging is offered for the sorts title, created_at and updated_at; use offset with this one",
-                ))
-            }
-        };
-        let key = KeyColumn {
-            sort: match (sort.key, sort.descending) {
-                (TrackSortKey::Title, false) => "tracks:title",
-                (TrackSortKey::Title, true) => "tracks:-title",
-                (TrackSortKey::CreatedAt, false) => "tracks:created_at",
-                (TrackSortKey::CreatedAt, true) => "tracks:-created_at",
-                (_, false) => "tracks:updated_at",
-                (_, true) => "tracks:-updated_at",
-            },
-            column,
-            id: "t.id",
-            text: sort.key == TrackSortKey::Title,
-            descending: sort.descending,
-        };
+        let key = track_key(sort).ok_or_else(|| {
+            Error::invalid(
+                "cursor",
+                "cursor paging is offered for the sorts title, created_at and updated_at; use offset with this one",
+            )
+        })?;
         let limit = Page::new(Some(limit), None)?.limit();
         let filters = self.track_filters(filter);
         let total = self.count_tracks(&filters);
@@ -217,16 +268,14 @@ impl Catalog {
         let pool = self.db.pool();
         let clock = self.db.sync_clock().await?;
         let key = filters.cache_key();
-        if let Some((at, count)) = self.counts.get(&key) {
-            if at == clock {
-                return Ok(count);
-            }
+        if let Some(count) = self.counts.get(&key, &clock) {
+            return Ok(count);
         }
         let count: i64 = filters
             .prefixed("SELECT COUNT(*) FROM tracks t")
             .fetch_scalar(pool)
             .await?;
-        self.counts.insert(key, (clock, count));
+        self.counts.insert(key, clock, count);
         Ok(count)
     }
 

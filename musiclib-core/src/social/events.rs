@@ -207,14 +207,9 @@ impl From<PlayRow> for PlayEvent {
 pub(crate) const LATEST_LIKE: &str = "NOT EXISTS (SELECT 1 FROM like_events n WHERE n.user_id = l.user_id AND n.track_id = l.track_id
       AND (n.event_time, n.client_event_id) > (l.event_time, l.client_event_id))";
 
-/// A user's current likes, as kept between requests.
-#[derive(Debug, Clone)]
-pub(crate) struct CurrentLikes {
-    /// What they were read at: the user's newest like event stamp and the newest tombstone's.
-    version: (Option<i64>, Option<i64>),
-    /// (track, liked at), newest first.
-    tracks: std::sync::Arc<Vec<(String, i64)>>,
-}
+/// A user's current likes, as kept between requests: (track, liked at), newest first. They
+/// are read at the user's newest like event stamp and the newest tombstone's.
+pub(crate) type CurrentLikes = std::sync::Arc<Vec<(String, i64)>>;
 
 impl Social {
     /// Appends a like event. Returns it and whether it was new (a repeated
@@ -271,7 +266,6 @@ impl Social {
         let take = usize::try_from(page.limit()).unwrap_or(0);
         Ok(Paged {
             items: likes
-                .tracks
                 .iter()
                 .skip(skip)
                 .take(take)
@@ -280,7 +274,7 @@ impl Social {
                     liked_at: Timestamp::from_micros(*at),
                 })
                 .collect(),
-            total: likes.tracks.len() as i64,
+            total: likes.len() as i64,
             page,
         })
     }
@@ -288,7 +282,7 @@ impl Social {
     /// The caller's current likes, newest first: kept in memory until the user's likes or
     /// the tracks change (a like event or a deletion moves the version, two index reads),
     /// as working them out means finding each track's newest event.
-    async fn current_likes(&self, caller: &Caller) -> Result<CurrentLikes> {
+    pub(crate) async fn current_likes(&self, caller: &Caller) -> Result<CurrentLikes> {
         let user = caller.user.id.to_string();
         let version: (Option<i64>, Option<i64>) = self
             .db
@@ -300,7 +294,7 @@ impl Social {
             .fetch_optional(self.db.pool())
             .await?
             .unwrap_or_default();
-        if let Some(kept) = self.likes.get(&user).filter(|kept| kept.version == version) {
+        if let Some(kept) = self.likes.get(&user, &version) {
             return Ok(kept);
         }
         let rows: Vec<(String, i64)> = self
@@ -313,11 +307,8 @@ impl Social {
             .bind(user.as_str())
             .fetch_all(self.db.pool())
             .await?;
-        let likes = CurrentLikes {
-            version,
-            tracks: std::sync::Arc::new(rows),
-        };
-        self.likes.insert(user, likes.clone());
+        let likes = CurrentLikes::new(rows);
+        self.likes.insert(user, version, likes.clone());
         Ok(likes)
     }
 

@@ -376,3 +376,44 @@ backend_test! {
         assert_eq!(total(year).await, 1);
     }
 }
+
+backend_test! {
+    async fn a_page_after_a_change_is_read_afresh(backend: Backend) {
+        // Reading page after page by offset leaves a bookmark where each page ends; a change
+        // to the tracks in between must not make the next page start from a stale one.
+        let library = TestLibrary::new(backend).await;
+        musiclib_core::testing::insert_library_tracks(&library, 40, 3).await;
+        let catalog = library.catalog();
+        let everything = TrackFilter::default();
+        let by_title = Sort { key: TrackSortKey::Title, descending: false };
+        let page = |offset| Page::new(Some(10), Some(offset)).unwrap();
+        let ids = |tracks: &[musiclib_core::domain::Track]| {
+            tracks.iter().map(|t| t.id.to_string()).collect::<Vec<_>>()
+        };
+        let first = catalog.list_tracks(&everything, Some(by_title), page(0)).await.unwrap();
+        // The first page's first track moves to the end of the title order.
+        let admin = Caller {
+            user: library.accounts().create_user("editor", "long enough password", true).await.unwrap(),
+        };
+        catalog
+            .patch_track(
+                &admin,
+                &first.items[0].id,
+                &musiclib_core::catalog::TrackPatch { title: Some("zzzz last".into()), ..Default::default() },
+            )
+            .await
+            .unwrap();
+        let whole = catalog
+            .list_tracks(&everything, Some(by_title), Page::new(Some(100), None).unwrap())
+            .await
+            .unwrap();
+        for offset in [10, 20, 30] {
+            let next = catalog.list_tracks(&everything, Some(by_title), page(offset)).await.unwrap();
+            assert_eq!(
+                ids(&next.items),
+                ids(&whole.items[offset as usize..offset as usize + 10]),
+                "offset {offset}"
+            );
+        }
+    }
+}

@@ -268,6 +268,7 @@ both_backends!(every_method, |backend: Backend| async move {
     both(&app, "unstar", &format!("id={song}&albumId={album_id}")).await;
     let starred = both(&app, "getStarred2", "").await["starred2"].clone();
     assert!(ids(&starred["song"]).is_empty() && ids(&starred["album"]).is_empty());
+    assert!(both(&app, "getSong", &format!("id={song}")).await["song"]["starred"].is_null());
     assert_eq!(
         app.json_as(&app.auth(), "star", "").await["error"]["code"],
         10
@@ -297,7 +298,12 @@ both_backends!(every_method, |backend: Backend| async move {
     );
 
     // Scrobbles: now playing, then plays in the same history as /api/v1; a repeat with the
-    // same time counts once.
+    // same time counts once. The song's and its album's play counts follow (they are kept
+    // in memory between requests until the user plays something).
+    assert_eq!(
+        both(&app, "getAlbum", &format!("id={album_id}")).await["album"]["playCount"],
+        0
+    );
     both(&app, "scrobble", &format!("id={song}&submission=false")).await;
     let now = both(&app, "getNowPlaying", "").await["nowPlaying"]["entry"].clone();
     assert_eq!(now[0]["id"], song.as_str());
@@ -323,6 +329,12 @@ both_backends!(every_method, |backend: Backend| async move {
     assert_eq!(
         both(&app, "getSong", &format!("id={song}")).await["song"]["playCount"],
         1
+    );
+    assert!(
+        both(&app, "getAlbum", &format!("id={album_id}")).await["album"]["playCount"]
+            .as_i64()
+            .unwrap()
+            >= 1
     );
     let frequent = both(&app, "getAlbumList2", "type=frequent").await;
     assert!(!ids(&frequent["albumList2"]["album"]).is_empty());
