@@ -56,6 +56,11 @@ pub struct Catalog {
     /// Where a track list's pages start, by (list, offset), with the sync clock they were
     /// read at (`tracks.rs`, `Catalog::list_tracks`).
     bookmarks: std::sync::Arc<crate::cache::VersionedCache<(String, i64), i64, String>>,
+    /// Where every 500th row of a track list is, by list, with the sync clock they were
+    /// read at (`tracks.rs`).
+    marks: std::sync::Arc<crate::cache::VersionedCache<String, i64, std::sync::Arc<Vec<String>>>>,
+    /// The lists whose marks are being read.
+    marking: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
 }
 
 /// An album deleted because it was left without tracks, whose cover blobs go after commit.
@@ -81,6 +86,12 @@ impl Catalog {
                 std::time::Duration::from_secs(600),
                 4096,
             )),
+            marks: std::sync::Arc::new(crate::cache::VersionedCache::new(
+                "page_marks",
+                std::time::Duration::from_secs(600),
+                64,
+            )),
+            marking: Default::default(),
         }
     }
 

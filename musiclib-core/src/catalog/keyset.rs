@@ -114,6 +114,19 @@ pub(crate) async fn page_ids(
     limit: i64,
     cursor: &str,
 ) -> Result<(Vec<String>, Option<String>)> {
+    page_ids_from(db, from, filters, key, limit, cursor, 0).await
+}
+
+/// As [`page_ids`], the page that starts `skip` rows after `cursor`.
+pub(crate) async fn page_ids_from(
+    db: &Db,
+    from: &str,
+    filters: &Sql,
+    key: KeyColumn,
+    limit: i64,
+    cursor: &str,
+    skip: i64,
+) -> Result<(Vec<String>, Option<String>)> {
     let position = decode(cursor, &key)?;
     let mut select = filters.clone();
     let (compare, dir) = if key.descending {
@@ -136,8 +149,9 @@ pub(crate) async fn page_ids(
         ));
     }
     select.push(&format!(
-        " ORDER BY {column} {dir}, {id} {dir} LIMIT {}",
+        " ORDER BY {column} {dir}, {id} {dir} LIMIT {} OFFSET {}",
         limit + 1,
+        skip.max(0),
         column = key.column,
         id = key.id,
     ));
@@ -171,6 +185,51 @@ pub(crate) async fn page_ids(
         None
     };
     Ok((rows.into_iter().map(|(id, _)| id).collect(), next))
+}
+
+/// The cursors at every `step`-th row of the rows `filters` selects from `from` in `key`
+/// order: the n-th (from 1) is where the page at offset n × `step` starts. One walk of the
+/// sort's index, numbering its rows.
+pub(crate) async fn marks(
+    db: &Db,
+    from: &str,
+    filters: &Sql,
+    key: KeyColumn,
+    step: i64,
+) -> Result<Vec<String>> {
+    let dir = if key.descending { "DESC" } else { "ASC" };
+    let mut select = filters.prefixed(&format!(
+        "SELECT id, sort_key FROM (SELECT {id} AS id, {column} AS sort_key,
+                ROW_NUMBER() OVER (ORDER BY {column} {dir}, {id} {dir}) AS n {from}",
+        id = key.id,
+        column = key.column,
+    ));
+    select.push(&format!(") numbered WHERE n % {step} = 0 ORDER BY n"));
+    let keys: Vec<(String, Key)> = if key.text {
+        select
+            .fetch_all::<(String, String), _>(db.pool())
+            .await?
+            .into_iter()
+            .map(|(id, value)| (id, Key::Text(value)))
+            .collect()
+    } else {
+        select
+            .fetch_all::<(String, i64), _>(db.pool())
+            .await?
+            .into_iter()
+            .map(|(id, value)| (id, Key::Int(value)))
+            .collect()
+    };
+    Ok(keys
+        .into_iter()
+        .map(|(id, value)| {
+            encode(&Position {
+                s: key.sort.to_string(),
+                k: value,
+                i: id,
+            })
+        })
+        .collect())
 }
 
 #[cfg(test)]

@@ -417,3 +417,62 @@ backend_test! {
         }
     }
 }
+
+backend_test! {
+    async fn deep_pages_from_the_marks_are_the_offsets_rows(backend: Backend) {
+        // Past 500 rows, a page of a keyset sort starts from the nearest mark (the key of
+        // every 500th row, read in the background on first use) instead of skipping: the
+        // same rows as the offset, before and after the marks are known, and after a change.
+        const MANY: usize = 1_230;
+        let library = TestLibrary::new(backend).await;
+        musiclib_core::testing::insert_library_tracks(&library, MANY, 11).await;
+        let catalog = library.catalog();
+        let everything = TrackFilter::default();
+        let ids = |tracks: &[musiclib_core::domain::Track]| {
+            tracks.iter().map(|t| t.id.to_string()).collect::<Vec<_>>()
+        };
+        let admin = Caller {
+            user: library.accounts().create_user("marker", "long enough password", true).await.unwrap(),
+        };
+        for (name, descending) in [("title", false), ("title", true), ("created_at", true)] {
+            let sort = Sort { key: TrackSortKey::parse(name).unwrap(), descending };
+            for round in 0..3 {
+                let mut whole = Vec::new();
+                for offset in (0..MANY as i64).step_by(200) {
+                    whole.extend(
+                        catalog
+                            .list_tracks(&everything, Some(sort), Page::new(Some(200), Some(offset)).unwrap())
+                            .await
+                            .unwrap()
+                            .items,
+                    );
+                }
+                let whole = ids(&whole);
+                assert_eq!(whole.len(), MANY);
+                for offset in [1_177_i64, 501, 999, 1_000, 500, 1_229, 1_230, 700] {
+                    let page = catalog
+                        .list_tracks(&everything, Some(sort), Page::new(Some(50), Some(offset)).unwrap())
+                        .await
+                        .unwrap();
+                    let start = (offset as usize).min(MANY);
+                    let end = (start + 50).min(MANY);
+                    assert_eq!(ids(&page.items), whole[start..end], "{name} {descending} round {round} offset {offset}");
+                    assert_eq!(page.total, MANY as i64);
+                }
+                if round == 1 {
+                    // A change moves every title after the first.
+                    let first = catalog.get_track(&musiclib_core::TrackId::parse(&whole[0]).unwrap()).await.unwrap();
+                    catalog
+                        .patch_track(
+                            &admin,
+                            &first.id,
+                            &musiclib_core::catalog::TrackPatch { title: Some(format!("zzzz {round}")), ..Default::default() },
+                        )
+                        .await
+                        .unwrap();
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            }
+        }
+    }
+}
