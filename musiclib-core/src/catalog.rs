@@ -53,14 +53,8 @@ pub struct Catalog {
     counts: std::sync::Arc<crate::cache::VersionedCache<String, i64, i64>>,
     /// Track, album and artist names in memory, for the library search (`shelf.rs`).
     shelf: std::sync::Arc<shelf::ShelfCache>,
-    /// Where a track list's pages start, by (list, offset), with the sync clock they were
-    /// read at (`tracks.rs`, `Catalog::list_tracks`).
-    bookmarks: std::sync::Arc<crate::cache::VersionedCache<(String, i64), i64, String>>,
-    /// Where every 500th row of a track list is, by list, with the sync clock they were
-    /// read at (`tracks.rs`).
-    marks: std::sync::Arc<crate::cache::VersionedCache<String, i64, std::sync::Arc<Vec<String>>>>,
-    /// The lists whose marks are being read.
-    marking: std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+    /// Known places in the keyset-sorted lists, for pages by offset (`keyset.rs`).
+    places: std::sync::Arc<keyset::Places>,
 }
 
 /// An album deleted because it was left without tracks, whose cover blobs go after commit.
@@ -81,17 +75,7 @@ impl Catalog {
                 1024,
             )),
             shelf: Default::default(),
-            bookmarks: std::sync::Arc::new(crate::cache::VersionedCache::new(
-                "page_bookmarks",
-                std::time::Duration::from_secs(600),
-                4096,
-            )),
-            marks: std::sync::Arc::new(crate::cache::VersionedCache::new(
-                "page_marks",
-                std::time::Duration::from_secs(600),
-                64,
-            )),
-            marking: Default::default(),
+            places: Default::default(),
         }
     }
 

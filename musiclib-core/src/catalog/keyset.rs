@@ -10,7 +10,13 @@
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::cache::VersionedCache;
 use crate::db::{Db, Sql};
+use crate::domain::Page;
 use crate::{Error, Result};
 
 /// One page read by cursor.
@@ -230,6 +236,123 @@ pub(crate) async fn marks(
             })
         })
         .collect())
+}
+
+/// Every how many rows of a list a page start is kept as a mark ([`Places`]): a page at any
+/// offset skips fewer rows than this.
+pub(crate) const MARK_STEP: i64 = 500;
+
+/// Known places in the keyset-sorted lists, so that a page asked for by offset is read by key
+/// instead of skipping every row before it. All are valid at the sync clock they were found
+/// at: every insert, change and deletion of a track (and so of an album, which comes and goes
+/// with its tracks) moves the clock, and what was known is then found again.
+///
+/// - Bookmarks: each page leaves one (its last row's key) at the offset after it, so a sync
+///   app reading the whole library by offset, page after page (Subsonic `search3`), pays
+///   for each page what the first costs.
+/// - Marks: the key of every [`MARK_STEP`]-th row, found by one numbered walk of the sort's
+///   index, in the background, the first time a page deeper than that is wanted; a page
+///   then skips fewer than `MARK_STEP` rows.
+#[derive(Debug)]
+pub(crate) struct Places {
+    bookmarks: VersionedCache<(String, i64), i64, String>,
+    marks: Arc<VersionedCache<String, i64, Arc<Vec<String>>>>,
+    /// The lists whose marks are being found.
+    marking: Arc<Mutex<HashSet<String>>>,
+}
+
+impl Default for Places {
+    fn default() -> Self {
+        Places {
+            bookmarks: VersionedCache::new("page_bookmarks", Duration::from_secs(600), 4096),
+            marks: Arc::new(VersionedCache::new(
+                "page_marks",
+                Duration::from_secs(600),
+                64,
+            )),
+            marking: Default::default(),
+        }
+    }
+}
+
+/// A page read from a known place: the page's ids and the list's name for [`Places::leave`].
+pub(crate) struct PlacedPage {
+    pub(crate) ids: Vec<String>,
+    list: String,
+    next: Option<String>,
+}
+
+impl Places {
+    /// The ids of the page `page` of the rows `filters` selects from `from` in `key` order,
+    /// read from a known place at `clock` (the sync clock, read before); `None` when no place
+    /// is known (a shallow page without a bookmark, or marks still being found): read it by
+    /// offset.
+    pub(crate) async fn page(
+        &self,
+        db: &Db,
+        from: &'static str,
+        filters: &Sql,
+        key: KeyColumn,
+        page: Page,
+        clock: i64,
+    ) -> Result<Option<PlacedPage>> {
+        let list = format!("{} {}", key.sort, filters.cache_key());
+        let (cursor, skip) = if page.offset() == 0 {
+            (String::new(), 0)
+        } else if let Some(cursor) = self.bookmarks.get(&(list.clone(), page.offset()), &clock) {
+            (cursor, 0)
+        } else if page.offset() >= MARK_STEP {
+            let Some(marks) = self.marks.get(&list, &clock) else {
+                self.find_marks(db, from, filters, key, list, clock);
+                return Ok(None);
+            };
+            match marks.get((page.offset() / MARK_STEP - 1) as usize) {
+                Some(cursor) => (cursor.clone(), page.offset() % MARK_STEP),
+                // Past the end: the empty page, the plain way.
+                None => return Ok(None),
+            }
+        } else {
+            return Ok(None);
+        };
+        let (ids, next) =
+            page_ids_from(db, from, filters, key, page.limit(), &cursor, skip).await?;
+        Ok(Some(PlacedPage { ids, list, next }))
+    }
+
+    /// Leaves the bookmark of a page read at `clock`: where the page after it starts.
+    pub(crate) fn leave(&self, placed: PlacedPage, page: Page, clock: i64) -> Vec<String> {
+        if let Some(next) = placed.next {
+            self.bookmarks
+                .insert((placed.list, page.offset() + page.limit()), clock, next);
+        }
+        placed.ids
+    }
+
+    /// Finds the marks of a list in the background, one walk at a time per list: a library
+    /// being imported changes at every track, and a walk for every deep page would cost more
+    /// than the offsets it saves. Marks found after `clock` was read are no older than it.
+    fn find_marks(
+        &self,
+        db: &Db,
+        from: &'static str,
+        filters: &Sql,
+        key: KeyColumn,
+        list: String,
+        clock: i64,
+    ) {
+        if !self.marking.lock().expect("poisoned").insert(list.clone()) {
+            return;
+        }
+        let (db, marks, marking) = (db.clone(), self.marks.clone(), self.marking.clone());
+        let filters = filters.clone();
+        tokio::spawn(async move {
+            match self::marks(&db, from, &filters, key, MARK_STEP).await {
+                Ok(found) => marks.insert(list.clone(), clock, Arc::new(found)),
+                Err(error) => tracing::warn!(%error, "finding where a list's pages start"),
+            }
+            marking.lock().expect("poisoned").remove(&list);
+        });
+    }
 }
 
 #[cfg(test)]

@@ -49,10 +49,6 @@ impl ItemKind {
     }
 }
 
-/// Every how many rows of a keyset sort a page start is kept (`Catalog::list_tracks`): a
-/// page at any offset skips fewer rows than this.
-const MARK_STEP: i64 = 500;
-
 /// The keyset walk of a track sort: the sorts whose keys are never NULL (title, creation,
 /// last change), in either direction. The order is [`track_order`]'s: the key, then the id.
 fn track_key(sort: Sort<TrackSortKey>) -> Option<KeyColumn> {
@@ -108,19 +104,8 @@ impl Catalog {
         self.page_tracks(&filters, &track_order(sort), page).await
     }
 
-    /// A page of a keyset sort read by key instead of skipping every row before it, from a
-    /// place in the list known at the current sync clock (any change to the tracks moves the
-    /// clock, and what was known is then found again):
-    ///
-    /// - a bookmark: each page leaves one (its last row's key) at the offset after it, so a
-    ///   sync app reading the whole library by offset, page after page (Subsonic `search3`),
-    ///   pays for each page what the first costs;
-    /// - else, deeper than [`MARK_STEP`], the marks: the key of every `MARK_STEP`-th row,
-    ///   found by one walk of the sort's index in the background the first time they are
-    ///   wanted ([`Catalog::find_marks`]), so a page at any offset skips fewer than
-    ///   `MARK_STEP` rows.
-    ///
-    /// `None` for a shallow page without a bookmark.
+    /// A page of a keyset sort read from a known place (`keyset::Places`) instead of skipping
+    /// every row before it; `None` when no place is known.
     async fn track_page_from_bookmark(
         &self,
         filters: &Sql,
@@ -128,64 +113,21 @@ impl Catalog {
         page: Page,
     ) -> Result<Option<Paged<Track>>> {
         let clock = self.db.sync_clock().await?;
-        let list = format!("{} {}", key.sort, filters.cache_key());
-        let (cursor, skip) = if page.offset() == 0 {
-            (String::new(), 0)
-        } else if let Some(cursor) = self.bookmarks.get(&(list.clone(), page.offset()), &clock) {
-            (cursor, 0)
-        } else if page.offset() >= MARK_STEP {
-            let Some(marks) = self.marks.get(&list, &clock) else {
-                self.find_marks(filters, key, list, clock);
-                return Ok(None);
-            };
-            match marks.get((page.offset() / MARK_STEP - 1) as usize) {
-                Some(cursor) => (cursor.clone(), page.offset() % MARK_STEP),
-                // Past the end: the empty page, the plain way.
-                None => return Ok(None),
-            }
-        } else {
+        let total = self.count_tracks(filters);
+        let placed = self
+            .places
+            .page(&self.db, "FROM tracks t", filters, key, page, clock);
+        let (total, placed) = futures::try_join!(total, placed)?;
+        let Some(placed) = placed else {
             return Ok(None);
         };
-        let total = self.count_tracks(filters);
-        let ids = keyset::page_ids_from(
-            &self.db,
-            "FROM tracks t",
-            filters,
-            key,
-            page.limit(),
-            &cursor,
-            skip,
-        );
-        let (total, (ids, next)) = futures::try_join!(total, ids)?;
-        if let Some(next) = next {
-            self.bookmarks
-                .insert((list, page.offset() + page.limit()), clock, next);
-        }
+        let ids = self.places.leave(placed, page, clock);
         let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
         Ok(Some(Paged {
             items: self.tracks_in_order(&ids).await?,
             total,
             page,
         }))
-    }
-
-    /// Reads the marks of a track list in the background, one walk at a time per list: a
-    /// library being imported changes at every track, and a walk per deep page would cost
-    /// more than the offsets it saves. Until they are known at the current clock, pages skip
-    /// their offset. Marks read after the clock `clock` was are no older than it.
-    fn find_marks(&self, filters: &Sql, key: KeyColumn, list: String, clock: i64) {
-        if !self.marking.lock().expect("poisoned").insert(list.clone()) {
-            return;
-        }
-        let (db, marks, marking) = (self.db.clone(), self.marks.clone(), self.marking.clone());
-        let filters = filters.clone();
-        tokio::spawn(async move {
-            match keyset::marks(&db, "FROM tracks t", &filters, key, MARK_STEP).await {
-                Ok(found) => marks.insert(list.clone(), clock, std::sync::Arc::new(found)),
-                Err(error) => tracing::warn!(%error, "reading where a track list's pages start"),
-            }
-            marking.lock().expect("poisoned").remove(&list);
-        });
     }
 
     /// As [`Catalog::list_tracks`], the page after `cursor` (empty: the first page) by keyset:

@@ -423,7 +423,7 @@ backend_test! {
         // Past 500 rows, a page of a keyset sort starts from the nearest mark (the key of
         // every 500th row, read in the background on first use) instead of skipping: the
         // same rows as the offset, before and after the marks are known, and after a change.
-        const MANY: usize = 1_230;
+        const MANY: usize = 5_060;
         let library = TestLibrary::new(backend).await;
         musiclib_core::testing::insert_library_tracks(&library, MANY, 11).await;
         let catalog = library.catalog();
@@ -449,7 +449,7 @@ backend_test! {
                 }
                 let whole = ids(&whole);
                 assert_eq!(whole.len(), MANY);
-                for offset in [1_177_i64, 501, 999, 1_000, 500, 1_229, 1_230, 700] {
+                for offset in [4_177_i64, 501, 999, 1_000, 500, 5_059, 5_060, 2_700] {
                     let page = catalog
                         .list_tracks(&everything, Some(sort), Page::new(Some(50), Some(offset)).unwrap())
                         .await
@@ -470,6 +470,37 @@ backend_test! {
                         )
                         .await
                         .unwrap();
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            }
+        }
+        // Albums (about ten tracks each) by title and by creation, likewise.
+        for (key, descending) in [(AlbumSortKey::Title, false), (AlbumSortKey::CreatedAt, true)] {
+            let sort = Sort { key, descending };
+            for round in 0..2 {
+                let mut whole = Vec::new();
+                for offset in (0..600).step_by(200) {
+                    whole.extend(
+                        catalog
+                            .list_albums(&AlbumFilter::default(), Some(sort), Page::new(Some(200), Some(offset)).unwrap())
+                            .await
+                            .unwrap()
+                            .items
+                            .into_iter()
+                            .map(|album| album.id.to_string()),
+                    );
+                }
+                let count = whole.len() as i64;
+                assert!(count > 500, "{count} albums");
+                for offset in [count - 1, 500, 501, count] {
+                    let page = catalog
+                        .list_albums(&AlbumFilter::default(), Some(sort), Page::new(Some(2), Some(offset)).unwrap())
+                        .await
+                        .unwrap();
+                    let start = (offset as usize).min(whole.len());
+                    let end = (start + 2).min(whole.len());
+                    let got: Vec<String> = page.items.iter().map(|album| album.id.to_string()).collect();
+                    assert_eq!(got, whole[start..end], "albums {key:?} round {round} offset {offset}");
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(300)).await;
             }
