@@ -308,8 +308,14 @@ impl Places {
             };
             match marks.get((page.offset() / MARK_STEP - 1) as usize) {
                 Some(cursor) => (cursor.clone(), page.offset() % MARK_STEP),
-                // Past the end: the empty page, the plain way.
-                None => return Ok(None),
+                // Past the last mark by a whole step: past the end of the list.
+                None => {
+                    return Ok(Some(PlacedPage {
+                        ids: Vec::new(),
+                        list,
+                        next: None,
+                    }))
+                }
             }
         } else {
             return Ok(None);

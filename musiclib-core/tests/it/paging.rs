@@ -449,7 +449,7 @@ backend_test! {
                 }
                 let whole = ids(&whole);
                 assert_eq!(whole.len(), MANY);
-                for offset in [4_177_i64, 501, 999, 1_000, 500, 5_059, 5_060, 2_700] {
+                for offset in [4_177_i64, 501, 999, 1_000, 500, 5_059, 5_060, 5_500, 9_000, 2_700] {
                     let page = catalog
                         .list_tracks(&everything, Some(sort), Page::new(Some(50), Some(offset)).unwrap())
                         .await
@@ -492,7 +492,7 @@ backend_test! {
                 }
                 let count = whole.len() as i64;
                 assert!(count > 500, "{count} albums");
-                for offset in [count - 1, 500, 501, count] {
+                for offset in [count - 1, 500, 501, count, 1_000, 2_000] {
                     let page = catalog
                         .list_albums(&AlbumFilter::default(), Some(sort), Page::new(Some(2), Some(offset)).unwrap())
                         .await
