@@ -34,7 +34,8 @@ pub struct AlbumQuery {
     genre: Option<String>,
     /// Substring of the title.
     q: Option<String>,
-    /// title, artist, year or created_at; `-` prefix for descending.
+    /// title, artist, year or created_at; `-` prefix for descending. By artist, albums
+    /// without an album artist come last in either direction.
     #[param(pattern = "^-?(title|artist|year|created_at)$")]
     sort: Option<String>,
     /// Page size, 1–200 (default 50).
