@@ -44,16 +44,18 @@ impl Catalog {
         }
         let filters = self.album_filters(filter);
         if let Some(key) = album_key(sort) {
-            // From a known place instead of skipping the offset (`keyset::Places`).
+            // From a known place instead of skipping the offset (`keyset::Places`); counted
+            // only then, as the offset way counts on its own.
             let clock = self.db.sync_clock().await?;
-            let total = filters
-                .prefixed("SELECT COUNT(*) FROM albums al")
-                .fetch_scalar::<i64, _>(self.db.pool());
             let placed = self
                 .places
-                .page(&self.db, "FROM albums al", &filters, key, page, clock);
-            if let (total, Some(placed)) = futures::try_join!(total, placed)? {
-                let ids = self.places.leave(placed, page, clock);
+                .page(&self.db, "FROM albums al", &filters, key, page, clock)
+                .await?;
+            if let Some(ids) = placed {
+                let total = filters
+                    .prefixed("SELECT COUNT(*) FROM albums al")
+                    .fetch_scalar::<i64, _>(self.db.pool())
+                    .await?;
                 return Ok(Paged {
                     items: self.albums_in_order(&ids).await?,
                     total,

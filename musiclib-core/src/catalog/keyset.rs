@@ -162,35 +162,43 @@ pub(crate) async fn page_ids_from(
         id = key.id,
     ));
     let head = format!("SELECT {}, {} {from}", key.id, key.column);
-    let select = select.prefixed(&head);
-    let mut rows: Vec<(String, Key)> = if key.text {
+    let mut rows = fetch_keyed(db, select.prefixed(&head), &key).await?;
+    let next = if rows.len() as i64 > limit {
+        rows.truncate(limit as usize);
+        rows.last()
+            .map(|(id, value)| cursor_at(&key, value.clone(), id.clone()))
+    } else {
+        None
+    };
+    Ok((rows.into_iter().map(|(id, _)| id).collect(), next))
+}
+
+/// The rows (id, key) of `select`, whose two columns are a row's id and its `key` value.
+async fn fetch_keyed(db: &Db, select: Sql, key: &KeyColumn) -> Result<Vec<(String, Key)>> {
+    Ok(if key.text {
         select
             .fetch_all::<(String, String), _>(db.pool())
             .await?
             .into_iter()
-            .map(|(id, key)| (id, Key::Text(key)))
+            .map(|(id, value)| (id, Key::Text(value)))
             .collect()
     } else {
         select
             .fetch_all::<(String, i64), _>(db.pool())
             .await?
             .into_iter()
-            .map(|(id, key)| (id, Key::Int(key)))
+            .map(|(id, value)| (id, Key::Int(value)))
             .collect()
-    };
-    let next = if rows.len() as i64 > limit {
-        rows.truncate(limit as usize);
-        rows.last().map(|(id, value)| {
-            encode(&Position {
-                s: key.sort.to_string(),
-                k: value.clone(),
-                i: id.clone(),
-            })
-        })
-    } else {
-        None
-    };
-    Ok((rows.into_iter().map(|(id, _)| id).collect(), next))
+    })
+}
+
+/// The cursor of the page after the row `id` whose key is `value`.
+fn cursor_at(key: &KeyColumn, value: Key, id: String) -> String {
+    encode(&Position {
+        s: key.sort.to_string(),
+        k: value,
+        i: id,
+    })
 }
 
 /// The cursors at every `step`-th row of the rows `filters` selects from `from` in `key`
@@ -211,30 +219,10 @@ pub(crate) async fn marks(
         column = key.column,
     ));
     select.push(&format!(") numbered WHERE n % {step} = 0 ORDER BY n"));
-    let keys: Vec<(String, Key)> = if key.text {
-        select
-            .fetch_all::<(String, String), _>(db.pool())
-            .await?
-            .into_iter()
-            .map(|(id, value)| (id, Key::Text(value)))
-            .collect()
-    } else {
-        select
-            .fetch_all::<(String, i64), _>(db.pool())
-            .await?
-            .into_iter()
-            .map(|(id, value)| (id, Key::Int(value)))
-            .collect()
-    };
-    Ok(keys
+    Ok(fetch_keyed(db, select, &key)
+        .await?
         .into_iter()
-        .map(|(id, value)| {
-            encode(&Position {
-                s: key.sort.to_string(),
-                k: value,
-                i: id,
-            })
-        })
+        .map(|(id, value)| cursor_at(&key, value, id))
         .collect())
 }
 
@@ -275,18 +263,11 @@ impl Default for Places {
     }
 }
 
-/// A page read from a known place: the page's ids and the list's name for [`Places::leave`].
-pub(crate) struct PlacedPage {
-    pub(crate) ids: Vec<String>,
-    list: String,
-    next: Option<String>,
-}
-
 impl Places {
     /// The ids of the page `page` of the rows `filters` selects from `from` in `key` order,
-    /// read from a known place at `clock` (the sync clock, read before); `None` when no place
-    /// is known (a shallow page without a bookmark, or marks still being found): read it by
-    /// offset.
+    /// read from a known place at `clock` (the sync clock, read before), leaving the bookmark
+    /// of the page after it; `None` when no place is known (a shallow page without a
+    /// bookmark, or marks still being found): read it by offset.
     pub(crate) async fn page(
         &self,
         db: &Db,
@@ -295,7 +276,7 @@ impl Places {
         key: KeyColumn,
         page: Page,
         clock: i64,
-    ) -> Result<Option<PlacedPage>> {
+    ) -> Result<Option<Vec<String>>> {
         let list = format!("{} {}", key.sort, filters.cache_key());
         let (cursor, skip) = if page.offset() == 0 {
             (String::new(), 0)
@@ -309,29 +290,18 @@ impl Places {
             match marks.get((page.offset() / MARK_STEP - 1) as usize) {
                 Some(cursor) => (cursor.clone(), page.offset() % MARK_STEP),
                 // Past the last mark by a whole step: past the end of the list.
-                None => {
-                    return Ok(Some(PlacedPage {
-                        ids: Vec::new(),
-                        list,
-                        next: None,
-                    }))
-                }
+                None => return Ok(Some(Vec::new())),
             }
         } else {
             return Ok(None);
         };
         let (ids, next) =
             page_ids_from(db, from, filters, key, page.limit(), &cursor, skip).await?;
-        Ok(Some(PlacedPage { ids, list, next }))
-    }
-
-    /// Leaves the bookmark of a page read at `clock`: where the page after it starts.
-    pub(crate) fn leave(&self, placed: PlacedPage, page: Page, clock: i64) -> Vec<String> {
-        if let Some(next) = placed.next {
+        if let Some(next) = next {
             self.bookmarks
-                .insert((placed.list, page.offset() + page.limit()), clock, next);
+                .insert((list, page.offset() + page.limit()), clock, next);
         }
-        placed.ids
+        Ok(Some(ids))
     }
 
     /// Finds the marks of a list in the background, one walk at a time per list: a library

@@ -97,7 +97,7 @@ impl Catalog {
         let sort = sort.unwrap_or_else(|| default_track_sort(filter));
         let filters = self.track_filters(filter);
         if let Some(key) = track_key(sort) {
-            if let Some(paged) = self.track_page_from_bookmark(&filters, key, page).await? {
+            if let Some(paged) = self.track_page_from_place(&filters, key, page).await? {
                 return Ok(paged);
             }
         }
@@ -106,22 +106,21 @@ impl Catalog {
 
     /// A page of a keyset sort read from a known place (`keyset::Places`) instead of skipping
     /// every row before it; `None` when no place is known.
-    async fn track_page_from_bookmark(
+    async fn track_page_from_place(
         &self,
         filters: &Sql,
         key: KeyColumn,
         page: Page,
     ) -> Result<Option<Paged<Track>>> {
         let clock = self.db.sync_clock().await?;
-        let total = self.count_tracks(filters);
-        let placed = self
+        let total = self.count_tracks_at(filters, clock);
+        let ids = self
             .places
             .page(&self.db, "FROM tracks t", filters, key, page, clock);
-        let (total, placed) = futures::try_join!(total, placed)?;
-        let Some(placed) = placed else {
+        let (total, ids) = futures::try_join!(total, ids)?;
+        let Some(ids) = ids else {
             return Ok(None);
         };
-        let ids = self.places.leave(placed, page, clock);
         let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
         Ok(Some(Paged {
             items: self.tracks_in_order(&ids).await?,
@@ -247,8 +246,13 @@ impl Catalog {
     /// track moves (its triggers and tombstones), so it holds exactly until the clock moves,
     /// whichever replica wrote.
     pub(crate) async fn count_tracks(&self, filters: &Sql) -> Result<i64> {
-        let pool = self.db.pool();
         let clock = self.db.sync_clock().await?;
+        self.count_tracks_at(filters, clock).await
+    }
+
+    /// As [`Catalog::count_tracks`], with the sync clock already read.
+    async fn count_tracks_at(&self, filters: &Sql, clock: i64) -> Result<i64> {
+        let pool = self.db.pool();
         let key = filters.cache_key();
         if let Some(count) = self.counts.get(&key, &clock) {
             return Ok(count);
