@@ -5,12 +5,14 @@
 --   BENCH_STEP        default 1
 --   BENCH_QUERIES     comma-separated queries for {q}
 --   BENCH_TOKEN       a bearer token (none for Subsonic targets, which carry their own auth)
+--   BENCH_HEADER      one more header, "Name: value" (Polaris wants Accept-Version)
 -- Prints one line: requests, errors, p50, p95, p99 (ms), requests per second.
 
 local template = os.getenv("BENCH_PATH")
 local max_offset = tonumber(os.getenv("BENCH_MAX_OFFSET") or "0")
 local step = tonumber(os.getenv("BENCH_STEP") or "1")
 local token = os.getenv("BENCH_TOKEN") or ""
+local header_name, header_value = string.match(os.getenv("BENCH_HEADER") or "", "^([^:]+):%s*(.*)$")
 local queries = {}
 for q in string.gmatch(os.getenv("BENCH_QUERIES") or "", "([^,]+)") do
   table.insert(queries, q)
@@ -30,9 +32,11 @@ end
 request = function()
   local offset = math.random(0, math.floor(max_offset / step)) * step
   local q = queries[math.random(#queries)]
-  local path = template:gsub("{offset}", tostring(offset)):gsub("{q}", q)
+  -- A query may hold "%" (URL-encoded): escaped, as gsub reads it in a replacement.
+  local path = template:gsub("{offset}", tostring(offset)):gsub("{q}", (q:gsub("%%", "%%%%")))
   local headers = {}
   if token ~= "" then headers["Authorization"] = "Bearer " .. token end
+  if header_name then headers[header_name] = header_value end
   return wrk.format("GET", path, headers)
 end
 

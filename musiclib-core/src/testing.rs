@@ -559,6 +559,44 @@ pub async fn execute(library: &Library, statement: &str, args: &[&str]) -> u64 {
     sql.execute(db.pool()).await.expect("test statement")
 }
 
+/// The ids of a page of every track in `sort` order read by `OFFSET` on the sort's index,
+/// the way the list reads a page when it knows no place in it: what a page read any other
+/// way must equal.
+pub async fn track_ids_by_offset(
+    library: &Library,
+    sort: crate::catalog::Sort<crate::catalog::TrackSortKey>,
+    page: crate::domain::Page,
+) -> Vec<String> {
+    let db = library.db();
+    db.sql(&format!(
+        "SELECT t.id FROM tracks t ORDER BY {} LIMIT {} OFFSET {}",
+        crate::catalog::query::track_order(sort),
+        page.limit(),
+        page.offset()
+    ))
+    .fetch_scalars::<String, _>(db.pool())
+    .await
+    .expect("a page by offset")
+}
+
+/// As [`track_ids_by_offset`], for albums (with their album artist joined, as the list).
+pub async fn album_ids_by_offset(
+    library: &Library,
+    sort: crate::catalog::Sort<crate::catalog::AlbumSortKey>,
+    page: crate::domain::Page,
+) -> Vec<String> {
+    let db = library.db();
+    db.sql(&format!(
+        "SELECT al.id FROM albums al LEFT JOIN artists ar ON ar.id = al.artist_id ORDER BY {} LIMIT {} OFFSET {}",
+        crate::catalog::query::album_order(sort),
+        page.limit(),
+        page.offset()
+    ))
+    .fetch_scalars::<String, _>(db.pool())
+    .await
+    .expect("a page by offset")
+}
+
 /// Every text column of every `user_settings` row, as stored, for tests that check no
 /// credential is kept in clear.
 pub async fn user_settings_columns(library: &Library) -> Vec<Option<String>> {

@@ -39,10 +39,27 @@ impl Catalog {
             key: AlbumSortKey::Title,
             descending: false,
         });
+        let filters = self.album_filters(filter);
+        if album_key(sort).is_none() && page.offset() >= keyset::MARK_STEP {
+            // A deep page of a sort without a keyset, from the list's order in memory.
+            let clock = self.db.sync_clock().await?;
+            let mut ids = filters.prefixed(
+                "SELECT al.id FROM albums al LEFT JOIN artists ar ON ar.id = al.artist_id",
+            );
+            ids.push(&format!(" ORDER BY {}", album_order(sort)));
+            let list = format!("albums:{sort:?} {}", filters.cache_key());
+            if let Some((ids, total)) = self.places.page_in_order(&self.db, list, &ids, page, clock)
+            {
+                return Ok(Paged {
+                    items: self.albums_in_order(&ids).await?,
+                    total,
+                    page,
+                });
+            }
+        }
         if sort.key == AlbumSortKey::Artist && filter.is_empty() {
             return self.albums_by_artist(sort.descending, page).await;
         }
-        let filters = self.album_filters(filter);
         if let Some(key) = album_key(sort) {
             // From a known place instead of skipping the offset (`keyset::Places`); counted
             // only then, as the offset way counts on its own.
@@ -87,13 +104,12 @@ impl Catalog {
             .db
             .sql("SELECT COUNT(*) FROM albums")
             .fetch_scalar::<i64, _>(self.db.pool());
-        // CROSS JOIN: artists first (SQLite keeps the order written; PostgreSQL plans it).
         let with_artist = self
             .db
             .sql(&format!(
-                "SELECT al.id FROM artists ar CROSS JOIN albums al WHERE al.artist_id = ar.id
-                 ORDER BY LOWER(ar.name) {dir}, ar.id {dir}, al.title_key {dir}, al.id {dir}
+                "SELECT al.id FROM {} ORDER BY LOWER(ar.name) {dir}, ar.id {dir}, al.title_key {dir}, al.id {dir}
                  LIMIT {} OFFSET {}",
+                self.db.kind().albums_under_artists(),
                 page.limit(),
                 page.offset()
             ))

@@ -226,6 +226,14 @@ pub(crate) async fn marks(
         .collect())
 }
 
+/// An id as the number it spells, when it is a UUID written as ids are (hyphenated, lower
+/// case), so that it is written back the same.
+fn uuid_of(id: &str) -> Option<u128> {
+    let uuid = uuid::Uuid::parse_str(id).ok()?;
+    let mut buffer = uuid::Uuid::encode_buffer();
+    (uuid.hyphenated().encode_lower(&mut buffer) == id).then(|| uuid.as_u128())
+}
+
 /// Every how many rows of a list a page start is kept as a mark ([`Places`]): a page at any
 /// offset skips fewer rows than this.
 pub(crate) const MARK_STEP: i64 = 500;
@@ -241,11 +249,17 @@ pub(crate) const MARK_STEP: i64 = 500;
 /// - Marks: the key of every [`MARK_STEP`]-th row, found by one numbered walk of the sort's
 ///   index, in the background, the first time a page deeper than that is wanted; a page
 ///   then skips fewer than `MARK_STEP` rows.
+/// - Orders, for the sorts a row comparison cannot resume (keys that may be NULL, over
+///   several columns: tracks by artist, album, year, number or length): every id of the
+///   list in sort order, as 16-byte UUIDs (1.6 MB for 100,000 tracks), read by one walk of
+///   the sort's index in the background the first time a deep page is wanted. A page is then
+///   a slice of it.
 #[derive(Debug)]
 pub(crate) struct Places {
     bookmarks: VersionedCache<(String, i64), i64, String>,
     marks: Arc<VersionedCache<String, i64, Arc<Vec<String>>>>,
-    /// The lists whose marks are being found.
+    orders: Arc<VersionedCache<String, i64, Arc<Vec<u128>>>>,
+    /// The lists whose marks or order are being found.
     marking: Arc<Mutex<HashSet<String>>>,
 }
 
@@ -257,6 +271,12 @@ impl Default for Places {
                 "page_marks",
                 Duration::from_secs(600),
                 64,
+            )),
+            // A few lists: each holds every id of its list.
+            orders: Arc::new(VersionedCache::new(
+                "list_orders",
+                Duration::from_secs(600),
+                8,
             )),
             marking: Default::default(),
         }
@@ -304,6 +324,63 @@ impl Places {
         Ok(Some(ids))
     }
 
+    /// The ids of page `page` of the list `ids` selects (every id, in the list's order), and
+    /// the list's length, from the list's order at `clock`; `None` for a shallow page (an
+    /// offset walk is as cheap) or while the order is being found: read it by offset. `list`
+    /// names the list (its sort, direction and filters).
+    pub(crate) fn page_in_order(
+        &self,
+        db: &Db,
+        list: String,
+        ids: &Sql,
+        page: Page,
+        clock: i64,
+    ) -> Option<(Vec<String>, i64)> {
+        if page.offset() < MARK_STEP {
+            return None;
+        }
+        let Some(order) = self.orders.get(&list, &clock) else {
+            self.find_order(db, ids, list, clock);
+            return None;
+        };
+        let len = order.len() as i64;
+        let start = page.offset().min(len);
+        let end = (page.offset() + page.limit()).min(len);
+        let ids = order[start as usize..end as usize]
+            .iter()
+            .map(|id| uuid::Uuid::from_u128(*id).hyphenated().to_string())
+            .collect();
+        Some((ids, len))
+    }
+
+    /// Reads the order of a list in the background, one walk at a time per list (as
+    /// [`Places::find_marks`]). A list holding an id that is not a UUID keeps no order.
+    fn find_order(&self, db: &Db, ids: &Sql, list: String, clock: i64) {
+        if !self.marking.lock().expect("poisoned").insert(list.clone()) {
+            return;
+        }
+        let (db, orders, marking) = (db.clone(), self.orders.clone(), self.marking.clone());
+        let ids = ids.clone();
+        tokio::spawn(async move {
+            use futures::TryStreamExt;
+            let read = ids
+                .fetch::<(String,)>(db.pool())
+                .try_fold(Some(Vec::new()), |order, (id,)| async move {
+                    Ok(order.and_then(|mut order: Vec<u128>| {
+                        order.push(uuid_of(&id)?);
+                        Some(order)
+                    }))
+                })
+                .await;
+            match read {
+                Ok(Some(order)) => orders.insert(list.clone(), clock, Arc::new(order)),
+                Ok(None) => {}
+                Err(error) => tracing::warn!(%error, "reading a list's order"),
+            }
+            marking.lock().expect("poisoned").remove(&list);
+        });
+    }
+
     /// Finds the marks of a list in the background, one walk at a time per list: a library
     /// being imported changes at every track, and a walk for every deep page would cost more
     /// than the offsets it saves. Marks found after `clock` was read are no older than it.
@@ -342,6 +419,56 @@ mod tests {
         text: true,
         descending: false,
     };
+
+    #[tokio::test]
+    async fn a_deep_page_in_order_is_a_slice_of_the_order_at_its_clock() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::connect(&format!("sqlite://{}", dir.path().join("o.db").display()))
+            .await
+            .unwrap();
+        let places = Places::default();
+        let order: Vec<u128> = (0..1_200).map(|_| uuid::Uuid::now_v7().as_u128()).collect();
+        places
+            .orders
+            .insert("list".into(), 7, Arc::new(order.clone()));
+        let text = |ids: &[u128]| {
+            ids.iter()
+                .map(|id| uuid::Uuid::from_u128(*id).hyphenated().to_string())
+                .collect::<Vec<_>>()
+        };
+        // Rows that are not ids: their list keeps no order.
+        let ids = db.sql("SELECT 'not an id' UNION ALL SELECT 'nor this'");
+        let page = |offset, clock| {
+            places.page_in_order(
+                &db,
+                "list".into(),
+                &ids,
+                Page::new(Some(50), Some(offset)).unwrap(),
+                clock,
+            )
+        };
+        // A shallow page is read by offset.
+        assert_eq!(page(499, 7), None);
+        assert_eq!(page(500, 7), Some((text(&order[500..550]), 1_200)));
+        assert_eq!(page(1_170, 7), Some((text(&order[1_170..]), 1_200)));
+        assert_eq!(page(1_300, 7), Some((Vec::new(), 1_200)));
+        // At another clock the order is read again (here: rows that are no ids, so none).
+        assert_eq!(page(500, 8), None);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(places.marking.lock().unwrap().is_empty());
+        assert!(places.orders.get(&"list".to_string(), &8).is_none());
+        assert_eq!(page(500, 7), Some((text(&order[500..550]), 1_200)));
+    }
+
+    #[test]
+    fn only_ids_written_back_the_same_are_kept_as_numbers() {
+        let id = uuid::Uuid::now_v7().hyphenated().to_string();
+        let number = uuid_of(&id).unwrap();
+        assert_eq!(uuid::Uuid::from_u128(number).hyphenated().to_string(), id);
+        assert_eq!(uuid_of(&id.to_uppercase()), None);
+        assert_eq!(uuid_of(&id.replace('-', "")), None);
+        assert_eq!(uuid_of("not an id"), None);
+    }
 
     #[test]
     fn cursors_round_trip_and_belong_to_their_sort() {

@@ -269,6 +269,15 @@ mod tests {
                 );
             }
         }
+        // Albums by album artist: the artists' index, then each one's albums from theirs.
+        for dir in ["ASC", "DESC"] {
+            let plan = query_plan(&db, &format!("SELECT al.id FROM {} ORDER BY LOWER(ar.name) {dir}, ar.id {dir}, al.title_key {dir}, al.id {dir} LIMIT 50 OFFSET 9000", db.kind().albums_under_artists())).await;
+            // (Sorting only within an artist's albums, never all of them.)
+            assert!(
+                plan.contains("albums_artist") && !plan.contains("TEMP B-TREE FOR ORDER BY"),
+                "albums by artist: {plan}"
+            );
+        }
         let plan = query_plan(
             &db,
             "SELECT ar.id FROM artists ar ORDER BY ar.name_key, ar.id LIMIT 50",

@@ -88,6 +88,22 @@ impl DatabaseKind {
         }
     }
 
+    /// The `FROM` list of albums by album artist (`Catalog::albums_by_artist`), aliases `ar`
+    /// and `al`, with `al.title_key` and `al.id`, for an `ORDER BY` of the artists' name
+    /// index and then each one's albums. SQLite joins in the order written, artists first
+    /// (its plan: their index, then `albums_artist` per artist). PostgreSQL would hash every
+    /// album and sort them all; the lateral form gives it each artist's albums already in
+    /// title order, so it walks both indexes and sorts only within an artist.
+    pub(crate) fn albums_under_artists(self) -> &'static str {
+        match self {
+            DatabaseKind::Sqlite => "artists ar CROSS JOIN albums al ON al.artist_id = ar.id",
+            DatabaseKind::Postgres => {
+                "artists ar CROSS JOIN LATERAL (SELECT a.id, a.title_key FROM albums a
+                 WHERE a.artist_id = ar.id ORDER BY a.title_key, a.id) al"
+            }
+        }
+    }
+
     /// The clause that makes concurrent claimers skip each other's rows instead of waiting
     /// (job claiming). SQLite runs one writer at a time: the `UPDATE` is atomic on its own.
     pub(crate) fn skip_locked(self) -> &'static str {

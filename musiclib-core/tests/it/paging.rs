@@ -507,3 +507,86 @@ backend_test! {
         }
     }
 }
+
+backend_test! {
+    async fn deep_pages_of_nullable_sorts_come_from_the_order(backend: Backend) {
+        // Sorts whose keys may be NULL (by artist, album, year, number, length; albums by
+        // artist and year) have no keyset: past 500 rows a page is a slice of the list's
+        // order, read once in the background. The same rows as the offset, before and after
+        // the order is known, and after a change.
+        const MANY: usize = 5_100;
+        let library = TestLibrary::new(backend).await;
+        musiclib_core::testing::insert_library_tracks(&library, MANY, 5).await;
+        // NULL keys, which the two databases place apart, and ties.
+        musiclib_core::testing::execute(
+            &library,
+            "UPDATE tracks SET year = NULL, artist_name = NULL, duration_ms = NULL WHERE track_number = 3",
+            &[],
+        )
+        .await;
+        let catalog = library.catalog();
+        let admin = Caller {
+            user: library.accounts().create_user("orderer", "long enough password", true).await.unwrap(),
+        };
+        let everything = TrackFilter::default();
+        let sorts = [
+            ("artist", false),
+            ("artist", true),
+            ("album", true),
+            ("year", false),
+            ("track_number", true),
+            ("duration", false),
+        ];
+        for (name, descending) in sorts {
+            let sort = Sort { key: TrackSortKey::parse(name).unwrap(), descending };
+            for round in 0..3 {
+                for offset in [1_234_i64, 500, 501, 4_999, 5_000, 5_099, 5_100, 6_000, 700] {
+                    let page = Page::new(Some(50), Some(offset)).unwrap();
+                    let got = catalog.list_tracks(&everything, Some(sort), page).await.unwrap();
+                    let ids: Vec<String> = got.items.iter().map(|t| t.id.to_string()).collect();
+                    let expected = musiclib_core::testing::track_ids_by_offset(&library, sort, page).await;
+                    assert_eq!(ids, expected, "{name} {descending} round {round} offset {offset}");
+                    assert_eq!(got.total, MANY as i64, "{name} {descending} round {round} offset {offset}");
+                }
+                if round == 1 {
+                    // A change moves a track from the middle to an end of every sort.
+                    let middle = musiclib_core::testing::track_ids_by_offset(
+                        &library,
+                        sort,
+                        Page::new(Some(1), Some(1_000)).unwrap(),
+                    )
+                    .await;
+                    catalog
+                        .patch_track(
+                            &admin,
+                            &musiclib_core::TrackId::parse(&middle[0]).unwrap(),
+                            &musiclib_core::catalog::TrackPatch {
+                                title: Some("moved".into()),
+                                year: Some(2999),
+                                track_number: Some(99),
+                                ..Default::default()
+                            },
+                        )
+                        .await
+                        .unwrap();
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            }
+        }
+        musiclib_core::testing::execute(&library, "UPDATE albums SET year = NULL WHERE title LIKE 'L%'", &[]).await;
+        musiclib_core::testing::execute(&library, "UPDATE albums SET artist_id = NULL WHERE title LIKE 'S%'", &[]).await;
+        for (key, descending) in [(AlbumSortKey::Artist, false), (AlbumSortKey::Artist, true), (AlbumSortKey::Year, true)] {
+            let sort = Sort { key, descending };
+            for round in 0..2 {
+                for offset in [500_i64, 505, 509, 510, 2, 204, 700] {
+                    let page = Page::new(Some(2), Some(offset)).unwrap();
+                    let got = catalog.list_albums(&AlbumFilter::default(), Some(sort), page).await.unwrap();
+                    let ids: Vec<String> = got.items.iter().map(|album| album.id.to_string()).collect();
+                    let expected = musiclib_core::testing::album_ids_by_offset(&library, sort, page).await;
+                    assert_eq!(ids, expected, "albums {key:?} {descending} round {round} offset {offset}");
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            }
+        }
+    }
+}
