@@ -7,6 +7,20 @@
 
 use std::fmt;
 
+/// An id as the number it spells, when it is a UUID written as ids are (hyphenated, lower
+/// case), so that [`uuid_text`] writes it back the same: 16 bytes instead of a 36-byte
+/// string, for the caches that hold many ids.
+pub(crate) fn uuid_number(id: &str) -> Option<u128> {
+    let uuid = uuid::Uuid::parse_str(id).ok()?;
+    let mut buffer = uuid::Uuid::encode_buffer();
+    (uuid.hyphenated().encode_lower(&mut buffer) == id).then(|| uuid.as_u128())
+}
+
+/// The id a [`uuid_number`] was read from.
+pub(crate) fn uuid_text(number: u128) -> String {
+    uuid::Uuid::from_u128(number).hyphenated().to_string()
+}
+
 macro_rules! id_type {
     ($(#[$meta:meta])* $name:ident, $what:literal) => {
         $(#[$meta])*
@@ -108,3 +122,18 @@ id_type!(
     /// Identifies a download.
     DownloadId, "download"
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_ids_written_back_the_same_are_kept_as_numbers() {
+        let id = uuid::Uuid::now_v7().hyphenated().to_string();
+        let number = uuid_number(&id).unwrap();
+        assert_eq!(uuid_text(number), id);
+        assert_eq!(uuid_number(&id.to_uppercase()), None);
+        assert_eq!(uuid_number(&id.replace('-', "")), None);
+        assert_eq!(uuid_number("not an id"), None);
+    }
+}

@@ -9,13 +9,19 @@
 //! Every write locks the playlist row first and updates it (taking the sync stamp) last, so
 //! the order of locks is always "rows, then the sync clock" (ARCHITECTURE.md, "Sync").
 
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
 use bytes::Bytes;
 use serde_json::json;
 
 use crate::auth::policy::PlaylistAccess;
 use crate::auth::Caller;
+use crate::cache::VersionedCache;
 use crate::db::{known_ids, Db, Table, Tx};
 use crate::domain::{Page, Paged};
+use crate::ids::{uuid_number, uuid_text};
 use crate::media::Cover;
 use crate::storage::{layout, Storage};
 use crate::{Error, PlaylistId, Result, Timestamp, TrackId, UserId};
@@ -127,16 +133,34 @@ fn check_version(expected: Option<i64>, current: i64) -> Result<()> {
     }
 }
 
+/// A playlist's tracks (as [`uuid_number`]s) and their lengths, in order.
+type Contents = Arc<Vec<(u128, Option<i64>)>>;
+
+/// Playlists longer than this are read afresh each time instead of kept.
+const MAX_KEPT_TRACKS: usize = 1_000;
+
 /// The playlists service.
 #[derive(Clone, Debug)]
 pub struct Playlists {
     db: Db,
     storage: Storage,
+    /// Each playlist's tracks, versioned by its `version` and `updated_at` (every add and
+    /// remove moves them) and the sync clock (every track change and deletion moves it), so a
+    /// page of playlists reads their tracks again only after a change.
+    contents: Arc<VersionedCache<String, (i64, i64, i64), Contents>>,
 }
 
 impl Playlists {
     pub(crate) fn new(db: Db, storage: Storage) -> Playlists {
-        Playlists { db, storage }
+        Playlists {
+            db,
+            storage,
+            contents: Arc::new(VersionedCache::new(
+                "playlist_tracks",
+                Duration::from_secs(600),
+                1_024,
+            )),
+        }
     }
 
     /// The caller's playlists and the public ones of others, by name, one page.
@@ -413,19 +437,47 @@ impl Playlists {
         if rows.is_empty() {
             return Ok(Vec::new());
         }
-        let mut select = self.db.sql(&format!(
-            "SELECT pt.playlist_id, pt.track_id, t.duration_ms FROM playlist_tracks pt
-             JOIN {} ON t.id = pt.track_id WHERE pt.playlist_id IN (",
-            self.db.kind().tracks_by_id_covered()
-        ));
-        select
-            .push_list(rows.iter().map(|row| row.id.as_str()))
-            .push(") ORDER BY pt.playlist_id, pt.position");
-        let mut tracks: std::collections::HashMap<String, Vec<(String, Option<i64>)>> =
-            std::collections::HashMap::new();
-        let listed: Vec<(String, String, Option<i64>)> = select.fetch_all(self.db.pool()).await?;
-        for (playlist, track, duration) in listed {
-            tracks.entry(playlist).or_default().push((track, duration));
+        let clock = self.db.sync_clock().await?;
+        let version = |row: &PlaylistRow| (row.version, row.updated_at, clock);
+        let mut tracks: HashMap<String, Vec<(String, Option<i64>)>> = HashMap::new();
+        let mut unknown = Vec::new();
+        for row in &rows {
+            match self.contents.get(&row.id, &version(row)) {
+                Some(kept) => {
+                    let listed = kept.iter().map(|(id, ms)| (uuid_text(*id), *ms)).collect();
+                    tracks.insert(row.id.clone(), listed);
+                }
+                None => unknown.push(row),
+            }
+        }
+        if !unknown.is_empty() {
+            let mut select = self.db.sql(&format!(
+                "SELECT pt.playlist_id, pt.track_id, t.duration_ms FROM playlist_tracks pt
+                 JOIN {} ON t.id = pt.track_id WHERE pt.playlist_id IN (",
+                self.db.kind().tracks_by_id_covered()
+            ));
+            select
+                .push_list(unknown.iter().map(|row| row.id.as_str()))
+                .push(") ORDER BY pt.playlist_id, pt.position");
+            let listed: Vec<(String, String, Option<i64>)> =
+                select.fetch_all(self.db.pool()).await?;
+            for (playlist, track, duration) in listed {
+                tracks.entry(playlist).or_default().push((track, duration));
+            }
+            for row in unknown {
+                let listed = tracks.get(&row.id).map(Vec::as_slice).unwrap_or_default();
+                if listed.len() > MAX_KEPT_TRACKS {
+                    continue;
+                }
+                let kept: Option<Vec<(u128, Option<i64>)>> = listed
+                    .iter()
+                    .map(|(id, ms)| Some((uuid_number(id)?, *ms)))
+                    .collect();
+                if let Some(kept) = kept {
+                    self.contents
+                        .insert(row.id.clone(), version(row), Arc::new(kept));
+                }
+            }
         }
         Ok(rows
             .into_iter()

@@ -17,6 +17,7 @@ use std::time::Duration;
 use crate::cache::VersionedCache;
 use crate::db::{Db, Sql};
 use crate::domain::Page;
+use crate::ids::{uuid_number, uuid_text};
 use crate::{Error, Result};
 
 /// One page read by cursor.
@@ -226,14 +227,6 @@ pub(crate) async fn marks(
         .collect())
 }
 
-/// An id as the number it spells, when it is a UUID written as ids are (hyphenated, lower
-/// case), so that it is written back the same.
-fn uuid_of(id: &str) -> Option<u128> {
-    let uuid = uuid::Uuid::parse_str(id).ok()?;
-    let mut buffer = uuid::Uuid::encode_buffer();
-    (uuid.hyphenated().encode_lower(&mut buffer) == id).then(|| uuid.as_u128())
-}
-
 /// Every how many rows of a list a page start is kept as a mark ([`Places`]): a page at any
 /// offset skips fewer rows than this.
 pub(crate) const MARK_STEP: i64 = 500;
@@ -348,7 +341,7 @@ impl Places {
         let end = (page.offset() + page.limit()).min(len);
         let ids = order[start as usize..end as usize]
             .iter()
-            .map(|id| uuid::Uuid::from_u128(*id).hyphenated().to_string())
+            .map(|id| uuid_text(*id))
             .collect();
         Some((ids, len))
     }
@@ -367,7 +360,7 @@ impl Places {
                 .fetch::<(String,)>(db.pool())
                 .try_fold(Some(Vec::new()), |order, (id,)| async move {
                     Ok(order.and_then(|mut order: Vec<u128>| {
-                        order.push(uuid_of(&id)?);
+                        order.push(uuid_number(&id)?);
                         Some(order)
                     }))
                 })
@@ -458,16 +451,6 @@ mod tests {
         assert!(places.marking.lock().unwrap().is_empty());
         assert!(places.orders.get(&"list".to_string(), &8).is_none());
         assert_eq!(page(500, 7), Some((text(&order[500..550]), 1_200)));
-    }
-
-    #[test]
-    fn only_ids_written_back_the_same_are_kept_as_numbers() {
-        let id = uuid::Uuid::now_v7().hyphenated().to_string();
-        let number = uuid_of(&id).unwrap();
-        assert_eq!(uuid::Uuid::from_u128(number).hyphenated().to_string(), id);
-        assert_eq!(uuid_of(&id.to_uppercase()), None);
-        assert_eq!(uuid_of(&id.replace('-', "")), None);
-        assert_eq!(uuid_of("not an id"), None);
     }
 
     #[test]

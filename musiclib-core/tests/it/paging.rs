@@ -590,3 +590,56 @@ backend_test! {
         }
     }
 }
+
+backend_test! {
+    async fn a_listed_playlist_follows_every_change(backend: Backend) {
+        // A page of playlists keeps each one's tracks between reads: an add, a remove, a
+        // track deleted from the library or a track's new length shows on the next page.
+        let library = TestLibrary::new(backend).await;
+        musiclib_core::testing::insert_library_tracks(&library, 12, 3).await;
+        let caller = Caller {
+            user: library.accounts().create_user("lister", "long enough password", true).await.unwrap(),
+        };
+        let tracks: Vec<_> = library
+            .catalog()
+            .list_tracks(&TrackFilter::default(), None, Page::new(Some(12), None).unwrap())
+            .await
+            .unwrap()
+            .items;
+        let playlist = library
+            .playlists()
+            .create(
+                &caller,
+                musiclib_core::playlists::NewPlaylist {
+                    name: "Kept".into(),
+                    description: None,
+                    public: false,
+                    track_ids: tracks[..3].iter().map(|t| t.id.clone()).collect(),
+                },
+            )
+            .await
+            .unwrap();
+        let listed = || async {
+            let page = library.playlists().list(&caller, Page::new(Some(50), None).unwrap()).await.unwrap();
+            let one = page.items.into_iter().find(|p| p.id == playlist.id).unwrap();
+            (one.track_ids.iter().map(|id| id.to_string()).collect::<Vec<_>>(), one.duration_ms)
+        };
+        let ids = |range: &[musiclib_core::domain::Track]| range.iter().map(|t| t.id.to_string()).collect::<Vec<_>>();
+        let length = |range: &[musiclib_core::domain::Track]| range.iter().filter_map(|t| t.duration_ms).sum::<i64>();
+        assert_eq!(listed().await, (ids(&tracks[..3]), length(&tracks[..3])));
+        assert_eq!(listed().await, (ids(&tracks[..3]), length(&tracks[..3])));
+        library
+            .playlists()
+            .add_tracks(&caller, &playlist.id, vec![tracks[3].id.clone()], None, None)
+            .await
+            .unwrap();
+        assert_eq!(listed().await, (ids(&tracks[..4]), length(&tracks[..4])));
+        library.playlists().remove_tracks(&caller, &playlist.id, vec![0], None).await.unwrap();
+        assert_eq!(listed().await, (ids(&tracks[1..4]), length(&tracks[1..4])));
+        library.delete_track(&caller, &tracks[2].id).await.unwrap();
+        let left = [tracks[1].clone(), tracks[3].clone()];
+        assert_eq!(listed().await, (ids(&left), length(&left)));
+        musiclib_core::testing::execute(&library, "UPDATE tracks SET duration_ms = 1000 WHERE id = $1", &[tracks[1].id.as_str()]).await;
+        assert_eq!(listed().await, (ids(&left), 1000 + tracks[3].duration_ms.unwrap()));
+    }
+}
