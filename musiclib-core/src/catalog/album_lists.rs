@@ -2,6 +2,8 @@
 //! by year or genre, and the caller's own views (most played, recently played, best rated,
 //! starred), which read their plays and marks.
 
+use super::albums::album_key;
+use super::query::{AlbumSortKey, Sort};
 use super::Catalog;
 use crate::auth::Caller;
 use crate::domain::{Album, Page};
@@ -137,6 +139,30 @@ impl Catalog {
         let playable = "al.id NOT IN (SELECT x.album_id FROM tracks x
              WHERE x.availability = 'placeholder' AND x.album_id IS NOT NULL
                AND NOT EXISTS (SELECT 1 FROM tracks p WHERE p.album_id = x.album_id AND p.availability <> 'placeholder' LIMIT 1))";
+        // By title or newest: a deep page from a known place (`keyset::Places`), as
+        // `/albums` in those sorts, instead of skipping its offset.
+        let keyed = match kind {
+            AlbumList::AlphabeticalByName => Some(AlbumSortKey::Title),
+            AlbumList::Newest => Some(AlbumSortKey::CreatedAt),
+            _ => None,
+        };
+        if let Some(key) = keyed.and_then(|key| {
+            album_key(Sort {
+                key,
+                descending: key == AlbumSortKey::CreatedAt,
+            })
+        }) {
+            let clock = self.db.sync_clock().await?;
+            let mut playable_only = self.db.sql("");
+            playable_only.push_condition().push(playable);
+            let placed = self
+                .places
+                .page(&self.db, "FROM albums al", &playable_only, key, page, clock)
+                .await?;
+            if let Some(ids) = placed {
+                return self.albums_in_order(&ids).await;
+            }
+        }
         let filter = if filter.is_empty() {
             playable.to_string()
         } else {

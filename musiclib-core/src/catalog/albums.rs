@@ -10,7 +10,7 @@ use crate::{AlbumId, Error, Result};
 
 /// The keyset walk of an album sort: by title or creation, in either direction. The order is
 /// `album_order`'s: the key, then the id.
-fn album_key(sort: Sort<AlbumSortKey>) -> Option<KeyColumn> {
+pub(super) fn album_key(sort: Sort<AlbumSortKey>) -> Option<KeyColumn> {
     let (name, column, text) = match (sort.key, sort.descending) {
         (AlbumSortKey::Title, false) => ("albums:title", "al.title_key", true),
         (AlbumSortKey::Title, true) => ("albums:-title", "al.title_key", true),
