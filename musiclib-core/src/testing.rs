@@ -567,16 +567,8 @@ pub async fn track_ids_by_offset(
     sort: crate::catalog::Sort<crate::catalog::TrackSortKey>,
     page: crate::domain::Page,
 ) -> Vec<String> {
-    let db = library.db();
-    db.sql(&format!(
-        "SELECT t.id FROM tracks t ORDER BY {} LIMIT {} OFFSET {}",
-        crate::catalog::query::track_order(sort),
-        page.limit(),
-        page.offset()
-    ))
-    .fetch_scalars::<String, _>(db.pool())
-    .await
-    .expect("a page by offset")
+    let order = crate::catalog::query::track_order(sort);
+    ids_by_offset(library, "SELECT t.id FROM tracks t", &order, page).await
 }
 
 /// As [`track_ids_by_offset`], for albums (with their album artist joined, as the list).
@@ -585,10 +577,20 @@ pub async fn album_ids_by_offset(
     sort: crate::catalog::Sort<crate::catalog::AlbumSortKey>,
     page: crate::domain::Page,
 ) -> Vec<String> {
+    let head = "SELECT al.id FROM albums al LEFT JOIN artists ar ON ar.id = al.artist_id";
+    let order = crate::catalog::query::album_order(sort);
+    ids_by_offset(library, head, &order, page).await
+}
+
+async fn ids_by_offset(
+    library: &Library,
+    head: &str,
+    order: &str,
+    page: crate::domain::Page,
+) -> Vec<String> {
     let db = library.db();
     db.sql(&format!(
-        "SELECT al.id FROM albums al LEFT JOIN artists ar ON ar.id = al.artist_id ORDER BY {} LIMIT {} OFFSET {}",
-        crate::catalog::query::album_order(sort),
+        "{head} ORDER BY {order} LIMIT {} OFFSET {}",
         page.limit(),
         page.offset()
     ))

@@ -142,16 +142,17 @@ impl Catalog {
         // By title or newest: a deep page from a known place (`keyset::Places`), as
         // `/albums` in those sorts, instead of skipping its offset.
         let keyed = match kind {
-            AlbumList::AlphabeticalByName => Some(AlbumSortKey::Title),
-            AlbumList::Newest => Some(AlbumSortKey::CreatedAt),
+            AlbumList::AlphabeticalByName => album_key(Sort {
+                key: AlbumSortKey::Title,
+                descending: false,
+            }),
+            AlbumList::Newest => album_key(Sort {
+                key: AlbumSortKey::CreatedAt,
+                descending: true,
+            }),
             _ => None,
         };
-        if let Some(key) = keyed.and_then(|key| {
-            album_key(Sort {
-                key,
-                descending: key == AlbumSortKey::CreatedAt,
-            })
-        }) {
+        if let Some(key) = keyed {
             let clock = self.db.sync_clock().await?;
             let mut playable_only = self.db.sql("");
             playable_only.push_condition().push(playable);

@@ -40,16 +40,15 @@ impl Catalog {
             descending: false,
         });
         let filters = self.album_filters(filter);
-        if album_key(sort).is_none() && page.offset() >= keyset::MARK_STEP {
+        if album_key(sort).is_none() {
             // A deep page of a sort without a keyset, from the list's order in memory.
-            let clock = self.db.sync_clock().await?;
-            let mut ids = filters.prefixed(
-                "SELECT al.id FROM albums al LEFT JOIN artists ar ON ar.id = al.artist_id",
-            );
-            ids.push(&format!(" ORDER BY {}", album_order(sort)));
-            let list = format!("albums:{sort:?} {}", filters.cache_key());
-            if let Some((ids, total)) = self.places.page_in_order(&self.db, list, &ids, page, clock)
-            {
+            let head = "SELECT al.id FROM albums al LEFT JOIN artists ar ON ar.id = al.artist_id";
+            let order = album_order(sort);
+            let placed = self
+                .places
+                .page_in_order(&self.db, head, &filters, &order, page)
+                .await?;
+            if let Some((ids, total)) = placed {
                 return Ok(Paged {
                     items: self.albums_in_order(&ids).await?,
                     total,

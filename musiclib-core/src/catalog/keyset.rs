@@ -317,11 +317,31 @@ impl Places {
         Ok(Some(ids))
     }
 
-    /// The ids of page `page` of the list `ids` selects (every id, in the list's order), and
-    /// the list's length, from the list's order at `clock`; `None` for a shallow page (an
-    /// offset walk is as cheap) or while the order is being found: read it by offset. `list`
-    /// names the list (its sort, direction and filters).
-    pub(crate) fn page_in_order(
+    /// The ids of page `page` of the rows `head` (`SELECT <id> FROM …`) selects with
+    /// `filters`, in `order`, and the list's length, from the list's order in memory; `None`
+    /// for a shallow page (an offset walk is as cheap) or while the order is being found:
+    /// read it by offset.
+    pub(crate) async fn page_in_order(
+        &self,
+        db: &Db,
+        head: &str,
+        filters: &Sql,
+        order: &str,
+        page: Page,
+    ) -> Result<Option<(Vec<String>, i64)>> {
+        if page.offset() < MARK_STEP {
+            return Ok(None);
+        }
+        let clock = db.sync_clock().await?;
+        let mut ids = filters.prefixed(head);
+        ids.push(&format!(" ORDER BY {order}"));
+        let list = format!("{head} ORDER BY {order} {}", filters.cache_key());
+        Ok(self.page_in_order_at(db, list, &ids, page, clock))
+    }
+
+    /// As [`Places::page_in_order`], for the list `ids` selects (every id, in the list's
+    /// order), named `list`, at `clock`.
+    fn page_in_order_at(
         &self,
         db: &Db,
         list: String,
@@ -346,15 +366,11 @@ impl Places {
         Some((ids, len))
     }
 
-    /// Reads the order of a list in the background, one walk at a time per list (as
-    /// [`Places::find_marks`]). A list holding an id that is not a UUID keeps no order.
+    /// Reads the order of a list in the background (see [`Places::walk_once`]). A list
+    /// holding an id that is not a UUID keeps no order.
     fn find_order(&self, db: &Db, ids: &Sql, list: String, clock: i64) {
-        if !self.marking.lock().expect("poisoned").insert(list.clone()) {
-            return;
-        }
-        let (db, orders, marking) = (db.clone(), self.orders.clone(), self.marking.clone());
-        let ids = ids.clone();
-        tokio::spawn(async move {
+        let (db, orders, ids) = (db.clone(), self.orders.clone(), ids.clone());
+        self.walk_once(list.clone(), async move {
             use futures::TryStreamExt;
             let read = ids
                 .fetch::<(String,)>(db.pool())
@@ -366,17 +382,14 @@ impl Places {
                 })
                 .await;
             match read {
-                Ok(Some(order)) => orders.insert(list.clone(), clock, Arc::new(order)),
+                Ok(Some(order)) => orders.insert(list, clock, Arc::new(order)),
                 Ok(None) => {}
                 Err(error) => tracing::warn!(%error, "reading a list's order"),
             }
-            marking.lock().expect("poisoned").remove(&list);
         });
     }
 
-    /// Finds the marks of a list in the background, one walk at a time per list: a library
-    /// being imported changes at every track, and a walk for every deep page would cost more
-    /// than the offsets it saves. Marks found after `clock` was read are no older than it.
+    /// Finds the marks of a list in the background (see [`Places::walk_once`]).
     fn find_marks(
         &self,
         db: &Db,
@@ -386,16 +399,30 @@ impl Places {
         list: String,
         clock: i64,
     ) {
+        let (db, marks, filters) = (db.clone(), self.marks.clone(), filters.clone());
+        self.walk_once(list.clone(), async move {
+            match self::marks(&db, from, &filters, key, MARK_STEP).await {
+                Ok(found) => marks.insert(list, clock, Arc::new(found)),
+                Err(error) => tracing::warn!(%error, "finding where a list's pages start"),
+            }
+        });
+    }
+
+    /// Runs `walk` (a walk of the list `list`) in the background unless one is running: a
+    /// library being imported changes at every track, and a walk for every deep page would
+    /// cost more than the offsets it saves. What a walk finds after the clock was read is no
+    /// older than it.
+    fn walk_once(
+        &self,
+        list: String,
+        walk: impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
         if !self.marking.lock().expect("poisoned").insert(list.clone()) {
             return;
         }
-        let (db, marks, marking) = (db.clone(), self.marks.clone(), self.marking.clone());
-        let filters = filters.clone();
+        let marking = self.marking.clone();
         tokio::spawn(async move {
-            match self::marks(&db, from, &filters, key, MARK_STEP).await {
-                Ok(found) => marks.insert(list.clone(), clock, Arc::new(found)),
-                Err(error) => tracing::warn!(%error, "finding where a list's pages start"),
-            }
+            walk.await;
             marking.lock().expect("poisoned").remove(&list);
         });
     }
@@ -424,15 +451,11 @@ mod tests {
         places
             .orders
             .insert("list".into(), 7, Arc::new(order.clone()));
-        let text = |ids: &[u128]| {
-            ids.iter()
-                .map(|id| uuid::Uuid::from_u128(*id).hyphenated().to_string())
-                .collect::<Vec<_>>()
-        };
+        let text = |ids: &[u128]| ids.iter().map(|id| uuid_text(*id)).collect::<Vec<_>>();
         // Rows that are not ids: their list keeps no order.
         let ids = db.sql("SELECT 'not an id' UNION ALL SELECT 'nor this'");
         let page = |offset, clock| {
-            places.page_in_order(
+            places.page_in_order_at(
                 &db,
                 "list".into(),
                 &ids,

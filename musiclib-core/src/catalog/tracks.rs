@@ -100,21 +100,24 @@ impl Catalog {
             if let Some(paged) = self.track_page_from_place(&filters, key, page).await? {
                 return Ok(paged);
             }
-        } else if page.offset() >= keyset::MARK_STEP {
+        } else if let Some((ids, total)) = self
+            .places
+            .page_in_order(
+                &self.db,
+                "SELECT t.id FROM tracks t",
+                &filters,
+                &track_order(sort),
+                page,
+            )
+            .await?
+        {
             // A deep page of a sort without a keyset, from the list's order in memory.
-            let clock = self.db.sync_clock().await?;
-            let mut ids = filters.prefixed("SELECT t.id FROM tracks t");
-            ids.push(&format!(" ORDER BY {}", track_order(sort)));
-            let list = format!("tracks:{sort:?} {}", filters.cache_key());
-            if let Some((ids, total)) = self.places.page_in_order(&self.db, list, &ids, page, clock)
-            {
-                let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-                return Ok(Paged {
-                    items: self.tracks_in_order(&ids).await?,
-                    total,
-                    page,
-                });
-            }
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+            return Ok(Paged {
+                items: self.tracks_in_order(&ids).await?,
+                total,
+                page,
+            });
         }
         self.page_tracks(&filters, &track_order(sort), page).await
     }
