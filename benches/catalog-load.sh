@@ -13,7 +13,8 @@
 # (postgres://USER@HOST:PORT/DB: a database is created beside DB and dropped after, unless
 # MUSICLIB_BENCH_KEEP is set). MUSICLIB_BENCH_KEEP=DIR keeps the seeded libraries in DIR (and
 # the PostgreSQL database) for the next run: seeding 1,000,000 tracks takes a while.
-# MUSICLIB_BENCH_ONLY=sqlite|postgres runs one backend. Needs `cargo build --release -p
+# MUSICLIB_BENCH_ONLY=sqlite|postgres runs one backend. MUSICLIB_BENCH_REQUESTS=REGEX times
+# only the requests whose name matches (and not the whole-library listings or the memory). Needs `cargo build --release -p
 # musiclib-bin -p musiclib-benches` (the seeder is target/release/seed-library).
 set -euo pipefail
 
@@ -25,6 +26,7 @@ seeder="$(dirname "$bin")/seed-library"
 need_packages wrk:wrk jq:jq curl:curl
 lua="$repo/benches/lua/catalog.lua"
 keep="${MUSICLIB_BENCH_KEEP:-}"
+only_requests="${MUSICLIB_BENCH_REQUESTS:-}"
 
 # name | target ({offset}, {q}) | largest offset | offset step | queries
 requests() {
@@ -79,6 +81,7 @@ run_backend() {
   printf '%-36s %8s %6s %8s %8s %8s %7s\n' request requests errors p50_ms p95_ms p99_ms req/s
   while IFS='|' read -r name target max_offset step queries; do
     [ -n "$name" ] || continue
+    [[ -z "$only_requests" || "$name" =~ $only_requests ]] || continue
     # Every kind answers before it is timed (a Subsonic error is a 200 with status "failed").
     local probe="${target//\{offset\}/$max_offset}"
     probe="${probe//\{q\}/${queries%%,*}}"
@@ -100,6 +103,10 @@ run_backend() {
     read -r n errors p50 p95 p99 rate <<<"$line"
     printf '%-36s %8s %6s %8s %8s %8s %7s\n' "$name" "$n" "$errors" "$p50" "$p95" "$p99" "$rate"
   done < <(requests)
+  if [ -n "$only_requests" ]; then
+    kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
+    return
+  fi
 
   # A new device's first pull: every page of /sync/changes from nothing. Two figures: the
   # wall time (with curl and jq, which parses each page to find the next cursor) and the

@@ -37,7 +37,7 @@ pub use tracks::ItemKind;
 
 pub(crate) use refresh::{FileFacts, StoredFile};
 pub(crate) use resolve::Resolver;
-pub(crate) use rows::{AlbumRow, ArtistRow, TrackRow, ALBUM_SELECT, ARTIST_SELECT, TRACK_SELECT};
+pub(crate) use rows::{album_select, AlbumRow, ArtistRow, TrackRow, ARTIST_SELECT, TRACK_SELECT};
 pub(crate) use tracks::{insert_track, lock_track, NewTrack};
 
 use crate::db::{Db, Tx};

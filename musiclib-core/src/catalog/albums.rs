@@ -2,7 +2,7 @@
 
 use super::keyset::{self, Chunk, KeyColumn};
 use super::query::{album_order, AlbumFilter, AlbumSortKey, Sort, TrackFilter, TrackSortKey};
-use super::rows::{AlbumRow, ALBUM_SELECT};
+use super::rows::{album_select, AlbumRow};
 use super::Catalog;
 use crate::db::{like_pattern, Sql};
 use crate::domain::{Album, Page, Paged, Track};
@@ -85,7 +85,7 @@ impl Catalog {
                 self.db.pool(),
                 "SELECT COUNT(*) FROM albums al",
                 "SELECT al.id FROM albums al LEFT JOIN artists ar ON ar.id = al.artist_id",
-                ALBUM_SELECT,
+                &album_select(self.db.kind()),
                 "al.id",
                 &order,
                 page,
@@ -213,7 +213,10 @@ impl Catalog {
     /// One album, with its track count and duration.
     pub async fn get_album(&self, id: &AlbumId) -> Result<Album> {
         self.db
-            .sql(&format!("{ALBUM_SELECT} WHERE al.id = $1"))
+            .sql(&format!(
+                "{} WHERE al.id = $1",
+                album_select(self.db.kind())
+            ))
             .bind(id)
             .fetch_optional::<AlbumRow, _>(self.db.pool())
             .await?
@@ -225,8 +228,10 @@ impl Catalog {
     pub(crate) async fn albums_in_order(&self, ids: &[String]) -> Result<Vec<Album>> {
         let mut found = std::collections::HashMap::with_capacity(ids.len());
         for chunk in ids.chunks(crate::db::CHUNK) {
-            let mut select = self.db.sql(&format!("{ALBUM_SELECT} WHERE al.id IN ("));
-            select.push_list(chunk.iter().map(String::as_str)).push(")");
+            let mut select = self
+                .db
+                .sql(&format!("{} WHERE al.id", album_select(self.db.kind())));
+            select.push_in(chunk.iter().map(String::as_str));
             for row in select.fetch_all::<AlbumRow, _>(self.db.pool()).await? {
                 found.insert(row.id.clone(), Album::from(row));
             }

@@ -94,10 +94,8 @@ impl Catalog {
     pub async fn artists_by_ids(&self, ids: &[ArtistId]) -> Result<Vec<Artist>> {
         let mut found = Vec::with_capacity(ids.len());
         for chunk in ids.chunks(crate::db::CHUNK) {
-            let mut select = self.db.sql(&format!("{ARTIST_SELECT} WHERE ar.id IN ("));
-            select
-                .push_list(chunk.iter().map(ArtistId::as_str))
-                .push(")");
+            let mut select = self.db.sql(&format!("{ARTIST_SELECT} WHERE ar.id"));
+            select.push_in(chunk.iter().map(ArtistId::as_str));
             found.extend(
                 select
                     .fetch_all::<ArtistRow, _>(self.db.pool())

@@ -1,6 +1,6 @@
 //! Row structs of the catalogue queries and their conversion into domain types.
 
-use crate::db::flag;
+use crate::db::{flag, DatabaseKind};
 use crate::domain::{Album, Artist, Availability, MetadataStatus, Source, Track};
 use crate::{AlbumId, ArtistId, Timestamp, TrackId, UserId};
 
@@ -101,13 +101,18 @@ impl From<TrackRow> for Track {
     }
 }
 
-/// Selects an [`AlbumRow`]; callers append WHERE / ORDER BY on alias `al`.
-pub(crate) const ALBUM_SELECT: &str = "SELECT al.id, al.title, al.artist_id, ar.name AS artist_name, al.year,
+/// Selects an [`AlbumRow`]; callers append WHERE / ORDER BY on alias `al`. Each album's
+/// track count and length are read from `tracks_album`, which holds both
+/// ([`DatabaseKind::album_tally`]).
+pub(crate) fn album_select(kind: DatabaseKind) -> String {
+    let (tally, join) = kind.album_tally();
+    format!(
+        "SELECT al.id, al.title, al.artist_id, ar.name AS artist_name, al.year,
     al.genre, al.is_compilation, al.musicbrainz_album_id, al.musicbrainz_releasegroup_id, al.cover_uri,
-    al.remote_source, al.remote_source_id, al.created_at, al.updated_at,
-    (SELECT COUNT(*) FROM tracks t WHERE t.album_id = al.id) AS track_count,
-    (SELECT CAST(COALESCE(SUM(t.duration_ms), 0) AS BIGINT) FROM tracks t WHERE t.album_id = al.id) AS duration_ms
-    FROM albums al LEFT JOIN artists ar ON ar.id = al.artist_id";
+    al.remote_source, al.remote_source_id, al.created_at, al.updated_at, {tally}
+    FROM albums al LEFT JOIN artists ar ON ar.id = al.artist_id{join}"
+    )
+}
 
 #[derive(Debug, sqlx::FromRow)]
 pub(crate) struct AlbumRow {

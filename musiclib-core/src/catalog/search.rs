@@ -4,7 +4,7 @@
 //! ([`crate::db::DatabaseKind::track_search`]): an FTS5 trigram index on SQLite, a pg_trgm
 //! index on PostgreSQL).
 
-use super::rows::{AlbumRow, ArtistRow, ALBUM_SELECT, ARTIST_SELECT};
+use super::rows::{album_select, AlbumRow, ArtistRow, ARTIST_SELECT};
 use super::Catalog;
 use crate::db::like_pattern;
 use crate::domain::{Album, Artist, Page, Track};
@@ -65,9 +65,10 @@ impl Catalog {
         let albums = self
             .db
             .sql(&format!(
-                "{ALBUM_SELECT} WHERE al.id IN (SELECT al.id FROM albums al WHERE al.title_key LIKE $1 ESCAPE '\\'
+                "{} WHERE al.id IN (SELECT al.id FROM albums al WHERE al.title_key LIKE $1 ESCAPE '\\'
                    ORDER BY LENGTH(al.title_key), al.title_key, al.id LIMIT {limit})
-                 ORDER BY LENGTH(al.title_key), al.title_key, al.id"
+                 ORDER BY LENGTH(al.title_key), al.title_key, al.id",
+                album_select(self.db.kind())
             ))
             .bind(pattern.as_str())
             .fetch_all::<AlbumRow, _>(pool);

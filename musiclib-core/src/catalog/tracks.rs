@@ -316,8 +316,8 @@ impl Catalog {
             .into_iter()
             .collect();
         for chunk in unique.chunks(crate::db::CHUNK) {
-            let mut select = self.db.sql(&format!("{TRACK_SELECT} WHERE t.id IN ("));
-            select.push_list(chunk.iter().copied()).push(")");
+            let mut select = self.db.sql(&format!("{TRACK_SELECT} WHERE t.id"));
+            select.push_in(chunk.iter().copied());
             for row in select.fetch_all::<TrackRow, _>(self.db.pool()).await? {
                 found.insert(row.id.clone(), Track::from(row));
             }

@@ -10,6 +10,8 @@
 //! | job claiming | the `UPDATE … RETURNING` alone | `FOR UPDATE SKIP LOCKED` in its subquery |
 //! | track search | FTS5 trigram index (3+ characters) | `LIKE`, served by a pg_trgm index |
 //! | upserts | `ON CONFLICT … DO UPDATE SET c = excluded.c` | the same |
+//! | a long list as one value ([`super::Sql::push_in`]) | `IN (SELECT value FROM json_each($n))`, a JSON array | `= ANY(CAST($n AS TEXT[]))`, an array literal |
+//! | an album's track count and length | two correlated subqueries | one `LATERAL` aggregate |
 
 use crate::{Error, Result};
 
@@ -23,6 +25,56 @@ pub enum DatabaseKind {
 }
 
 impl DatabaseKind {
+    /// The columns `track_count` and `duration_ms` of the album `al`, and the join they need
+    /// (empty for none). SQLite has no `LATERAL`: two correlated subqueries, each a walk of
+    /// the album's tracks in `tracks_album`. PostgreSQL walks them once.
+    pub(crate) fn album_tally(self) -> (&'static str, &'static str) {
+        match self {
+            DatabaseKind::Sqlite => (
+                "(SELECT COUNT(*) FROM tracks t WHERE t.album_id = al.id) AS track_count,
+    (SELECT CAST(COALESCE(SUM(t.duration_ms), 0) AS BIGINT) FROM tracks t WHERE t.album_id = al.id) AS duration_ms",
+                "",
+            ),
+            DatabaseKind::Postgres => (
+                "tally.track_count, tally.duration_ms",
+                "
+    CROSS JOIN LATERAL (SELECT COUNT(*) AS track_count,
+        CAST(COALESCE(SUM(t.duration_ms), 0) AS BIGINT) AS duration_ms
+        FROM tracks t WHERE t.album_id = al.id) tally",
+            ),
+        }
+    }
+
+    /// `IN` over a list of texts bound as one value (at `placeholder`), and that value:
+    /// a JSON array read by `json_each` on SQLite, a text array on PostgreSQL.
+    pub(crate) fn in_one_value(self, placeholder: &str, values: &[&str]) -> (String, String) {
+        match self {
+            DatabaseKind::Sqlite => (
+                format!(" IN (SELECT value FROM json_each({placeholder}))"),
+                serde_json::to_string(values).expect("strings serialize"),
+            ),
+            DatabaseKind::Postgres => {
+                // An array literal: every element quoted, `"` and `\` escaped.
+                let mut literal = String::from("{");
+                for (index, value) in values.iter().enumerate() {
+                    if index > 0 {
+                        literal.push(',');
+                    }
+                    literal.push('"');
+                    for character in value.chars() {
+                        if matches!(character, '"' | '\\') {
+                            literal.push('\\');
+                        }
+                        literal.push(character);
+                    }
+                    literal.push('"');
+                }
+                literal.push('}');
+                (format!(" = ANY(CAST({placeholder} AS TEXT[]))"), literal)
+            }
+        }
+    }
+
     /// The engine's name (`sqlite`, `postgres`).
     pub fn as_str(self) -> &'static str {
         match self {

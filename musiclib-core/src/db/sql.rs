@@ -239,6 +239,19 @@ impl Sql {
         self
     }
 
+    /// Appends ` IN (…)` over `values` bound as one value ([`DatabaseKind::in_one_value`]).
+    /// For a long list of ids: one placeholder is bound, and planned, in place of one each
+    /// (sqlx finds each of 500 SQLite placeholders by name, and PostgreSQL plans 500
+    /// parameters, for every page of 500).
+    pub(crate) fn push_in<'a>(&mut self, values: impl IntoIterator<Item = &'a str>) -> &mut Self {
+        let values: Vec<&str> = values.into_iter().collect();
+        let placeholder = format!("${}", self.args.len() + 1);
+        let (text, value) = self.kind.in_one_value(&placeholder, &values);
+        self.args.push(value.into());
+        self.text.push_str(&text);
+        self
+    }
+
     /// Appends `(…), (…)`: one parenthesised row per item, its values written by `row`.
     pub(crate) fn push_values<T>(
         &mut self,
@@ -460,6 +473,27 @@ impl Sql {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_list_is_one_bound_value() {
+        let mut sqlite = Sql::new(DatabaseKind::Sqlite, "SELECT id FROM t WHERE id");
+        sqlite.push_in(["a", "b\"c"]);
+        assert_eq!(
+            sqlite.text(),
+            "SELECT id FROM t WHERE id IN (SELECT value FROM json_each($1))"
+        );
+        assert_eq!(sqlite.args, [Arg::from(r#"["a","b\"c"]"#)]);
+        let mut postgres = Sql::new(DatabaseKind::Postgres, "SELECT id FROM t WHERE id");
+        postgres.push_in(["a", r#"say "hi" \ o"#, "{x,y}"]);
+        assert_eq!(
+            postgres.text(),
+            "SELECT id FROM t WHERE id = ANY(CAST($1 AS TEXT[]))"
+        );
+        assert_eq!(
+            postgres.args,
+            [Arg::from(r#"{"a","say \"hi\" \\ o","{x,y}"}"#)]
+        );
+    }
 
     #[test]
     fn placeholders_follow_the_values() {

@@ -11,7 +11,7 @@ use super::events::{NewLike, LATEST_LIKE};
 use super::Social;
 use crate::auth::Caller;
 use crate::catalog::{
-    AlbumRow, ArtistRow, ItemKind, TrackRow, ALBUM_SELECT, ARTIST_SELECT, TRACK_SELECT,
+    album_select, AlbumRow, ArtistRow, ItemKind, TrackRow, ARTIST_SELECT, TRACK_SELECT,
 };
 use crate::db::{known_ids, Table, CHUNK};
 use crate::domain::{Album, Artist, Track};
@@ -71,11 +71,11 @@ impl Social {
                 .db
                 .sql(
                     "SELECT item_id, starred_at, rating FROM annotations
-                     WHERE user_id = $1 AND item_kind = $2 AND item_id IN (",
+                     WHERE user_id = $1 AND item_kind = $2 AND item_id",
                 )
                 .bind(user.as_str())
                 .bind(kind.as_str());
-            select.push_list(chunk.iter().map(String::as_str)).push(")");
+            select.push_in(chunk.iter().map(String::as_str));
             marks.extend(
                 select
                     .fetch_all::<(String, Option<i64>, Option<i64>), _>(self.db.pool())
@@ -287,7 +287,11 @@ impl Social {
             .await?;
         let albums: Vec<AlbumRow> = self
             .db
-            .sql(&format!("{ALBUM_SELECT} {}", marked("al", "album")))
+            .sql(&format!(
+                "{} {}",
+                album_select(self.db.kind()),
+                marked("al", "album")
+            ))
             .bind(user)
             .fetch_all(pool)
             .await?;
