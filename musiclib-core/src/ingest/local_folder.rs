@@ -119,21 +119,13 @@ enum Prepared {
     },
 }
 
-/// What a rescan compares of every imported file: its size and modification time. (Read for
-/// every file on every scan, so kept to two numbers: the rest is read only for the few files
-/// that changed or went.)
-#[derive(Debug, Clone, Copy)]
-struct Known {
-    size: Option<i64>,
-    mtime: Option<i64>,
-}
-
-/// The rest of what the database knows of an imported file.
+/// What the database knows of a walked file that was imported before.
 #[derive(Debug, Clone, sqlx::FromRow)]
-struct KnownTrack {
+struct KnownFile {
     id: String,
     source_id: String,
-    content_sha256: Option<String>,
+    size_bytes: Option<i64>,
+    source_mtime: Option<i64>,
     availability: String,
 }
 
@@ -144,8 +136,37 @@ struct Changed {
     candidate: Candidate,
 }
 
-/// Vanished tracks by content hash, taken by the first new file with that content.
-type Vanished = Arc<Mutex<HashMap<String, Vec<TrackId>>>>;
+/// What a scan needs to tell a moved file from a new one.
+#[derive(Debug)]
+struct Moves {
+    /// The folder (canonical).
+    root: PathBuf,
+    /// Whether any track came from the folder before this scan.
+    possible: bool,
+    /// Tracks already relinked by this scan (a vanished track is taken by one file).
+    claimed: Mutex<HashSet<String>>,
+}
+
+/// A part of a scan's work, in the order the walk finds it.
+enum Step {
+    /// A walked batch's counts.
+    Walked(WalkTally),
+    /// A file not imported yet.
+    New(Candidate),
+    /// A known file to read again: changed, or back after it went missing (`true`).
+    Reread(Changed, bool),
+    /// A database error: the scan stops.
+    Fatal(Error),
+}
+
+/// What a step did.
+enum Outcome {
+    Walked(WalkTally),
+    Prepared(Prepared),
+    Reread(Changed, bool),
+    Failed { path: String, message: String },
+    Fatal(Error),
+}
 
 /// The `scan_local_folder` job: imports `LOCAL_MEDIA_IMPORT_PATH`.
 #[derive(Debug)]
@@ -215,6 +236,14 @@ impl Ingest {
     }
 
     /// Runs a local-folder import now, calling `progress` after every batch.
+    ///
+    /// The walk streams: it sends the files it finds in batches of [`WALK_BATCH`] and waits
+    /// while the import catches up, so a scan holds a few batches of the folder at a time,
+    /// whatever its size. Each batch is sorted against the database (new, unchanged, changed,
+    /// back), new files are probed, stored and inserted, and a new file whose content is a
+    /// known track's whose file is no longer in the folder is that track, moved. Once the walk
+    /// is done, the known files no longer in the folder are marked missing, read from the
+    /// database a page at a time.
     pub async fn scan_local_folder(
         &self,
         mut progress: impl FnMut(&ScanReport) + Send,
@@ -224,141 +253,77 @@ impl Ingest {
             .canonicalize()
             .map_err(|error| Error::io(&root, error))?;
         let mut report = ScanReport::default();
-
-        // The walk (file system) and what the database knows, side by side.
-        let walk_root = root.clone();
-        let walking = tokio::task::spawn_blocking(move || walk(&walk_root));
-        let loading = async {
-            let rows: Vec<(String, Option<i64>, Option<i64>)> = self
-                .db
-                .sql(
-                    "SELECT source_id, size_bytes, source_mtime FROM tracks
-                     WHERE source = 'local_folder'",
-                )
-                .fetch_all(self.db.pool())
-                .await?;
-            let missing: Vec<String> = self
-                .db
-                .sql(
-                    "SELECT source_id FROM tracks
-                     WHERE source = 'local_folder' AND availability = 'missing'",
-                )
-                .fetch_scalars(self.db.pool())
-                .await?;
-            Ok::<_, Error>((rows, missing))
-        };
-        let (walked, loaded) = tokio::join!(walking, loading);
-        let (files, walk_report) = walked.map_err(Error::task("folder walk"))?;
-        let (rows, missing) = loaded?;
-        let known: HashMap<String, Known> = rows
-            .into_iter()
-            .map(|(path, size, mtime)| (path, Known { size, mtime }))
-            .collect();
-        let missing_before: HashSet<String> = missing.into_iter().collect();
-        let walked = classify(files, &known, &missing_before, walk_report);
-        let Walked {
-            candidates,
-            changed: changed_paths,
-            present,
-            audio_files,
-            report: walk_report,
-        } = walked;
-        report.seen = walk_report.seen;
-        report.skipped = walk_report.skipped;
-        report.already_imported = walk_report.already_imported;
-        for error in walk_report.errors {
-            report.fail(&error.path, error.error);
-        }
-        progress(&report);
-
-        // Known files that are not there any more (tracks already missing may still turn up
-        // under a new path). An empty folder while tracks are known looks unmounted: then
-        // nothing is marked missing.
-        let absent_paths: Vec<&str> = known
-            .keys()
-            .filter(|path| !present.contains(*path))
-            .map(String::as_str)
-            .collect();
-        let changed_lookup: Vec<&str> = changed_paths
-            .iter()
-            .map(|candidate| candidate.relative.as_str())
-            .collect();
-        let back_paths: Vec<&str> = present
-            .iter()
-            .filter(|path| missing_before.contains(*path))
-            .map(String::as_str)
-            .collect();
-        let details = self
-            .known_tracks(
-                absent_paths
-                    .iter()
-                    .chain(&changed_lookup)
-                    .chain(&back_paths),
-            )
+        // With no track from the folder yet (a first import), no new file can be a moved one.
+        let known_before: i64 = self
+            .db
+            .sql("SELECT COUNT(*) FROM tracks WHERE source = 'local_folder'")
+            .fetch_scalar(self.db.pool())
             .await?;
-        let absent: Vec<&KnownTrack> = absent_paths
-            .iter()
-            .filter_map(|path| details.get(*path))
-            .collect();
-        let gone = absent
-            .iter()
-            .filter(|known| known.availability != "missing")
-            .count();
-        let folder_looks_unavailable = audio_files == 0 && gone > 0;
-        let vanished: Vanished = Arc::new(Mutex::new(HashMap::new()));
-        if folder_looks_unavailable {
-            report.warning = Some(format!(
-                "the folder has no audio file while {gone} tracks were imported from it: is it unmounted? No track was marked missing"
-            ));
-        } else {
-            let mut by_hash = vanished.lock().expect("not poisoned");
-            for known in &absent {
-                if let Some(sha) = known.content_sha256.as_ref().filter(|sha| !sha.is_empty()) {
-                    by_hash
-                        .entry(sha.clone())
-                        .or_default()
-                        .push(TrackId::from_db(known.id.clone()));
-                }
-            }
-        }
-        // Changed files are read again; so are missing files that are back (their stored
-        // copy may be gone too, when cleanup marked them), which are available again only
-        // once that read has stored them.
-        let back_set: HashSet<&str> = back_paths.iter().copied().collect();
-        let changed = changed_paths.into_iter().filter_map(|candidate| {
-            let id = TrackId::from_db(details.get(&candidate.relative)?.id.clone());
-            Some(Changed { id, candidate })
+        let moves = Arc::new(Moves {
+            root: root.clone(),
+            possible: known_before > 0,
+            claimed: Mutex::new(HashSet::new()),
         });
-        let mut back = Vec::new();
-        for change in changed {
-            let relative = change.candidate.relative.clone();
-            let id = change.id.clone();
-            match self.reread_changed(change).await {
-                Ok(()) if back_set.contains(relative.as_str()) => back.push(id.to_string()),
-                Ok(()) => report.changed += 1,
-                Err(message) => report.fail(&relative, message),
-            }
-        }
-        // (A re-read may already have made them available.)
-        self.set_availability(&back, "available").await?;
-        report.restored += back.len() as u64;
-        progress(&report);
 
-        let mut prepared = stream::iter(candidates)
-            .map(|candidate| {
-                let library = self.clone();
-                let vanished = vanished.clone();
+        let (sender, receiver) = tokio::sync::mpsc::channel::<WalkBatch>(2);
+        let walk_root = root.clone();
+        let walking = tokio::task::spawn_blocking(move || walk(&walk_root, &sender));
+        let batches = stream::unfold(receiver, |mut receiver| async move {
+            receiver.recv().await.map(|batch| (batch, receiver))
+        });
+        // (The stages own their handles to the library: a future borrowing `self` in a
+        // closure is not `Send` for every lifetime, as a job's future must be.)
+        let sorter = self.clone();
+        let steps = batches
+            .then(move |batch| {
+                let sorter = sorter.clone();
                 async move {
-                    let relative = candidate.relative.clone();
-                    (relative, library.prepare(candidate, &vanished).await)
+                    match sorter.classify(batch).await {
+                        Ok(steps) => steps,
+                        Err(error) => vec![Step::Fatal(error)],
+                    }
                 }
             })
-            .buffer_unordered(CONCURRENCY);
+            .flat_map(stream::iter);
+        let importer = self.clone();
+        let mut outcomes = std::pin::pin!(steps
+            .map(move |step| {
+                let importer = importer.clone();
+                let moves = moves.clone();
+                async move { importer.take_step(step, &moves).await }
+            })
+            .buffer_unordered(CONCURRENCY));
+        let mut audio_files = 0;
         let mut batch: Vec<Prepared> = Vec::with_capacity(BATCH);
-        while let Some((relative, result)) = prepared.next().await {
-            match result {
-                Ok(ready) => batch.push(ready),
-                Err(message) => report.fail(&relative, message),
+        while let Some(outcome) = outcomes.next().await {
+            match outcome {
+                Outcome::Walked(tally) => {
+                    report.seen += tally.seen;
+                    report.skipped += tally.skipped;
+                    report.already_imported += tally.already_imported;
+                    audio_files += tally.audio_files;
+                    for error in tally.errors {
+                        report.fail(&error.path, error.error);
+                    }
+                    progress(&report);
+                }
+                Outcome::Prepared(ready) => batch.push(ready),
+                Outcome::Reread(change, back) => {
+                    let path = change.candidate.relative.clone();
+                    let id = change.id.to_string();
+                    match self.reread_changed(change).await {
+                        // (The re-read made it available already, unless a concurrent
+                        // change wrote the row in between.)
+                        Ok(()) if back => {
+                            self.set_availability(&[id], "available").await?;
+                            report.restored += 1;
+                        }
+                        Ok(()) => report.changed += 1,
+                        Err(message) => report.fail(&path, message),
+                    }
+                }
+                Outcome::Failed { path, message } => report.fail(&path, message),
+                Outcome::Fatal(error) => return Err(error),
             }
             if batch.len() >= BATCH {
                 self.commit_batch(std::mem::take(&mut batch), &mut report)
@@ -366,51 +331,175 @@ impl Ingest {
                 progress(&report);
             }
         }
+        drop(outcomes);
         self.commit_batch(batch, &mut report).await?;
+        walking.await.map_err(Error::task("folder walk"))?;
 
-        // Whatever vanished and was not found under a new path is missing.
-        if !folder_looks_unavailable {
-            let still_vanished: HashSet<String> = vanished
-                .lock()
-                .expect("not poisoned")
-                .values()
-                .flatten()
-                .map(|id| id.to_string())
-                .collect();
-            // Absent and not relinked (a track without a hash cannot be found again).
-            let missing: Vec<String> = absent
-                .iter()
-                .filter(|known| known.availability != "missing")
-                .filter(|known| {
-                    known.content_sha256.as_ref().is_none_or(String::is_empty)
-                        || still_vanished.contains(&known.id)
-                })
-                .map(|known| known.id.clone())
-                .collect();
-            report.missing += self.set_availability(&missing, "missing").await?;
+        // Known files that are not there any more. An empty folder while tracks are known
+        // looks unmounted: then nothing is marked missing.
+        if audio_files == 0 {
+            let gone: i64 = self
+                .db
+                .sql(
+                    "SELECT COUNT(*) FROM tracks
+                     WHERE source = 'local_folder' AND availability <> 'missing'",
+                )
+                .fetch_scalar(self.db.pool())
+                .await?;
+            if gone > 0 {
+                report.warning = Some(format!(
+                    "the folder has no audio file while {gone} tracks were imported from it: is it unmounted? No track was marked missing"
+                ));
+            }
+        } else {
+            report.missing += self.mark_absent(&root).await?;
         }
         report.done = true;
         progress(&report);
         Ok(report)
     }
 
-    /// Id, hash and availability of the local-folder tracks at `paths`, by path.
-    async fn known_tracks<'a>(
-        &self,
-        paths: impl Iterator<Item = &'a &'a str>,
-    ) -> Result<HashMap<String, KnownTrack>> {
-        let paths: Vec<&str> = paths.copied().collect();
-        let mut tracks = HashMap::new();
-        for chunk in paths.chunks(500) {
+    /// Sorts a batch of walked files against what the database knows of them: new files,
+    /// changed or returning ones to read again, and the counts of the rest.
+    async fn classify(&self, batch: WalkBatch) -> Result<Vec<Step>> {
+        let WalkBatch {
+            files,
+            seen,
+            skipped,
+            errors,
+        } = batch;
+        let mut known: HashMap<String, KnownFile> = HashMap::new();
+        if !files.is_empty() {
             let mut sql = self.db.sql(
-                "SELECT id, source_id, content_sha256, availability FROM tracks
-                 WHERE source = 'local_folder' AND source_id IN (",
+                "SELECT id, source_id, size_bytes, source_mtime, availability FROM tracks
+                 WHERE source = 'local_folder' AND source_id",
             );
-            sql.push_list(chunk.iter().copied()).push(")");
-            let rows: Vec<KnownTrack> = sql.fetch_all(self.db.pool()).await?;
-            tracks.extend(rows.into_iter().map(|row| (row.source_id.clone(), row)));
+            sql.push_in(files.iter().map(|file| file.relative.as_str()));
+            let rows: Vec<KnownFile> = sql.fetch_all(self.db.pool()).await?;
+            known.extend(rows.into_iter().map(|row| (row.source_id.clone(), row)));
         }
-        Ok(tracks)
+        let mut tally = WalkTally {
+            seen,
+            skipped,
+            already_imported: 0,
+            audio_files: files.len() as u64,
+            errors,
+        };
+        let mut steps = Vec::with_capacity(files.len() + 1);
+        for candidate in files {
+            let Some(known) = known.get(&candidate.relative) else {
+                steps.push(Step::New(candidate));
+                continue;
+            };
+            let same_size = known.size_bytes == Some(candidate.size as i64);
+            // Tracks imported before modification times were kept have none: only a size
+            // change tells then.
+            let same_time = known.source_mtime.is_none() || known.source_mtime == candidate.mtime;
+            // A missing file that is back is read again: its stored copy may be gone too,
+            // when cleanup marked it, and it is available again only once stored.
+            let back = known.availability == "missing";
+            if same_size && same_time && !back {
+                tally.skipped += 1;
+                tally.already_imported += 1;
+            } else {
+                let id = TrackId::from_db(known.id.clone());
+                steps.push(Step::Reread(Changed { id, candidate }, back));
+            }
+        }
+        steps.insert(0, Step::Walked(tally));
+        Ok(steps)
+    }
+
+    /// Carries out one step of a scan.
+    async fn take_step(&self, step: Step, moves: &Moves) -> Outcome {
+        match step {
+            Step::Walked(tally) => Outcome::Walked(tally),
+            Step::Fatal(error) => Outcome::Fatal(error),
+            Step::New(candidate) => {
+                let path = candidate.relative.clone();
+                match self.prepare(candidate, moves).await {
+                    Ok(ready) => Outcome::Prepared(ready),
+                    Err(message) => Outcome::Failed { path, message },
+                }
+            }
+            // Read again by the scan itself, between the imports: a re-read writes, and the
+            // imports in flight pause while it does (none holds a write).
+            Step::Reread(change, back) => Outcome::Reread(change, back),
+        }
+    }
+
+    /// Marks missing the available local-folder tracks whose file is no longer in the folder
+    /// (read a page at a time); returns how many.
+    async fn mark_absent(&self, root: &Path) -> Result<u64> {
+        const PAGE: i64 = 1000;
+        let mut after = String::new();
+        let mut marked = 0;
+        loop {
+            let mut sql = self.db.sql(
+                "SELECT id, source_id FROM tracks
+                 WHERE source = 'local_folder' AND availability <> 'missing' AND source_id > ",
+            );
+            sql.push_bind(after.as_str())
+                .push(" ORDER BY source_id LIMIT ")
+                .push_bind(PAGE);
+            let rows: Vec<(String, String)> = sql.fetch_all(self.db.pool()).await?;
+            let Some((_, last)) = rows.last() else {
+                break;
+            };
+            after = last.clone();
+            let full = rows.len() as i64 == PAGE;
+            let root = root.to_path_buf();
+            let gone: Vec<String> = tokio::task::spawn_blocking(move || {
+                rows.into_iter()
+                    .filter(|(_, path)| !in_folder(&root, path))
+                    .map(|(id, _)| id)
+                    .collect()
+            })
+            .await
+            .map_err(Error::task("folder check"))?;
+            marked += self.set_availability(&gone, "missing").await?;
+            if !full {
+                break;
+            }
+        }
+        Ok(marked)
+    }
+
+    /// The known track whose content is `sha256` and whose file is no longer in the folder,
+    /// if there is one no other file of this scan has taken: the file at hand is that track,
+    /// moved.
+    async fn vanished_track(
+        &self,
+        sha256: &str,
+        moves: &Moves,
+    ) -> std::result::Result<Option<TrackId>, String> {
+        if !moves.possible {
+            return Ok(None);
+        }
+        let rows: Vec<(String, String)> = self
+            .db
+            .sql(
+                "SELECT id, source_id FROM tracks
+                 WHERE content_sha256 = $1 AND source = 'local_folder' ORDER BY id",
+            )
+            .bind(sha256)
+            .fetch_all(self.db.pool())
+            .await
+            .map_err(|error| crate::error_chain(&error))?;
+        for (id, path) in rows {
+            if in_folder(&moves.root, &path) {
+                continue;
+            }
+            if moves
+                .claimed
+                .lock()
+                .expect("not poisoned")
+                .insert(id.clone())
+            {
+                return Ok(Some(TrackId::from_db(id)));
+            }
+        }
+        Ok(None)
     }
 
     /// Stores a file's audio at `key` (atomically): the bytes already read, or the file.
@@ -528,7 +617,7 @@ impl Ingest {
     async fn prepare(
         &self,
         candidate: Candidate,
-        vanished: &Vanished,
+        moves: &Moves,
     ) -> std::result::Result<Prepared, String> {
         let absolute = candidate.absolute.clone();
         let size = candidate.size;
@@ -536,12 +625,7 @@ impl Ingest {
             tokio::task::spawn_blocking(move || read_and_probe(&absolute, size))
                 .await
                 .map_err(|error| format!("probe task failed: {error}"))??;
-        let moved = vanished
-            .lock()
-            .expect("not poisoned")
-            .get_mut(&sha256)
-            .and_then(Vec::pop);
-        if let Some(id) = moved {
+        if let Some(id) = self.vanished_track(&sha256, moves).await? {
             return Ok(Prepared::Moved {
                 id,
                 relative: candidate.relative,
@@ -666,33 +750,34 @@ fn read_and_probe(
     }
 }
 
-#[derive(Default)]
-struct WalkReport {
+/// Files the walk sends at once (of any kind: the audio files among them are fewer). A scan
+/// holds a few batches at most: one being walked, two waiting, one being sorted and imported.
+const WALK_BATCH: usize = 512;
+
+/// A batch of the walk: audio files with their size and modification time, and the counts of
+/// the rest.
+#[derive(Debug, Default)]
+struct WalkBatch {
+    files: Vec<Candidate>,
     seen: u64,
     skipped: u64,
-    already_imported: u64,
     errors: Vec<ScanFileError>,
 }
 
-/// What a walk found.
-struct Walked {
-    /// Audio files not imported yet.
-    candidates: Vec<Candidate>,
-    /// Imported files whose size or modification time changed.
-    changed: Vec<Candidate>,
-    /// Relative paths of the imported files found (changed or not).
-    present: HashSet<String>,
-    /// Audio files found in all.
+/// A walked batch's counts, once sorted against the database.
+struct WalkTally {
+    seen: u64,
+    skipped: u64,
+    already_imported: u64,
     audio_files: u64,
-    report: WalkReport,
+    errors: Vec<ScanFileError>,
 }
 
-/// Walks `root` (canonical): every audio file with its size and modification time, and the
-/// counts of the rest.
-fn walk(root: &Path) -> (Vec<Candidate>, WalkReport) {
-    let mut report = WalkReport::default();
-    let mut candidates = Vec::new();
-    let mut found: Vec<(PathBuf, String)> = Vec::new();
+/// Walks `root` (canonical), sending every audio file with its size and modification time,
+/// and the counts of the rest, in batches; stops early when nobody listens any more.
+fn walk(root: &Path, sender: &tokio::sync::mpsc::Sender<WalkBatch>) {
+    let mut batch = WalkBatch::default();
+    let mut found: Vec<(PathBuf, String)> = Vec::with_capacity(WALK_BATCH);
     let walker = walkdir::WalkDir::new(root)
         .follow_links(false)
         .sort_by_file_name()
@@ -702,6 +787,12 @@ fn walk(root: &Path) -> (Vec<Candidate>, WalkReport) {
         entry.depth() == 0 || !(entry.file_type().is_dir() && is_hidden(entry.file_name()))
     });
     for entry in walker {
+        if batch.seen as usize + batch.errors.len() >= WALK_BATCH {
+            stat_all(&mut found, &mut batch);
+            if sender.blocking_send(std::mem::take(&mut batch)).is_err() {
+                return;
+            }
+        }
         let entry = match entry {
             Ok(entry) => entry,
             Err(error) => {
@@ -710,7 +801,7 @@ fn walk(root: &Path) -> (Vec<Candidate>, WalkReport) {
                     .and_then(|path| path.strip_prefix(root).ok())
                     .map(|path| path.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                report.errors.push(ScanFileError {
+                batch.errors.push(ScanFileError {
                     path,
                     error: format!("cannot read: {error}"),
                 });
@@ -721,20 +812,20 @@ fn walk(root: &Path) -> (Vec<Candidate>, WalkReport) {
         if file_type.is_dir() {
             continue;
         }
-        report.seen += 1;
+        batch.seen += 1;
         let Ok(relative_path) = entry.path().strip_prefix(root) else {
-            report.skipped += 1;
+            batch.skipped += 1;
             continue;
         };
         let Some(relative) = relative_path.to_str().map(str::to_string) else {
-            report.errors.push(ScanFileError {
+            batch.errors.push(ScanFileError {
                 path: relative_path.to_string_lossy().into_owned(),
                 error: "the file name is not valid UTF-8".into(),
             });
             continue;
         };
         if is_hidden(entry.file_name()) || !probe::has_audio_extension(entry.path()) {
-            report.skipped += 1;
+            batch.skipped += 1;
             continue;
         }
         // A symlink is imported only when it resolves to a file inside the folder.
@@ -742,7 +833,7 @@ fn walk(root: &Path) -> (Vec<Candidate>, WalkReport) {
             match entry.path().canonicalize() {
                 Ok(target) if target.starts_with(root) && target.is_file() => target,
                 _ => {
-                    report.skipped += 1;
+                    batch.skipped += 1;
                     continue;
                 }
             }
@@ -751,8 +842,13 @@ fn walk(root: &Path) -> (Vec<Candidate>, WalkReport) {
         };
         found.push((absolute, relative));
     }
-    // Stat the files on every core: on a warm cache a stat costs more than reading the
-    // directories, and a rescan stats every file to see what changed.
+    stat_all(&mut found, &mut batch);
+    let _ = sender.blocking_send(batch);
+}
+
+/// Stats the found files into `batch`, on every core: on a warm cache a stat costs more than
+/// reading the directories, and a rescan stats every file to see what changed.
+fn stat_all(found: &mut Vec<(PathBuf, String)>, batch: &mut WalkBatch) {
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
     let chunk = found.len().div_ceil(threads).max(1);
     let stats: Vec<Vec<Result<Candidate, ScanFileError>>> = std::thread::scope(|scope| {
@@ -765,13 +861,13 @@ fn walk(root: &Path) -> (Vec<Candidate>, WalkReport) {
             .map(|worker| worker.join().unwrap_or_default())
             .collect()
     });
+    found.clear();
     for result in stats.into_iter().flatten() {
         match result {
-            Ok(candidate) => candidates.push(candidate),
-            Err(error) => report.errors.push(error),
+            Ok(candidate) => batch.files.push(candidate),
+            Err(error) => batch.errors.push(error),
         }
     }
-    (candidates, report)
 }
 
 /// A found file with its size and modification time.
@@ -793,41 +889,24 @@ fn stat((absolute, relative): &(PathBuf, String)) -> Result<Candidate, ScanFileE
     })
 }
 
-/// Sorts the audio files a walk found into new, changed and unchanged known ones.
-fn classify(
-    files: Vec<Candidate>,
-    known: &HashMap<String, Known>,
-    missing: &HashSet<String>,
-    mut report: WalkReport,
-) -> Walked {
-    let mut candidates = Vec::new();
-    let mut changed = Vec::new();
-    let mut present = HashSet::new();
-    let audio_files = files.len() as u64;
-    for candidate in files {
-        match known.get(&candidate.relative) {
-            None => candidates.push(candidate),
-            Some(known) => {
-                present.insert(candidate.relative.clone());
-                let same_size = known.size == Some(candidate.size as i64);
-                // Tracks imported before modification times were kept have none: only a
-                // size change tells then.
-                let same_time = known.mtime.is_none() || known.mtime == candidate.mtime;
-                if same_size && same_time && !missing.contains(&candidate.relative) {
-                    report.skipped += 1;
-                    report.already_imported += 1;
-                } else {
-                    changed.push(candidate);
-                }
-            }
-        }
+/// Whether a walk of `root` would find an audio file at `relative`: no hidden part on the
+/// way, and a file there (a symlink's target inside the folder).
+fn in_folder(root: &Path, relative: &str) -> bool {
+    let relative = Path::new(relative);
+    let plain = relative.components().all(|part| match part {
+        std::path::Component::Normal(name) => !is_hidden(name),
+        _ => false,
+    });
+    if !plain || !probe::has_audio_extension(relative) {
+        return false;
     }
-    Walked {
-        candidates,
-        changed,
-        present,
-        audio_files,
-        report,
+    let path = root.join(relative);
+    match std::fs::symlink_metadata(&path) {
+        Ok(metadata) if metadata.file_type().is_symlink() => path
+            .canonicalize()
+            .is_ok_and(|target| target.starts_with(root) && target.is_file()),
+        Ok(metadata) => metadata.is_file(),
+        Err(_) => false,
     }
 }
 

@@ -336,3 +336,73 @@ backend_test! {
         assert!(folder_tracks(&library).await.values().all(|track| track.availability.as_str() == "available"));
     }
 }
+
+backend_test! {
+    #[services]
+    async fn a_rescan_walked_in_batches_tells_moves_from_copies(backend: Backend) {
+        // The walk streams in batches of 512 files: a move is told from a new file while the
+        // old path is still ahead in the walk, and the counts add up across batches.
+        let corpus = corpus();
+        let folder = tempfile::tempdir().unwrap();
+        let root = folder.path().to_path_buf();
+        let put = |name: &str, source: &str| {
+            let path = root.join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, corpus_file(&corpus, source)).unwrap();
+        };
+        // (A name with quotes, a backslash, braces and a comma: the files of a batch are
+        // looked up as one bound list.)
+        let kept = r#"z/kept "q" \ {b,c}.mp3"#;
+        put("z/moving.flac", "library/Aurora Lane/Northern Lights (2019)/01 - First Light.flac");
+        put(kept, "library/Los Señores del Ritmo/Canción de Mañana (2021)/01 - Mañana Dorada.mp3");
+        put("z/gone.mp3", "library/Los Señores del Ritmo/Canción de Mañana (2021)/02 - Corazón en Fuga.mp3");
+        std::fs::create_dir_all(root.join("m")).unwrap();
+        for n in 0..1200 {
+            std::fs::write(root.join(format!("m/{n:04}.txt")), b"notes").unwrap();
+        }
+        let import = root.clone();
+        let library = TestLibrary::builder(backend)
+            .config(move |config| config.local_media_import_path = Some(import))
+            .build()
+            .await;
+        let mut reports = Vec::new();
+        let first = library
+            .ingest()
+            .scan_local_folder(|report| reports.push(report.clone()))
+            .await
+            .expect("scan");
+        assert_eq!((first.seen, first.skipped, first.imported), (1203, 1200, 3), "{first:#?}");
+        // Progress came batch by batch, never going back.
+        assert!(reports.iter().filter(|report| !report.done).count() >= 3, "{reports:#?}");
+        assert!(reports.windows(2).all(|pair| pair[0].seen <= pair[1].seen), "{reports:#?}");
+        let before = folder_tracks(&library).await;
+
+        // Moved to a path walked 1,200 files before its old one; copied; deleted.
+        std::fs::create_dir_all(root.join("a")).unwrap();
+        std::fs::rename(root.join("z/moving.flac"), root.join("a/moved.flac")).unwrap();
+        std::fs::copy(root.join(kept), root.join("a/copy.mp3")).unwrap();
+        std::fs::remove_file(root.join("z/gone.mp3")).unwrap();
+        let second = library.ingest().scan_local_folder(|_| {}).await.expect("rescan");
+        assert_eq!(
+            (second.seen, second.relinked, second.imported, second.missing, second.already_imported),
+            (1203, 1, 1, 1, 1),
+            "{second:#?}"
+        );
+        let after = folder_tracks(&library).await;
+        assert_eq!(after.len(), 4);
+        assert_eq!(after["a/moved.flac"].id, before["z/moving.flac"].id);
+        assert!(!after.contains_key("z/moving.flac"));
+        assert_eq!(after[kept].id, before[kept].id);
+        assert_ne!(after["a/copy.mp3"].id, before[kept].id);
+        assert_eq!(after["a/copy.mp3"].availability.as_str(), "available");
+        assert_eq!(after["z/gone.mp3"].availability.as_str(), "missing");
+
+        // Nothing changed since: nothing to do.
+        let third = library.ingest().scan_local_folder(|_| {}).await.expect("rescan");
+        assert_eq!(
+            (third.imported, third.changed, third.missing, third.relinked, third.already_imported),
+            (0, 0, 0, 0, 3),
+            "{third:#?}"
+        );
+    }
+}
