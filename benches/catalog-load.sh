@@ -21,7 +21,9 @@ set -euo pipefail
 tracks="${1:-100000}"
 seconds="${2:-5}"
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+# The seeder beside the binary, else this checkout's (MUSICLIB_BIN may be another build).
 seeder="$(dirname "$bin")/seed-library"
+[ -x "$seeder" ] || seeder="$repo/target/release/seed-library"
 [ -x "$seeder" ] || { echo "build first: cargo build --release -p musiclib-benches --bin seed-library" >&2; exit 2; }
 need_packages wrk:wrk jq:jq curl:curl
 lua="$repo/benches/lua/catalog.lua"
