@@ -147,24 +147,26 @@ struct Moves {
     claimed: Mutex<HashSet<String>>,
 }
 
-/// A part of a scan's work, in the order the walk finds it.
+/// A part of a scan's work, in the order the walk finds it: a new file to probe and store
+/// (concurrently, [`CONCURRENCY`] at a time), or what the scan's own loop takes as it is.
 enum Step {
-    /// A walked batch's counts.
-    Walked(WalkTally),
-    /// A file not imported yet.
     New(Candidate),
-    /// A known file to read again: changed, or back after it went missing (`true`).
-    Reread(Changed, bool),
-    /// A database error: the scan stops.
-    Fatal(Error),
+    Ready(Outcome),
 }
 
-/// What a step did.
+/// What the scan's loop takes, in the order the walk found it.
 enum Outcome {
+    /// A walked batch's counts.
     Walked(WalkTally),
+    /// A new file, stored, for the next insert batch.
     Prepared(Prepared),
+    /// A known file to read again: changed, or back after it went missing (`true`). Read
+    /// by the loop itself, between the imports: a re-read writes, and the imports in flight
+    /// pause while it does (none holds a write).
     Reread(Changed, bool),
+    /// A file that could not be imported.
     Failed { path: String, message: String },
+    /// A database error: the scan stops.
     Fatal(Error),
 }
 
@@ -254,14 +256,14 @@ impl Ingest {
             .map_err(|error| Error::io(&root, error))?;
         let mut report = ScanReport::default();
         // With no track from the folder yet (a first import), no new file can be a moved one.
-        let known_before: i64 = self
+        let known_before: Option<String> = self
             .db
-            .sql("SELECT COUNT(*) FROM tracks WHERE source = 'local_folder'")
-            .fetch_scalar(self.db.pool())
+            .sql("SELECT id FROM tracks WHERE source = 'local_folder' LIMIT 1")
+            .fetch_scalar_optional(self.db.pool())
             .await?;
         let moves = Arc::new(Moves {
             root: root.clone(),
-            possible: known_before > 0,
+            possible: known_before.is_some(),
             claimed: Mutex::new(HashSet::new()),
         });
 
@@ -280,7 +282,7 @@ impl Ingest {
                 async move {
                     match sorter.classify(batch).await {
                         Ok(steps) => steps,
-                        Err(error) => vec![Step::Fatal(error)],
+                        Err(error) => vec![Step::Ready(Outcome::Fatal(error))],
                     }
                 }
             })
@@ -403,18 +405,20 @@ impl Ingest {
                 tally.already_imported += 1;
             } else {
                 let id = TrackId::from_db(known.id.clone());
-                steps.push(Step::Reread(Changed { id, candidate }, back));
+                steps.push(Step::Ready(Outcome::Reread(
+                    Changed { id, candidate },
+                    back,
+                )));
             }
         }
-        steps.insert(0, Step::Walked(tally));
+        steps.insert(0, Step::Ready(Outcome::Walked(tally)));
         Ok(steps)
     }
 
     /// Carries out one step of a scan.
     async fn take_step(&self, step: Step, moves: &Moves) -> Outcome {
         match step {
-            Step::Walked(tally) => Outcome::Walked(tally),
-            Step::Fatal(error) => Outcome::Fatal(error),
+            Step::Ready(outcome) => outcome,
             Step::New(candidate) => {
                 let path = candidate.relative.clone();
                 match self.prepare(candidate, moves).await {
@@ -422,9 +426,6 @@ impl Ingest {
                     Err(message) => Outcome::Failed { path, message },
                 }
             }
-            // Read again by the scan itself, between the imports: a re-read writes, and the
-            // imports in flight pause while it does (none holds a write).
-            Step::Reread(change, back) => Outcome::Reread(change, back),
         }
     }
 

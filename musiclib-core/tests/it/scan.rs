@@ -1,6 +1,7 @@
 //! Local-folder import against the generated corpus.
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use crate::backend_test;
 use crate::support::*;
@@ -149,6 +150,16 @@ backend_test! {
     }
 }
 
+/// Writes a corpus file (`source`, relative to the corpus) at `name` under `root`.
+fn put_from_corpus(root: &Path) -> impl Fn(&str, &str) + '_ {
+    let corpus = corpus();
+    move |name, source| {
+        let path = root.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, corpus_file(&corpus, source)).unwrap();
+    }
+}
+
 /// Tracks of the local folder by their relative path.
 async fn folder_tracks(library: &TestLibrary) -> HashMap<String, musiclib_core::domain::Track> {
     library
@@ -172,14 +183,9 @@ async fn folder_tracks(library: &TestLibrary) -> HashMap<String, musiclib_core::
 backend_test! {
     #[services]
     async fn rescan_follows_changes_in_the_folder(backend: Backend) {
-        let corpus = corpus();
         let folder = tempfile::tempdir().unwrap();
         let root = folder.path().to_path_buf();
-        let put = |name: &str, source: &str| {
-            let path = root.join(name);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, corpus_file(&corpus, source)).unwrap();
-        };
+        let put = put_from_corpus(&root);
         let song = |n: u32| match n {
             1 => "library/Los Señores del Ritmo/Canción de Mañana (2021)/01 - Mañana Dorada.mp3",
             2 => "library/Los Señores del Ritmo/Canción de Mañana (2021)/02 - Corazón en Fuga.mp3",
@@ -342,14 +348,9 @@ backend_test! {
     async fn a_rescan_walked_in_batches_tells_moves_from_copies(backend: Backend) {
         // The walk streams in batches of 512 files: a move is told from a new file while the
         // old path is still ahead in the walk, and the counts add up across batches.
-        let corpus = corpus();
         let folder = tempfile::tempdir().unwrap();
         let root = folder.path().to_path_buf();
-        let put = |name: &str, source: &str| {
-            let path = root.join(name);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, corpus_file(&corpus, source)).unwrap();
-        };
+        let put = put_from_corpus(&root);
         // (A name with quotes, a backslash, braces and a comma: the files of a batch are
         // looked up as one bound list.)
         let kept = r#"z/kept "q" \ {b,c}.mp3"#;
