@@ -333,7 +333,6 @@ impl Ingest {
                 progress(&report);
             }
         }
-        drop(outcomes);
         self.commit_batch(batch, &mut report).await?;
         walking.await.map_err(Error::task("folder walk"))?;
 
