@@ -224,6 +224,9 @@ impl Request {
         name: &'static str,
         tracks: &[Track],
     ) -> Result<Vec<Element>, SubsonicError> {
+        if tracks.iter().all(musiclib_core::remote::has_audio) {
+            return self.every_song(name, tracks).await;
+        }
         let playable: Vec<Track> = tracks
             .iter()
             .filter(|track| musiclib_core::remote::has_audio(track))
