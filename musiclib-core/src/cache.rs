@@ -91,6 +91,70 @@ impl<K: Eq + Hash + Clone, Ver: PartialEq + Clone, V: Clone> VersionedCache<K, V
     }
 }
 
+/// Rows kept at one version of the data (the sync clock): a page takes the rows it lists from
+/// here and reads only the others. Rows of a newer version replace every kept one, rows of an
+/// older version are not kept, and reaching the capacity empties it.
+#[derive(Debug)]
+pub(crate) struct VersionedRows<K, V> {
+    name: &'static str,
+    capacity: usize,
+    rows: Mutex<(i64, HashMap<K, V>)>,
+}
+
+impl<K: Eq + Hash + Clone, V: Clone> VersionedRows<K, V> {
+    /// Rows counted as `name` in the metrics, at most `capacity` of them.
+    pub(crate) fn new(name: &'static str, capacity: usize) -> Self {
+        VersionedRows {
+            name,
+            capacity,
+            rows: Mutex::new((i64::MIN, HashMap::new())),
+        }
+    }
+
+    /// The rows of `keys` kept at `version`.
+    pub(crate) fn get_many<'k>(
+        &self,
+        keys: impl IntoIterator<Item = &'k K>,
+        version: i64,
+    ) -> HashMap<K, V>
+    where
+        K: 'k,
+    {
+        let mut found = HashMap::new();
+        let mut misses = 0;
+        {
+            let rows = self.rows.lock().expect("poisoned");
+            for key in keys {
+                match rows.1.get(key).filter(|_| rows.0 == version) {
+                    Some(row) => {
+                        found.insert(key.clone(), row.clone());
+                    }
+                    None => misses += 1,
+                }
+            }
+        }
+        crate::metrics::cache_lookups(self.name, found.len() as u64, misses);
+        found
+    }
+
+    /// Keeps `rows`, read at `version`.
+    pub(crate) fn insert_many(&self, version: i64, rows: impl IntoIterator<Item = (K, V)>) {
+        let mut kept = self.rows.lock().expect("poisoned");
+        if version < kept.0 {
+            return;
+        }
+        if version > kept.0 {
+            *kept = (version, HashMap::new());
+        }
+        for (key, row) in rows {
+            if kept.1.len() >= self.capacity {
+                kept.1.clear();
+            }
+            kept.1.insert(key, row);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,6 +167,24 @@ mod tests {
         assert_eq!(cache.get(&"a", &2), None);
         cache.insert("a", 2, "two");
         assert_eq!(cache.get(&"a", &2), Some("two"));
+    }
+
+    #[test]
+    fn rows_are_used_only_at_their_version() {
+        let rows = VersionedRows::new("test", 3);
+        rows.insert_many(5, [("a", 1), ("b", 2)]);
+        let found = rows.get_many(&["a", "b", "c"], 5);
+        assert_eq!(found, HashMap::from([("a", 1), ("b", 2)]));
+        assert!(rows.get_many(&["a"], 6).is_empty());
+        // Older rows are not kept; newer ones replace the rest.
+        rows.insert_many(4, [("c", 3)]);
+        assert!(rows.get_many(&["c"], 4).is_empty());
+        rows.insert_many(6, [("c", 3)]);
+        assert_eq!(rows.get_many(&["a", "c"], 6), HashMap::from([("c", 3)]));
+        // At the capacity, what was kept goes.
+        rows.insert_many(6, [("d", 4), ("e", 5), ("f", 6)]);
+        assert!(rows.rows.lock().unwrap().1.len() <= 3);
+        assert_eq!(rows.get_many(&["f"], 6), HashMap::from([("f", 6)]));
     }
 
     #[test]

@@ -35,6 +35,7 @@ pub use query::{parse_sort, AlbumFilter, AlbumSortKey, Sort, TrackFilter, TrackS
 pub use search::LibrarySearch;
 pub use tracks::ItemKind;
 
+pub(crate) use keyset::MARK_STEP;
 pub(crate) use refresh::{FileFacts, StoredFile};
 pub(crate) use resolve::Resolver;
 pub(crate) use rows::{album_select, AlbumRow, ArtistRow, TrackRow, ARTIST_SELECT, TRACK_SELECT};
@@ -55,6 +56,8 @@ pub struct Catalog {
     shelf: std::sync::Arc<shelf::ShelfCache>,
     /// Known places in the keyset-sorted lists, for pages by offset (`keyset.rs`).
     places: std::sync::Arc<keyset::Places>,
+    /// Albums as pages list them, at the sync clock they were read at (`albums.rs`).
+    album_rows: std::sync::Arc<crate::cache::VersionedRows<String, crate::domain::Album>>,
 }
 
 /// An album deleted because it was left without tracks, whose cover blobs go after commit.
@@ -76,6 +79,8 @@ impl Catalog {
             )),
             shelf: Default::default(),
             places: Default::default(),
+            // 10,000 albums at 100,000 tracks: about 6 MB.
+            album_rows: std::sync::Arc::new(crate::cache::VersionedRows::new("album_rows", 20_000)),
         }
     }
 

@@ -189,6 +189,12 @@ pub(crate) fn cache_lookup(cache: &'static str, hit: bool) {
     metrics::counter!(CACHE_LOOKUPS, "cache" => cache, "result" => result).increment(1);
 }
 
+/// Counts `hits` and `misses` of several lookups in `cache` at once.
+pub(crate) fn cache_lookups(cache: &'static str, hits: u64, misses: u64) {
+    metrics::counter!(CACHE_LOOKUPS, "cache" => cache, "result" => "hit").increment(hits);
+    metrics::counter!(CACHE_LOOKUPS, "cache" => cache, "result" => "miss").increment(misses);
+}
+
 /// Counts a rendition of `kind` built.
 pub(crate) fn rendition_built(kind: &'static str) {
     metrics::counter!(RENDITION_BUILDS, "kind" => kind).increment(1);

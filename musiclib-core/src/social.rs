@@ -41,6 +41,10 @@ pub struct Social {
     likes: std::sync::Arc<
         crate::cache::VersionedCache<String, (Option<i64>, Option<i64>), events::CurrentLikes>,
     >,
+    /// Each user's play count and the places its history pages start, with the version
+    /// they were read at (`events.rs`).
+    history_places:
+        std::sync::Arc<crate::cache::VersionedCache<String, i64, events::HistoryPlaces>>,
     /// Each user's plays per track and per album, with the version they were read at
     /// (`annotations.rs`).
     tallies: std::sync::Arc<
@@ -66,6 +70,11 @@ impl Social {
             forwarder,
             likes: std::sync::Arc::new(crate::cache::VersionedCache::new(
                 "liked_tracks",
+                std::time::Duration::from_secs(600),
+                256,
+            )),
+            history_places: std::sync::Arc::new(crate::cache::VersionedCache::new(
+                "history_places",
                 std::time::Duration::from_secs(600),
                 256,
             )),

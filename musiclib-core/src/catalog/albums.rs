@@ -224,18 +224,29 @@ impl Catalog {
             .ok_or_else(|| Error::not_found("album", id))
     }
 
-    /// Albums by id, in the order given; ids of missing albums are left out.
+    /// Albums by id, in the order given; ids of missing albums are left out. Albums read at
+    /// the current sync clock are taken from memory (every change to an album, its tracks or
+    /// its artist moves the clock), so a page of 500 reads only the ones not kept.
     pub(crate) async fn albums_in_order(&self, ids: &[String]) -> Result<Vec<Album>> {
-        let mut found = std::collections::HashMap::with_capacity(ids.len());
-        for chunk in ids.chunks(crate::db::CHUNK) {
+        let clock = self.db.sync_clock().await?;
+        let mut found = self.album_rows.get_many(ids, clock);
+        let missing: Vec<&str> = ids
+            .iter()
+            .filter(|id| !found.contains_key(*id))
+            .map(String::as_str)
+            .collect();
+        let mut read = Vec::with_capacity(missing.len());
+        for chunk in missing.chunks(crate::db::CHUNK) {
             let mut select = self
                 .db
                 .sql(&format!("{} WHERE al.id", album_select(self.db.kind())));
-            select.push_in(chunk.iter().map(String::as_str));
+            select.push_in(chunk.iter().copied());
             for row in select.fetch_all::<AlbumRow, _>(self.db.pool()).await? {
-                found.insert(row.id.clone(), Album::from(row));
+                read.push((row.id.clone(), Album::from(row)));
             }
         }
+        found.extend(read.iter().cloned());
+        self.album_rows.insert_many(clock, read);
         Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
     }
 

@@ -7,6 +7,7 @@
 
 use super::Social;
 use crate::auth::Caller;
+use crate::catalog::MARK_STEP;
 use crate::db::Table;
 use crate::domain::{Page, Paged};
 use crate::{Error, Result, Timestamp};
@@ -211,6 +212,15 @@ pub(crate) const LATEST_LIKE: &str = "NOT EXISTS (SELECT 1 FROM like_events n WH
 /// are read at the user's newest like event stamp and the newest tombstone's.
 pub(crate) type CurrentLikes = std::sync::Arc<Vec<(String, i64)>>;
 
+/// A user's history as kept between requests, read at the user's newest play stamp: how many
+/// plays there are and, once a deep page was wanted, the key (`played_at`, `id`) of every
+/// [`MARK_STEP`]-th play, newest first. A page then skips fewer than [`MARK_STEP`] rows.
+#[derive(Debug, Clone)]
+pub(crate) struct HistoryPlaces {
+    total: i64,
+    marks: Option<std::sync::Arc<Vec<(i64, i64)>>>,
+}
+
 impl Social {
     /// Appends a like event. Returns it and whether it was new (a repeated
     /// client id returns the stored event). An unknown track is not found.
@@ -346,30 +356,100 @@ impl Social {
             .collect())
     }
 
-    /// The caller's plays, newest first.
+    /// The caller's plays, newest first. A page at any offset is read by key from the
+    /// nearest place kept for the user's history ([`HistoryPlaces`]), so the last page of a
+    /// long history costs what the first does.
     pub async fn history(&self, caller: &Caller, page: Page) -> Result<Paged<PlayEvent>> {
-        let total: i64 = self
+        let user = caller.user.id.as_str();
+        // The user's newest stamp: every play added moves it (plays are never changed, and
+        // go only with their user).
+        let version: Option<i64> = self
             .db
-            .sql("SELECT COUNT(*) FROM play_events WHERE user_id = $1")
-            .bind(&caller.user.id)
+            .sql("SELECT max(synced_at) FROM play_events WHERE user_id = $1")
+            .bind(user)
             .fetch_scalar(self.db.pool())
             .await?;
-        let rows: Vec<PlayRow> = self
+        let Some(version) = version else {
+            return Ok(Paged {
+                items: Vec::new(),
+                total: 0,
+                page,
+            });
+        };
+        let places = match self.history_places.get(&user.to_string(), &version) {
+            Some(places) if places.marks.is_some() || page.offset() < MARK_STEP => places,
+            _ => {
+                let places = self.find_history_places(user, page).await?;
+                self.history_places
+                    .insert(user.to_string(), version, places.clone());
+                places
+            }
+        };
+        let mut select = self
             .db
             .sql(
                 "SELECT track_id, played_at, seconds_played, client_event_id, synced_at FROM play_events
-                 WHERE user_id = $1 ORDER BY played_at DESC, id DESC LIMIT $2 OFFSET $3",
+             WHERE user_id = $1",
             )
-            .bind(&caller.user.id)
-            .bind(page.limit())
-            .bind(page.offset())
-            .fetch_all(self.db.pool())
-            .await?;
+            .bind(user);
+        let mut skip = page.offset();
+        if let Some(marks) = places.marks.as_ref().filter(|_| skip >= MARK_STEP) {
+            let Some(&(played_at, id)) = marks.get((skip / MARK_STEP - 1) as usize) else {
+                // Past the last place by a whole step: past the end.
+                return Ok(Paged {
+                    items: Vec::new(),
+                    total: places.total,
+                    page,
+                });
+            };
+            // The key alone first, which SQLite seeks the index with; the row comparison
+            // then drops the rows up to the place.
+            let (played_at, id) = (select.arg(played_at), select.arg(id));
+            select.push(&format!(
+                " AND played_at <= {played_at} AND (played_at, id) < ({played_at}, {id})"
+            ));
+            skip %= MARK_STEP;
+        }
+        select.push(" ORDER BY played_at DESC, id DESC LIMIT ");
+        select
+            .push_bind(page.limit())
+            .push(" OFFSET ")
+            .push_bind(skip);
+        let rows: Vec<PlayRow> = select.fetch_all(self.db.pool()).await?;
         Ok(Paged {
             items: rows.into_iter().map(PlayEvent::from).collect(),
-            total,
+            total: places.total,
             page,
         })
+    }
+
+    /// Counts the user's plays and, for a page at least [`MARK_STEP`] deep, finds the key of
+    /// every [`MARK_STEP`]-th one (one walk of `play_events_played`).
+    async fn find_history_places(&self, user: &str, page: Page) -> Result<HistoryPlaces> {
+        let total: i64 = self
+            .db
+            .sql("SELECT COUNT(*) FROM play_events WHERE user_id = $1")
+            .bind(user)
+            .fetch_scalar(self.db.pool())
+            .await?;
+        let marks = if page.offset() >= MARK_STEP {
+            let marks: Vec<(i64, i64)> = self
+                .db
+                .sql(&format!(
+                    "SELECT played_at, id FROM (
+                         SELECT played_at, id,
+                                ROW_NUMBER() OVER (ORDER BY played_at DESC, id DESC) AS n
+                         FROM play_events WHERE user_id = $1) numbered
+                     WHERE n % {MARK_STEP} = 0 ORDER BY n"
+                ))
+                .bind(user)
+                .fetch_all(self.db.pool())
+                .await?;
+            Some(std::sync::Arc::new(marks))
+        } else {
+            None
+        };
+        Ok(HistoryPlaces { total, marks })
     }
 
     /// Appends a device's like and play events in one transaction. A client id

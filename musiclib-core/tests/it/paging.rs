@@ -648,3 +648,137 @@ backend_test! {
         assert_eq!(listed().await, (ids(&left), 1000 + tracks[3].duration_ms.unwrap()));
     }
 }
+
+backend_test! {
+    async fn history_pages_at_any_offset_follow_every_play(backend: Backend) {
+        // A deep page of the history starts from the nearest kept place (the key of every
+        // 500th play) instead of skipping: the same plays as one long read, newest first, ties
+        // in time broken by the later stored; a new play, even one older than all others,
+        // shows on the next page read.
+        const PLAYS: usize = 1_230;
+        let library = TestLibrary::new(backend).await;
+        musiclib_core::testing::insert_library_tracks(&library, 3, 5).await;
+        let caller = Caller {
+            user: library.accounts().create_user("listener", "long enough password", false).await.unwrap(),
+        };
+        let tracks: Vec<String> = library
+            .catalog()
+            .list_tracks(&TrackFilter::default(), None, Page::new(Some(3), None).unwrap())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|t| t.id.to_string())
+            .collect();
+        let social = library.social();
+        let empty = social.history(&caller, Page::new(Some(50), Some(600)).unwrap()).await.unwrap();
+        assert_eq!((empty.items.len(), empty.total), (0, 0));
+        // (played_at, order stored, client id): every seventh play shares its time with the
+        // one before it.
+        let mut stored: Vec<(i64, usize, String)> = Vec::new();
+        let play = |n: usize| {
+            let at = 1_700_000_000_000_000 + ((n * 7919) % PLAYS - usize::from(n % 7 == 0 && n > 0)) as i64 * 1_000;
+            musiclib_core::social::NewPlay {
+                track_id: tracks[n % 3].clone(),
+                played_at: musiclib_core::Timestamp::from_micros(at),
+                seconds_played: Some(30.0),
+                client_event_id: format!("play-{n}"),
+            }
+        };
+        for chunk in (0..PLAYS).collect::<Vec<_>>().chunks(400) {
+            let plays: Vec<_> = chunk.iter().map(|&n| play(n)).collect();
+            for p in &plays {
+                stored.push((p.played_at.as_micros(), stored.len(), p.client_event_id.clone()));
+            }
+            social.push_events(&caller, Vec::new(), plays).await.unwrap();
+        }
+        let newest_first = |stored: &[(i64, usize, String)]| {
+            let mut order = stored.to_vec();
+            order.sort_by(|a, b| (b.0, b.1).cmp(&(a.0, a.1)));
+            order.into_iter().map(|(_, _, id)| id).collect::<Vec<_>>()
+        };
+        let check = |expected: Vec<String>| {
+            let social = social.clone();
+            let caller = caller.clone();
+            async move {
+                // Deep first (the places are found then), then shallow, then deep again.
+                for offset in [1_000, 0, 37, 499, 500, 777, 1_000, 1_180, 1_229, 1_231, 1_500, 2_000] {
+                    let page = social
+                        .history(&caller, Page::new(Some(50), Some(offset)).unwrap())
+                        .await
+                        .unwrap();
+                    assert_eq!(page.total, expected.len() as i64, "offset {offset}");
+                    let got: Vec<_> = page.items.iter().map(|p| p.client_event_id.clone()).collect();
+                    let start = (offset as usize).min(expected.len());
+                    let end = (offset as usize + 50).min(expected.len());
+                    assert_eq!(got, expected[start..end], "offset {offset}");
+                }
+            }
+        };
+        check(newest_first(&stored)).await;
+        // A play older than every other lands at the very end; one as new as the newest, stored
+        // later, comes first.
+        let mut oldest = play(1);
+        oldest.played_at = musiclib_core::Timestamp::from_micros(1_000);
+        oldest.client_event_id = "oldest".into();
+        let newest_time = stored.iter().map(|s| s.0).max().unwrap();
+        let mut tied = play(2);
+        tied.played_at = musiclib_core::Timestamp::from_micros(newest_time);
+        tied.client_event_id = "tied with the newest".into();
+        for p in [oldest, tied] {
+            stored.push((p.played_at.as_micros(), stored.len(), p.client_event_id.clone()));
+            social.push_events(&caller, Vec::new(), vec![p]).await.unwrap();
+            check(newest_first(&stored)).await;
+        }
+        // Another user's plays are not in it.
+        let other = Caller {
+            user: library.accounts().create_user("other", "long enough password", false).await.unwrap(),
+        };
+        social.push_events(&other, Vec::new(), vec![play(3)]).await.unwrap();
+        check(newest_first(&stored)).await;
+        let theirs = social.history(&other, Page::new(Some(50), Some(0)).unwrap()).await.unwrap();
+        assert_eq!(theirs.total, 1);
+    }
+}
+
+backend_test! {
+    async fn a_kept_album_row_follows_every_change(backend: Backend) {
+        // Albums listed are kept at the sync clock: a cover found later (an album change with
+        // no track change), a deleted track and a track's new length show on the next page.
+        let library = TestLibrary::new(backend).await;
+        musiclib_core::testing::insert_library_tracks(&library, 30, 4).await;
+        let catalog = library.catalog();
+        let first = || async {
+            catalog
+                .list_albums(&AlbumFilter::default(), None, Page::new(Some(1), None).unwrap())
+                .await
+                .unwrap()
+                .items
+                .remove(0)
+        };
+        let album = first().await;
+        assert_eq!(first().await.track_count, album.track_count, "kept");
+        assert_eq!(album.cover_uri, None);
+        musiclib_core::testing::execute(
+            &library,
+            "UPDATE albums SET cover_uri = 'covers/found-later.jpg' WHERE id = $1",
+            &[album.id.as_str()],
+        )
+        .await;
+        assert_eq!(first().await.cover_uri.as_deref(), Some("covers/found-later.jpg"));
+        let admin = Caller {
+            user: library.accounts().create_user("keeper", "long enough password", true).await.unwrap(),
+        };
+        let filter = TrackFilter { album_id: Some(album.id.clone()), ..Default::default() };
+        let tracks = catalog.list_tracks(&filter, None, Page::new(Some(50), None).unwrap()).await.unwrap().items;
+        library.delete_track(&admin, &tracks[0].id).await.unwrap();
+        let now = first().await;
+        assert_eq!(now.track_count, album.track_count - 1);
+        assert_eq!(now.duration_ms, album.duration_ms - tracks[0].duration_ms.unwrap());
+        musiclib_core::testing::execute(&library, "UPDATE tracks SET duration_ms = 1000 WHERE id = $1", &[tracks[1].id.as_str()]).await;
+        assert_eq!(
+            first().await.duration_ms,
+            album.duration_ms - tracks[0].duration_ms.unwrap() - tracks[1].duration_ms.unwrap() + 1000
+        );
+    }
+}
