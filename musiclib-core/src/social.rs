@@ -54,6 +54,9 @@ pub struct Social {
             annotations::Tally,
         >,
     >,
+    /// Held while a user's plays are counted per track or per album, so that requests
+    /// arriving together count once (`annotations.rs`).
+    tallying: std::sync::Arc<crate::cache::KeyedLocks<(String, ItemKind)>>,
 }
 
 impl Social {
@@ -78,6 +81,7 @@ impl Social {
                 std::time::Duration::from_secs(600),
                 256,
             )),
+            tallying: Default::default(),
             tallies: std::sync::Arc::new(crate::cache::VersionedCache::new(
                 "play_tallies",
                 std::time::Duration::from_secs(600),

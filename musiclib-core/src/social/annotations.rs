@@ -131,6 +131,23 @@ impl Social {
         if let Some(kept) = self.tallies.get(&key, &version) {
             return Ok(kept);
         }
+        // One count per user and kind at a time: the requests a client sends at once all
+        // miss, and each count walks all of the user's plays (275 ms for 20,000 plays at
+        // 1,000,000 tracks); those after the first find it kept.
+        self.tallying
+            .run(&key, async {
+                if let Some(kept) = self.tallies.get(&key, &version) {
+                    return Ok(kept);
+                }
+                self.count_plays(key.clone(), version).await
+            })
+            .await
+    }
+
+    /// Counts the caller's plays per track or per album ([`Social::play_tally`]) and keeps
+    /// the count at `version`.
+    async fn count_plays(&self, key: (String, ItemKind), version: TallyVersion) -> Result<Tally> {
+        let kind = key.1;
         let query = match kind {
             ItemKind::Album => format!(
                 "SELECT t.album_id, COUNT(*), MAX(p.played_at) FROM play_events p
