@@ -677,7 +677,7 @@ backend_test! {
         // one before it.
         let mut stored: Vec<(i64, usize, String)> = Vec::new();
         let play = |n: usize| {
-            let at = 1_700_000_000_000_000 + ((n * 7919) % PLAYS - usize::from(n % 7 == 0 && n > 0)) as i64 * 1_000;
+            let at = 1_700_000_000_000_000 + ((n * 7919) % PLAYS - usize::from(n.is_multiple_of(7) && n > 0)) as i64 * 1_000;
             musiclib_core::social::NewPlay {
                 track_id: tracks[n % 3].clone(),
                 played_at: musiclib_core::Timestamp::from_micros(at),
@@ -694,7 +694,7 @@ backend_test! {
         }
         let newest_first = |stored: &[(i64, usize, String)]| {
             let mut order = stored.to_vec();
-            order.sort_by(|a, b| (b.0, b.1).cmp(&(a.0, a.1)));
+            order.sort_by_key(|s| std::cmp::Reverse((s.0, s.1)));
             order.into_iter().map(|(_, _, id)| id).collect::<Vec<_>>()
         };
         let check = |expected: Vec<String>| {
