@@ -161,7 +161,7 @@ impl Catalog {
                 .page(&self.db, "FROM albums al", &playable_only, key, page, clock)
                 .await?;
             if let Some(ids) = placed {
-                return self.albums_in_order(&ids).await;
+                return self.albums_in_order_at(&ids, clock).await;
             }
         }
         let filter = if filter.is_empty() {

@@ -73,7 +73,7 @@ impl Catalog {
                     .fetch_scalar::<i64, _>(self.db.pool())
                     .await?;
                 return Ok(Paged {
-                    items: self.albums_in_order(&ids).await?,
+                    items: self.albums_in_order_at(&ids, clock).await?,
                     total,
                     page,
                 });
@@ -229,6 +229,15 @@ impl Catalog {
     /// its artist moves the clock), so a page of 500 reads only the ones not kept.
     pub(crate) async fn albums_in_order(&self, ids: &[String]) -> Result<Vec<Album>> {
         let clock = self.db.sync_clock().await?;
+        self.albums_in_order_at(ids, clock).await
+    }
+
+    /// As [`Catalog::albums_in_order`], at `clock`: the sync clock, read before the ids were.
+    pub(crate) async fn albums_in_order_at(
+        &self,
+        ids: &[String],
+        clock: i64,
+    ) -> Result<Vec<Album>> {
         let mut found = self.album_rows.get_many(ids, clock);
         let missing: Vec<&str> = ids
             .iter()

@@ -38,6 +38,31 @@ where
     (items, totals)
 }
 
+/// A new user of `library`, as a caller.
+async fn new_caller(library: &TestLibrary, name: &str, admin: bool) -> Caller {
+    Caller {
+        user: library
+            .accounts()
+            .create_user(name, "long enough password", admin)
+            .await
+            .unwrap(),
+    }
+}
+
+/// The first `count` tracks of `library` in the default order.
+async fn first_tracks(library: &TestLibrary, count: i64) -> Vec<musiclib_core::domain::Track> {
+    library
+        .catalog()
+        .list_tracks(
+            &TrackFilter::default(),
+            None,
+            Page::new(Some(count), None).unwrap(),
+        )
+        .await
+        .unwrap()
+        .items
+}
+
 backend_test! {
     async fn pages_at_any_offset_are_one_read_in_every_sort(backend: Backend) {
         let library = TestLibrary::new(backend).await;
@@ -602,15 +627,8 @@ backend_test! {
         // track deleted from the library or a track's new length shows on the next page.
         let library = TestLibrary::new(backend).await;
         musiclib_core::testing::insert_library_tracks(&library, 12, 3).await;
-        let caller = Caller {
-            user: library.accounts().create_user("lister", "long enough password", true).await.unwrap(),
-        };
-        let tracks: Vec<_> = library
-            .catalog()
-            .list_tracks(&TrackFilter::default(), None, Page::new(Some(12), None).unwrap())
-            .await
-            .unwrap()
-            .items;
+        let caller = new_caller(&library, "lister", true).await;
+        let tracks = first_tracks(&library, 12).await;
         let playlist = library
             .playlists()
             .create(
@@ -658,18 +676,8 @@ backend_test! {
         const PLAYS: usize = 1_230;
         let library = TestLibrary::new(backend).await;
         musiclib_core::testing::insert_library_tracks(&library, 3, 5).await;
-        let caller = Caller {
-            user: library.accounts().create_user("listener", "long enough password", false).await.unwrap(),
-        };
-        let tracks: Vec<String> = library
-            .catalog()
-            .list_tracks(&TrackFilter::default(), None, Page::new(Some(3), None).unwrap())
-            .await
-            .unwrap()
-            .items
-            .into_iter()
-            .map(|t| t.id.to_string())
-            .collect();
+        let caller = new_caller(&library, "listener", false).await;
+        let tracks: Vec<String> = first_tracks(&library, 3).await.into_iter().map(|t| t.id.to_string()).collect();
         let social = library.social();
         let empty = social.history(&caller, Page::new(Some(50), Some(600)).unwrap()).await.unwrap();
         assert_eq!((empty.items.len(), empty.total), (0, 0));
@@ -731,9 +739,7 @@ backend_test! {
             check(newest_first(&stored)).await;
         }
         // Another user's plays are not in it.
-        let other = Caller {
-            user: library.accounts().create_user("other", "long enough password", false).await.unwrap(),
-        };
+        let other = new_caller(&library, "other", false).await;
         social.push_events(&other, Vec::new(), vec![play(3)]).await.unwrap();
         check(newest_first(&stored)).await;
         let theirs = social.history(&other, Page::new(Some(50), Some(0)).unwrap()).await.unwrap();
@@ -766,9 +772,7 @@ backend_test! {
         )
         .await;
         assert_eq!(first().await.cover_uri.as_deref(), Some("covers/found-later.jpg"));
-        let admin = Caller {
-            user: library.accounts().create_user("keeper", "long enough password", true).await.unwrap(),
-        };
+        let admin = new_caller(&library, "keeper", true).await;
         let filter = TrackFilter { album_id: Some(album.id.clone()), ..Default::default() };
         let tracks = catalog.list_tracks(&filter, None, Page::new(Some(50), None).unwrap()).await.unwrap().items;
         library.delete_track(&admin, &tracks[0].id).await.unwrap();
