@@ -14,7 +14,8 @@
 # MUSICLIB_BENCH_KEEP is set). MUSICLIB_BENCH_KEEP=DIR keeps the seeded libraries in DIR (and
 # the PostgreSQL database) for the next run: seeding 1,000,000 tracks takes a while.
 # MUSICLIB_BENCH_ONLY=sqlite|postgres runs one backend. MUSICLIB_BENCH_REQUESTS=REGEX times
-# only the requests whose name matches (and not the whole-library listings or the memory). Needs `cargo build --release -p
+# only the requests and whole-library listings whose name matches ('full' for the two
+# listings alone), and not the memory. Needs `cargo build --release -p
 # musiclib-bin -p musiclib-benches` (the seeder is target/release/seed-library).
 set -euo pipefail
 
@@ -105,15 +106,11 @@ run_backend() {
     read -r n errors p50 p95 p99 rate <<<"$line"
     printf '%-36s %8s %6s %8s %8s %8s %7s\n' "$name" "$n" "$errors" "$p50" "$p95" "$p99" "$rate"
   done < <(requests)
-  if [ -n "$only_requests" ]; then
-    kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
-    return
-  fi
-
   # A new device's first pull: every page of /sync/changes from nothing. Two figures: the
   # wall time (with curl and jq, which parses each page to find the next cursor) and the
   # server's part, the sum of the requests' times as curl saw them.
   local since=0 more=true pages=0 items=0 t0 served=0 took
+  if [[ -z "$only_requests" || "sync/changes full pull" =~ $only_requests ]]; then
   t0=$(date +%s.%N)
   while [ "$more" = true ]; do
     took=$(curl -sf -o "$work/page.json" -w '%{time_total}' "$base/api/v1/sync/changes?since=$since&limit=5000" -H "Authorization: Bearer $token")
@@ -122,9 +119,11 @@ run_backend() {
     pages=$((pages + 1)); items=$((items + n))
   done
   printf 'sync/changes full pull: %d items in %d pages, %.2f s (requests %.2f s)\n' "$items" "$pages" "$(echo "$(date +%s.%N) - $t0" | bc)" "$served"
+  fi
   # How Subsonic sync apps list a library: search3 with an empty query, pages of 500.
   local offset=0 count=500 songs=0
   served=0
+  if [[ -z "$only_requests" || "subsonic search3 full listing" =~ $only_requests ]]; then
   t0=$(date +%s.%N)
   while [ "$count" -eq 500 ]; do
     took=$(curl -sf -o "$work/page.json" -w '%{time_total}' "$base/rest/search3?u=bench&p=$app_password&v=1.16.1&c=bench&f=json&query=&artistCount=0&albumCount=0&songCount=500&songOffset=$offset")
@@ -133,6 +132,11 @@ run_backend() {
     songs=$((songs + count)); offset=$((offset + 500))
   done
   printf 'subsonic search3 full listing: %d songs in %d pages, %.2f s (requests %.2f s)\n' "$songs" "$((offset / 500))" "$(echo "$(date +%s.%N) - $t0" | bc)" "$served"
+  fi
+  if [ -n "$only_requests" ]; then
+    kill -TERM "$pid"; wait "$pid" 2>/dev/null || true
+    return
+  fi
 
   # 32 concurrent clients over four kinds of list, then the peak resident memory.
   local kinds=("/api/v1/tracks?limit=50&sort=artist&offset={offset}|$((tracks - 50))"

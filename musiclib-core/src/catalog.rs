@@ -38,7 +38,10 @@ pub use tracks::ItemKind;
 pub(crate) use keyset::MARK_STEP;
 pub(crate) use refresh::{FileFacts, StoredFile};
 pub(crate) use resolve::Resolver;
-pub(crate) use rows::{album_select, AlbumRow, ArtistRow, TrackRow, ARTIST_SELECT, TRACK_SELECT};
+pub(crate) use rows::{
+    album_select, AlbumRow, ArtistRow, TrackRow, ARTIST_SELECT, TRACK_COLUMNS, TRACK_COVER,
+    TRACK_SELECT,
+};
 pub(crate) use tracks::{insert_track, lock_track, NewTrack};
 
 use crate::db::{Db, Tx};

@@ -134,7 +134,112 @@ pub(crate) async fn page_ids_from(
     cursor: &str,
     skip: i64,
 ) -> Result<(Vec<String>, Option<String>)> {
-    let position = decode(cursor, &key)?;
+    let walk = walk_after(filters, &key, decode(cursor, &key)?, limit, skip);
+    let head = format!("SELECT {}, {} {from}", key.id, key.column);
+    let rows = fetch_keyed(db, walk.prefixed(&head), &key).await?;
+    Ok(next_page(rows, &key, limit))
+}
+
+/// How a keyset page reads its rows in full, on the alias of the list's `FROM`: the stored
+/// columns, which the walk of the sort's index reads as it finds the page, and the columns
+/// worked out (subqueries) for the page's rows only, not for the rows it skips.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RowSelect {
+    /// Stored columns; the first is the row's id, named `id`.
+    pub(crate) stored: &'static str,
+    /// Worked-out columns, over the same alias.
+    pub(crate) computed: &'static str,
+}
+
+/// A row a keyset page can end on: its id is half of the next page's cursor.
+pub(crate) trait PageRow {
+    /// The row's id.
+    fn page_id(&self) -> &str;
+}
+
+impl PageRow for String {
+    fn page_id(&self) -> &str {
+        self
+    }
+}
+
+/// A row of a keyset page and its sort key.
+#[derive(sqlx::FromRow)]
+struct KeyedRow<T, K> {
+    #[sqlx(flatten)]
+    row: T,
+    page_key: K,
+}
+
+/// As [`page_ids_from`], the page's rows read whole by the same walk, `R` as `rows` selects
+/// it: no second read of each row by its id. The `skip` rows before the page are walked on
+/// the index alone first.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn page_rows_from<R>(
+    db: &Db,
+    rows: RowSelect,
+    from: &str,
+    filters: &Sql,
+    key: KeyColumn,
+    limit: i64,
+    cursor: &str,
+    skip: i64,
+) -> Result<(Vec<R>, Option<String>)>
+where
+    R: for<'r> sqlx::FromRow<'r, sqlx::any::AnyRow> + PageRow + Send + Unpin,
+{
+    let mut position = decode(cursor, &key)?;
+    if skip > 0 {
+        // The rows skipped are found on the index alone (both databases read the page's
+        // sort key and id from it), not read whole: the page starts after the last of them.
+        let walk = walk_after(filters, &key, position, 0, skip - 1);
+        let head = format!("SELECT {}, {} {from}", key.id, key.column);
+        let Some((id, value)) = fetch_keyed(db, walk.prefixed(&head), &key).await?.pop() else {
+            return Ok((Vec::new(), None));
+        };
+        position = Some(Position {
+            s: key.sort.to_string(),
+            k: value,
+            i: id,
+        });
+    }
+    let walk = walk_after(filters, &key, position, limit, 0);
+    let alias = from.rsplit(' ').next().unwrap_or_default();
+    let mut select = walk.prefixed(&format!(
+        "SELECT {alias}.*, {computed} FROM (SELECT {stored}, {column} AS page_key {from}",
+        computed = rows.computed,
+        stored = rows.stored,
+        column = key.column,
+    ));
+    let dir = if key.descending { "DESC" } else { "ASC" };
+    select.push(&format!(") {alias} ORDER BY page_key {dir}, id {dir}"));
+    let rows: Vec<(R, Key)> = if key.text {
+        select
+            .fetch_all::<KeyedRow<R, String>, _>(db.pool())
+            .await?
+            .into_iter()
+            .map(|keyed| (keyed.row, Key::Text(keyed.page_key)))
+            .collect()
+    } else {
+        select
+            .fetch_all::<KeyedRow<R, i64>, _>(db.pool())
+            .await?
+            .into_iter()
+            .map(|keyed| (keyed.row, Key::Int(keyed.page_key)))
+            .collect()
+    };
+    Ok(next_page(rows, &key, limit))
+}
+
+/// The filter, ordering and window (`limit` + 1 rows, to tell whether a page follows) of the
+/// walk that starts `skip` rows after `position`.
+fn walk_after(
+    filters: &Sql,
+    key: &KeyColumn,
+    position: Option<Position>,
+    limit: i64,
+    skip: i64,
+) -> Sql {
     let mut select = filters.clone();
     let (compare, dir) = if key.descending {
         ("<", "DESC")
@@ -162,16 +267,23 @@ pub(crate) async fn page_ids_from(
         column = key.column,
         id = key.id,
     ));
-    let head = format!("SELECT {}, {} {from}", key.id, key.column);
-    let mut rows = fetch_keyed(db, select.prefixed(&head), &key).await?;
+    select
+}
+
+/// The page of the walk's `rows` (at most `limit` + 1, each with its key) and the cursor of
+/// the next page, if there is one.
+fn next_page<T>(mut rows: Vec<(T, Key)>, key: &KeyColumn, limit: i64) -> (Vec<T>, Option<String>)
+where
+    T: PageRow,
+{
     let next = if rows.len() as i64 > limit {
         rows.truncate(limit as usize);
         rows.last()
-            .map(|(id, value)| cursor_at(&key, value.clone(), id.clone()))
+            .map(|(row, value)| cursor_at(key, value.clone(), row.page_id().to_string()))
     } else {
         None
     };
-    Ok((rows.into_iter().map(|(id, _)| id).collect(), next))
+    (rows.into_iter().map(|(row, _)| row).collect(), next)
 }
 
 /// The rows (id, key) of `select`, whose two columns are a row's id and its `key` value.
@@ -225,6 +337,11 @@ pub(crate) async fn marks(
         .into_iter()
         .map(|(id, value)| cursor_at(&key, value, id))
         .collect())
+}
+
+/// The name a list's places are kept under: its sort and its filter.
+fn list_name(key: &KeyColumn, filters: &Sql) -> String {
+    format!("{} {}", key.sort, filters.cache_key())
 }
 
 /// Every how many rows of a list a page start is kept as a mark ([`Places`]): a page at any
@@ -290,31 +407,97 @@ impl Places {
         page: Page,
         clock: i64,
     ) -> Result<Option<Vec<String>>> {
-        let list = format!("{} {}", key.sort, filters.cache_key());
-        let (cursor, skip) = if page.offset() == 0 {
-            (String::new(), 0)
-        } else if let Some(cursor) = self.bookmarks.get(&(list.clone(), page.offset()), &clock) {
-            (cursor, 0)
-        } else if page.offset() >= MARK_STEP {
-            let Some(marks) = self.marks.get(&list, &clock) else {
-                self.find_marks(db, from, filters, key, list, clock);
-                return Ok(None);
-            };
-            match marks.get((page.offset() / MARK_STEP - 1) as usize) {
-                Some(cursor) => (cursor.clone(), page.offset() % MARK_STEP),
-                // Past the last mark by a whole step: past the end of the list.
-                None => return Ok(Some(Vec::new())),
-            }
-        } else {
-            return Ok(None);
+        let list = list_name(&key, filters);
+        Ok(
+            match self.start(db, from, filters, key, page, clock, &list) {
+                None => None,
+                Some(None) => Some(Vec::new()),
+                Some(Some((cursor, skip))) => {
+                    let (ids, next) =
+                        page_ids_from(db, from, filters, key, page.limit(), &cursor, skip).await?;
+                    self.leave_bookmark(list, page, clock, next);
+                    Some(ids)
+                }
+            },
+        )
+    }
+
+    /// As [`Places::page`], the page's rows read whole by the walk that finds them
+    /// ([`page_rows_from`]).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn page_rows<R>(
+        &self,
+        db: &Db,
+        rows: RowSelect,
+        from: &'static str,
+        filters: &Sql,
+        key: KeyColumn,
+        page: Page,
+        clock: i64,
+    ) -> Result<Option<Vec<R>>>
+    where
+        R: for<'r> sqlx::FromRow<'r, sqlx::any::AnyRow> + PageRow + Send + Unpin,
+    {
+        let list = list_name(&key, filters);
+        Ok(
+            match self.start(db, from, filters, key, page, clock, &list) {
+                None => None,
+                Some(None) => Some(Vec::new()),
+                Some(Some((cursor, skip))) => {
+                    let (rows, next) =
+                        page_rows_from(db, rows, from, filters, key, page.limit(), &cursor, skip)
+                            .await?;
+                    self.leave_bookmark(list, page, clock, next);
+                    Some(rows)
+                }
+            },
+        )
+    }
+
+    /// Where the page `page` of `list` starts at `clock`: the cursor to walk from and how
+    /// many rows to skip after it, `Some(None)` when it is past the end of the list, `None`
+    /// when no place is known (finding the list's marks if the page is deep).
+    #[allow(clippy::too_many_arguments, clippy::option_option)]
+    fn start(
+        &self,
+        db: &Db,
+        from: &'static str,
+        filters: &Sql,
+        key: KeyColumn,
+        page: Page,
+        clock: i64,
+        list: &str,
+    ) -> Option<Option<(String, i64)>> {
+        if page.offset() == 0 {
+            return Some(Some((String::new(), 0)));
+        }
+        if let Some(cursor) = self
+            .bookmarks
+            .get(&(list.to_string(), page.offset()), &clock)
+        {
+            return Some(Some((cursor, 0)));
+        }
+        if page.offset() < MARK_STEP {
+            return None;
+        }
+        let Some(marks) = self.marks.get(&list.to_string(), &clock) else {
+            self.find_marks(db, from, filters, key, list.to_string(), clock);
+            return None;
         };
-        let (ids, next) =
-            page_ids_from(db, from, filters, key, page.limit(), &cursor, skip).await?;
+        // Past the last mark by a whole step: past the end of the list.
+        Some(
+            marks
+                .get((page.offset() / MARK_STEP - 1) as usize)
+                .map(|cursor| (cursor.clone(), page.offset() % MARK_STEP)),
+        )
+    }
+
+    /// Keeps `next`, the cursor after page `page` of `list`, as the start of the page after.
+    fn leave_bookmark(&self, list: String, page: Page, clock: i64, next: Option<String>) {
         if let Some(next) = next {
             self.bookmarks
                 .insert((list, page.offset() + page.limit()), clock, next);
         }
-        Ok(Some(ids))
     }
 
     /// The ids of page `page` of the rows `head` (`SELECT <id> FROM …`) selects with

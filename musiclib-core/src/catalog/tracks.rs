@@ -3,10 +3,10 @@
 
 use std::collections::HashMap;
 
-use super::keyset::{self, Chunk, KeyColumn};
+use super::keyset::{self, Chunk, KeyColumn, RowSelect};
 use super::query::{track_order, Sort, TrackFilter, TrackSortKey};
 use super::resolve::Resolver;
-use super::rows::{TrackRow, TRACK_SELECT};
+use super::rows::{TrackRow, TRACK_COLUMNS, TRACK_COVER, TRACK_SELECT};
 use super::{Catalog, DroppedCover};
 use crate::db::{like_pattern, Db, Sql, Tx};
 use crate::domain::{Page, Paged, Source, Track};
@@ -51,6 +51,12 @@ impl ItemKind {
 
 /// The keyset walk of a track sort: the sorts whose keys are never NULL (title, creation,
 /// last change), in either direction. The order is [`track_order`]'s: the key, then the id.
+/// A track page's rows as a keyset walk reads them ([`keyset::page_rows_from`]).
+const TRACK_ROWS: RowSelect = RowSelect {
+    stored: TRACK_COLUMNS,
+    computed: TRACK_COVER,
+};
+
 fn track_key(sort: Sort<TrackSortKey>) -> Option<KeyColumn> {
     let (column, name) = match (sort.key, sort.descending) {
         (TrackSortKey::Title, false) => ("lower(t.title)", "tracks:title"),
@@ -132,16 +138,18 @@ impl Catalog {
     ) -> Result<Option<Paged<Track>>> {
         let clock = self.db.sync_clock().await?;
         let total = self.count_tracks_at(filters, clock);
-        let ids = self
-            .places
-            .page(&self.db, "FROM tracks t", filters, key, page, clock);
-        let (total, ids) = futures::try_join!(total, ids)?;
-        let Some(ids) = ids else {
-            return Ok(None);
-        };
-        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-        Ok(Some(Paged {
-            items: self.tracks_in_order(&ids).await?,
+        let rows = self.places.page_rows::<TrackRow>(
+            &self.db,
+            TRACK_ROWS,
+            "FROM tracks t",
+            filters,
+            key,
+            page,
+            clock,
+        );
+        let (total, rows) = futures::try_join!(total, rows)?;
+        Ok(rows.map(|rows| Paged {
+            items: rows.into_iter().map(Track::from).collect(),
             total,
             page,
         }))
@@ -166,11 +174,19 @@ impl Catalog {
         let limit = Page::new(Some(limit), None)?.limit();
         let filters = self.track_filters(filter);
         let total = self.count_tracks(&filters);
-        let ids = keyset::page_ids(&self.db, "FROM tracks t", &filters, key, limit, cursor);
-        let (total, (ids, next_cursor)) = futures::try_join!(total, ids)?;
-        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let rows = keyset::page_rows_from::<TrackRow>(
+            &self.db,
+            TRACK_ROWS,
+            "FROM tracks t",
+            &filters,
+            key,
+            limit,
+            cursor,
+            0,
+        );
+        let (total, (rows, next_cursor)) = futures::try_join!(total, rows)?;
         Ok(Chunk {
-            items: self.tracks_in_order(&ids).await?,
+            items: rows.into_iter().map(Track::from).collect(),
             total,
             limit,
             next_cursor,
