@@ -135,8 +135,7 @@ pub(crate) async fn page_ids_from(
     skip: i64,
 ) -> Result<(Vec<String>, Option<String>)> {
     let walk = walk_after(filters, &key, decode(cursor, &key)?, limit, skip);
-    let head = format!("SELECT {}, {} {from}", key.id, key.column);
-    let rows = fetch_keyed(db, walk.prefixed(&head), &key).await?;
+    let rows = fetch_keyed(db, walk.prefixed(&key_head(&key, from)), &key).await?;
     Ok(next_page(rows, &key, limit))
 }
 
@@ -173,7 +172,7 @@ struct KeyedRow<T, K> {
 
 /// As [`page_ids_from`], the page's rows read whole by the same walk, `R` as `rows` selects
 /// it: no second read of each row by its id. The `skip` rows before the page are walked on
-/// the index alone first.
+/// the index alone first. `from` is one table and its alias (`FROM tracks t`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn page_rows_from<R>(
     db: &Db,
@@ -193,8 +192,10 @@ where
         // The rows skipped are found on the index alone (both databases read the page's
         // sort key and id from it), not read whole: the page starts after the last of them.
         let walk = walk_after(filters, &key, position, 0, skip - 1);
-        let head = format!("SELECT {}, {} {from}", key.id, key.column);
-        let Some((id, value)) = fetch_keyed(db, walk.prefixed(&head), &key).await?.pop() else {
+        let Some((id, value)) = fetch_keyed(db, walk.prefixed(&key_head(&key, from)), &key)
+            .await?
+            .pop()
+        else {
             return Ok((Vec::new(), None));
         };
         position = Some(Position {
@@ -284,6 +285,11 @@ where
         None
     };
     (rows.into_iter().map(|(row, _)| row).collect(), next)
+}
+
+/// The head of a walk that reads each row's id and key alone, from the sort's index.
+fn key_head(key: &KeyColumn, from: &str) -> String {
+    format!("SELECT {}, {} {from}", key.id, key.column)
 }
 
 /// The rows (id, key) of `select`, whose two columns are a row's id and its `key` value.
