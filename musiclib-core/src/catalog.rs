@@ -39,8 +39,7 @@ pub(crate) use keyset::MARK_STEP;
 pub(crate) use refresh::{FileFacts, StoredFile};
 pub(crate) use resolve::Resolver;
 pub(crate) use rows::{
-    album_select, AlbumRow, ArtistRow, TrackRow, ARTIST_SELECT, TRACK_COLUMNS, TRACK_COVER,
-    TRACK_SELECT,
+    album_select, AlbumRow, ArtistRow, TrackRow, ARTIST_SELECT, TRACK_FIELDS, TRACK_SELECT,
 };
 pub(crate) use tracks::{insert_track, lock_track, NewTrack};
 

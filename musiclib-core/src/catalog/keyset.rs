@@ -139,17 +139,6 @@ pub(crate) async fn page_ids_from(
     Ok(next_page(rows, &key, limit))
 }
 
-/// How a keyset page reads its rows in full, on the alias of the list's `FROM`: the stored
-/// columns, which the walk of the sort's index reads as it finds the page, and the columns
-/// worked out (subqueries) for the page's rows only, not for the rows it skips.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct RowSelect {
-    /// Stored columns; the first is the row's id, named `id`.
-    pub(crate) stored: &'static str,
-    /// Worked-out columns, over the same alias.
-    pub(crate) computed: &'static str,
-}
-
 /// A row a keyset page can end on: its id is half of the next page's cursor.
 pub(crate) trait PageRow {
     /// The row's id.
@@ -170,13 +159,14 @@ struct KeyedRow<T, K> {
     page_key: K,
 }
 
-/// As [`page_ids_from`], the page's rows read whole by the same walk, `R` as `rows` selects
-/// it: no second read of each row by its id. The `skip` rows before the page are walked on
-/// the index alone first. `from` is one table and its alias (`FROM tracks t`).
+/// As [`page_ids_from`], the page's rows read whole by the same walk, `R` as `fields` (a
+/// select list) reads it: no second read of each row by its id. The `skip` rows before the
+/// page are walked on the index alone first, so the page's statement reads, and works out
+/// the columns of, only the page's rows.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn page_rows_from<R>(
     db: &Db,
-    rows: RowSelect,
+    fields: &str,
     from: &str,
     filters: &Sql,
     key: KeyColumn,
@@ -205,15 +195,10 @@ where
         });
     }
     let walk = walk_after(filters, &key, position, limit, 0);
-    let alias = from.rsplit(' ').next().unwrap_or_default();
-    let mut select = walk.prefixed(&format!(
-        "SELECT {alias}.*, {computed} FROM (SELECT {stored}, {column} AS page_key {from}",
-        computed = rows.computed,
-        stored = rows.stored,
-        column = key.column,
+    let select = walk.prefixed(&format!(
+        "SELECT {fields}, {column} AS page_key {from}",
+        column = key.column
     ));
-    let dir = if key.descending { "DESC" } else { "ASC" };
-    select.push(&format!(") {alias} ORDER BY page_key {dir}, id {dir}"));
     let rows: Vec<(R, Key)> = if key.text {
         select
             .fetch_all::<KeyedRow<R, String>, _>(db.pool())
@@ -434,7 +419,7 @@ impl Places {
     pub(crate) async fn page_rows<R>(
         &self,
         db: &Db,
-        rows: RowSelect,
+        fields: &str,
         from: &'static str,
         filters: &Sql,
         key: KeyColumn,
@@ -451,7 +436,7 @@ impl Places {
                 Some(None) => Some(Vec::new()),
                 Some(Some((cursor, skip))) => {
                     let (rows, next) =
-                        page_rows_from(db, rows, from, filters, key, page.limit(), &cursor, skip)
+                        page_rows_from(db, fields, from, filters, key, page.limit(), &cursor, skip)
                             .await?;
                     self.leave_bookmark(list, page, clock, next);
                     Some(rows)

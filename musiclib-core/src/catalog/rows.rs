@@ -4,42 +4,27 @@ use crate::db::{flag, DatabaseKind};
 use crate::domain::{Album, Artist, Availability, MetadataStatus, Source, Track};
 use crate::{AlbumId, ArtistId, Timestamp, TrackId, UserId};
 
-/// The stored columns of a [`TrackRow`], on alias `t`: everything but `has_cover`.
-macro_rules! track_columns {
+/// The select list of a [`TrackRow`], on alias `t`. Whether the track's album has a cover is
+/// a scalar subquery, a key lookup per row, which neither database can turn into a scan of
+/// every album: PostgreSQL hashed every album into the query when it was a correlated
+/// `EXISTS` (17 of a page's 21 ms at 1,000,000 tracks), and into a page of 500 when it was a
+/// join (3.6 of 8.5 ms at 100,000).
+macro_rules! track_fields {
     () => {
         "t.id, t.title, t.artist_id, t.artist_name, t.album_id, t.album_title,
     t.album_artist_name, t.genre, t.year, t.track_number, t.disc_number, t.duration_ms, t.format, t.mime_type,
     t.bitrate_kbps, t.sample_rate, t.channels, t.size_bytes, t.content_sha256, t.storage_uri, t.source,
     t.source_id, t.added_by, t.availability, t.metadata_status, t.metadata_error, t.enriched_at,
-    t.musicbrainz_recording_id, t.acoustid_id, t.created_at, t.updated_at"
-    };
-}
-
-/// Whether the track's album has a cover, on alias `t`: a scalar subquery, a key lookup per
-/// row, which neither database can turn into a scan of every album: PostgreSQL hashed every
-/// album into the query when it was a correlated `EXISTS` (17 of a page's 21 ms at
-/// 1,000,000 tracks), and into a page of 500 when it was a join (3.6 of 8.5 ms at 100,000).
-macro_rules! track_cover {
-    () => {
-        "COALESCE((SELECT 1 FROM albums a WHERE a.id = t.album_id AND a.cover_uri IS NOT NULL), 0) AS has_cover"
+    t.musicbrainz_recording_id, t.acoustid_id, t.created_at, t.updated_at,
+    COALESCE((SELECT 1 FROM albums a WHERE a.id = t.album_id AND a.cover_uri IS NOT NULL), 0) AS has_cover"
     };
 }
 
 /// Selects a [`TrackRow`]; callers append JOINs, WHERE and ORDER BY on alias `t`.
-pub(crate) const TRACK_SELECT: &str = concat!(
-    "SELECT ",
-    track_columns!(),
-    ",\n    ",
-    track_cover!(),
-    "\n    FROM tracks t"
-);
+pub(crate) const TRACK_SELECT: &str = concat!("SELECT ", track_fields!(), "\n    FROM tracks t");
 
-/// [`TRACK_SELECT`]'s stored columns alone, for an inner select that picks a page's rows
-/// (with `ORDER BY … LIMIT`) before [`TRACK_COVER`] is worked out for those rows only.
-pub(crate) const TRACK_COLUMNS: &str = track_columns!();
-
-/// [`TRACK_SELECT`]'s `has_cover` column, over alias `t`.
-pub(crate) const TRACK_COVER: &str = track_cover!();
+/// [`TRACK_SELECT`]'s select list alone, for a statement that reads more columns.
+pub(crate) const TRACK_FIELDS: &str = track_fields!();
 
 #[derive(Debug, sqlx::FromRow)]
 pub(crate) struct TrackRow {

@@ -3,10 +3,10 @@
 
 use std::collections::HashMap;
 
-use super::keyset::{self, Chunk, KeyColumn, RowSelect};
+use super::keyset::{self, Chunk, KeyColumn};
 use super::query::{track_order, Sort, TrackFilter, TrackSortKey};
 use super::resolve::Resolver;
-use super::rows::{TrackRow, TRACK_COLUMNS, TRACK_COVER, TRACK_SELECT};
+use super::rows::{TrackRow, TRACK_FIELDS, TRACK_SELECT};
 use super::{Catalog, DroppedCover};
 use crate::db::{like_pattern, Db, Sql, Tx};
 use crate::domain::{Page, Paged, Source, Track};
@@ -51,12 +51,6 @@ impl ItemKind {
 
 /// The keyset walk of a track sort: the sorts whose keys are never NULL (title, creation,
 /// last change), in either direction. The order is [`track_order`]'s: the key, then the id.
-/// A track page's rows as a keyset walk reads them ([`keyset::page_rows_from`]).
-const TRACK_ROWS: RowSelect = RowSelect {
-    stored: TRACK_COLUMNS,
-    computed: TRACK_COVER,
-};
-
 fn track_key(sort: Sort<TrackSortKey>) -> Option<KeyColumn> {
     let (column, name) = match (sort.key, sort.descending) {
         (TrackSortKey::Title, false) => ("lower(t.title)", "tracks:title"),
@@ -140,7 +134,7 @@ impl Catalog {
         let total = self.count_tracks_at(filters, clock);
         let rows = self.places.page_rows::<TrackRow>(
             &self.db,
-            TRACK_ROWS,
+            TRACK_FIELDS,
             "FROM tracks t",
             filters,
             key,
@@ -176,7 +170,7 @@ impl Catalog {
         let total = self.count_tracks(&filters);
         let rows = keyset::page_rows_from::<TrackRow>(
             &self.db,
-            TRACK_ROWS,
+            TRACK_FIELDS,
             "FROM tracks t",
             &filters,
             key,

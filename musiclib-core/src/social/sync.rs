@@ -10,7 +10,7 @@
 use super::events::{LikeEvent, LikeRow, PlayEvent, PlayRow};
 use super::Social;
 use crate::auth::Caller;
-use crate::catalog::{TrackRow, TRACK_COLUMNS, TRACK_COVER};
+use crate::catalog::{TrackRow, TRACK_FIELDS};
 use crate::domain::Track;
 use crate::playlists::Playlist;
 use crate::{Error, Result};
@@ -112,13 +112,12 @@ impl Social {
             .changed(&caller.user.id, since, until, fetch)
             .await?;
         // The tracks whole, as the walk of the stamp index finds them: no second read of
-        // each by its id, and the cover flag worked out for these rows only.
+        // each by its id.
         let tracks: Vec<StampedTrack> = self
             .db
             .sql(&format!(
-                "SELECT t.*, {TRACK_COVER} FROM (SELECT {TRACK_COLUMNS}, t.synced_at FROM tracks t
-                 WHERE t.synced_at > $1 AND t.synced_at <= $2 ORDER BY t.synced_at LIMIT $3) t
-                 ORDER BY t.synced_at"
+                "SELECT {TRACK_FIELDS}, t.synced_at FROM tracks t
+                 WHERE t.synced_at > $1 AND t.synced_at <= $2 ORDER BY t.synced_at LIMIT $3"
             ))
             .bind(since)
             .bind(until)
