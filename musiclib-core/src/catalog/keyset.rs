@@ -398,19 +398,18 @@ impl Places {
         page: Page,
         clock: i64,
     ) -> Result<Option<Vec<String>>> {
-        let list = list_name(&key, filters);
-        Ok(
-            match self.start(db, from, filters, key, page, clock, &list) {
-                None => None,
-                Some(None) => Some(Vec::new()),
-                Some(Some((cursor, skip))) => {
-                    let (ids, next) =
-                        page_ids_from(db, from, filters, key, page.limit(), &cursor, skip).await?;
-                    self.leave_bookmark(list, page, clock, next);
-                    Some(ids)
-                }
+        self.read_from_place(
+            db,
+            from,
+            filters,
+            key,
+            page,
+            clock,
+            |cursor, skip| async move {
+                page_ids_from(db, from, filters, key, page.limit(), &cursor, skip).await
             },
         )
+        .await
     }
 
     /// As [`Places::page`], the page's rows read whole by the walk that finds them
@@ -429,15 +428,45 @@ impl Places {
     where
         R: for<'r> sqlx::FromRow<'r, sqlx::any::AnyRow> + PageRow + Send + Unpin,
     {
+        self.read_from_place(
+            db,
+            from,
+            filters,
+            key,
+            page,
+            clock,
+            |cursor, skip| async move {
+                page_rows_from(db, fields, from, filters, key, page.limit(), &cursor, skip).await
+            },
+        )
+        .await
+    }
+
+    /// The page `page` read by `read` (from a cursor, skipping some rows) at the place
+    /// [`Places::start`] finds, leaving the bookmark of the page after it; `None` when no
+    /// place is known.
+    #[allow(clippy::too_many_arguments)]
+    async fn read_from_place<T, F, Fut>(
+        &self,
+        db: &Db,
+        from: &'static str,
+        filters: &Sql,
+        key: KeyColumn,
+        page: Page,
+        clock: i64,
+        read: F,
+    ) -> Result<Option<Vec<T>>>
+    where
+        F: FnOnce(String, i64) -> Fut,
+        Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>)>>,
+    {
         let list = list_name(&key, filters);
         Ok(
             match self.start(db, from, filters, key, page, clock, &list) {
                 None => None,
                 Some(None) => Some(Vec::new()),
                 Some(Some((cursor, skip))) => {
-                    let (rows, next) =
-                        page_rows_from(db, fields, from, filters, key, page.limit(), &cursor, skip)
-                            .await?;
+                    let (rows, next) = read(cursor, skip).await?;
                     self.leave_bookmark(list, page, clock, next);
                     Some(rows)
                 }
