@@ -159,12 +159,33 @@ pub fn test_s3_config() -> S3Config {
 }
 
 /// Creates a fresh database on the test PostgreSQL server and returns its URL.
+///
+/// Its name carries the test process's id: a test's library has no async hook to drop its
+/// database when it ends, so the first database a process creates on a loopback server
+/// also starts dropping those of test processes that have ended ([`drop_abandoned_databases`]).
 pub async fn create_postgres_database() -> String {
+    static SWEEP: std::sync::Once = std::sync::Once::new();
     let admin_url = service_env("MUSICLIB_TEST_POSTGRES_URL");
-    let name = format!("musiclib_test_{}", uuid::Uuid::new_v4().simple());
+    let name = format!(
+        "musiclib_test_{}_{}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple()
+    );
     let admin = Db::connect(&admin_url)
         .await
         .expect("connect to the test PostgreSQL server");
+    SWEEP.call_once(|| {
+        // On a thread of its own, so no test waits for it.
+        let admin_url = admin_url.clone();
+        std::thread::spawn(move || {
+            if let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                runtime.block_on(drop_abandoned_databases(&admin_url));
+            }
+        });
+    });
     admin
         .sql(&format!("CREATE DATABASE {name}"))
         .execute(admin.pool())
@@ -176,6 +197,46 @@ pub async fn create_postgres_database() -> String {
         _ => admin_url.as_str(),
     };
     format!("{base}/{name}")
+}
+
+/// Drops the test databases whose process has ended, when the server is on this machine
+/// (loopback or a socket: a process id only means something here) and `/proc` tells which
+/// processes run. A database still in use by a live process is never touched.
+async fn drop_abandoned_databases(admin_url: &str) {
+    let local = ["@127.0.0.1", "@localhost", "@[::1]", "@/", "@:"]
+        .iter()
+        .any(|host| admin_url.contains(host))
+        || admin_url.contains(":///")
+        || admin_url.contains("host=/");
+    let proc = std::path::Path::new("/proc");
+    if !local || !proc.join("self").exists() {
+        return;
+    }
+    let Ok(admin) = Db::connect(admin_url).await else {
+        return;
+    };
+    let names: Vec<String> = admin
+        .sql("SELECT datname FROM pg_database WHERE datname LIKE 'musiclib\\_test\\_%'")
+        .fetch_scalars(admin.pool())
+        .await
+        .unwrap_or_default();
+    for name in names {
+        let Some(pid) = name
+            .strip_prefix("musiclib_test_")
+            .and_then(|rest| rest.split_once('_'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !proc.join(pid.to_string()).exists() {
+            // Another process may be sweeping the same names: a failure here is theirs.
+            let _ = admin
+                .sql(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .execute(admin.pool())
+                .await;
+        }
+    }
+    admin.close().await;
 }
 
 /// A queue that is always down, to test how callers answer when enqueueing fails.

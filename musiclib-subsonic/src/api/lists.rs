@@ -157,7 +157,8 @@ fn search_words(query: &str) -> String {
 
 /// `search2` (folder model) and `search3` (ID3): artists, albums and songs matching the
 /// query, each paged on its own. An empty query returns everything (clients sync this way),
-/// artists and albums by name, songs by title.
+/// artists and albums by name, songs in the order they were added; a query's songs come by
+/// title.
 pub(crate) async fn search(request: &Request, method: &str) -> Outcome {
     let words = search_words(request.params.get("query").unwrap_or(""));
     let q = (!words.is_empty()).then_some(words);
@@ -196,8 +197,15 @@ pub(crate) async fn search(request: &Request, method: &str) -> Outcome {
                 q: q.clone(),
                 ..Default::default()
             };
+            // Everything is listed in the order it was added, as a sync app reads it page
+            // after page: a track added meanwhile comes last instead of shifting the pages
+            // still to read, and the walk follows the order rows are stored in.
             let sort = Sort {
-                key: TrackSortKey::Title,
+                key: if filter.q.is_some() {
+                    TrackSortKey::Title
+                } else {
+                    TrackSortKey::CreatedAt
+                },
                 descending: false,
             };
             library

@@ -23,6 +23,37 @@ fn ids(list: &Value) -> Vec<String> {
         .collect()
 }
 
+// A sync app reads every song page after page: one added meanwhile comes last, and the pages
+// already read keep their songs.
+both_backends!(
+    empty_search_lists_songs_in_order_added,
+    |backend: Backend| async move {
+        let app = Fixture::new(backend).await;
+        let read_all = || async {
+            let mut seen = Vec::new();
+            for offset in (0..app.track_ids.len() + 1).step_by(2) {
+                let page = app
+                    .json(
+                        "search3",
+                        &format!("query=%22%22&songCount=2&songOffset={offset}&artistCount=0&albumCount=0"),
+                    )
+                    .await;
+                seen.push(ids(&page["searchResult3"]["song"]));
+            }
+            seen
+        };
+        let before = read_all().await;
+        assert_eq!(before.concat(), app.track_ids);
+        musiclib_core::testing::insert_library_tracks(&app.library, 1, 7).await;
+        let after = read_all().await;
+        assert_eq!(after[..before.len() - 1], before[..before.len() - 1]);
+        let listed = after.concat();
+        assert_eq!(listed.len(), app.track_ids.len() + 1);
+        assert_eq!(listed[..app.track_ids.len()], app.track_ids[..]);
+        assert!(!app.track_ids.contains(listed.last().unwrap()));
+    }
+);
+
 both_backends!(every_method, |backend: Backend| async move {
     let app = Fixture::new(backend).await;
     let song = app.track_ids[0].clone();
@@ -211,9 +242,7 @@ both_backends!(every_method, |backend: Backend| async move {
         .await;
         seen.extend(ids(&page["searchResult3"]["song"]));
     }
-    seen.sort();
-    seen.dedup();
-    assert_eq!(seen.len(), total);
+    assert_eq!(seen, app.track_ids, "songs in the order they were added");
     let everything = both(&app, "search3", "query=%22%22").await;
     assert_eq!(
         everything["searchResult3"]["album"]
