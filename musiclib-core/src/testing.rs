@@ -216,7 +216,7 @@ async fn drop_abandoned_databases(admin_url: &str) {
         return;
     };
     let names: Vec<String> = admin
-        .sql("SELECT datname FROM pg_database WHERE datname LIKE 'musiclib\\_test\\_%'")
+        .sql("SELECT datname::text FROM pg_database WHERE datname LIKE 'musiclib\\_test\\_%'")
         .fetch_scalars(admin.pool())
         .await
         .unwrap_or_default();
