@@ -22,6 +22,9 @@ pub struct TrackFilter {
     pub availability: Option<Availability>,
     /// Substring of title, artist or album.
     pub q: Option<String>,
+    /// Only tracks whose audio is stored (no remote placeholder waiting for its download):
+    /// for clients that cannot play a placeholder, so their pages come full.
+    pub with_audio: bool,
 }
 
 /// A sort order: a key and a direction.

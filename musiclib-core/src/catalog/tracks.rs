@@ -229,6 +229,12 @@ impl Catalog {
                 .push("t.availability = ")
                 .push_bind(availability.as_str());
         }
+        if filter.with_audio {
+            // As `remote::has_audio`.
+            filters
+                .push_condition()
+                .push("t.availability <> 'placeholder' AND t.storage_uri <> ''");
+        }
         if let Some(q) = filter
             .q
             .as_deref()

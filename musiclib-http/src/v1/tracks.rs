@@ -100,6 +100,7 @@ async fn list_tracks(
             .map(|text| Availability::parse(text, "availability"))
             .transpose()?,
         q: query.q,
+        with_audio: false,
     };
     let sort = query
         .sort

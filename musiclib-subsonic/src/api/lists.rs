@@ -76,6 +76,7 @@ pub(crate) async fn songs_by_genre(request: &Request) -> Outcome {
         Some(page) => {
             let filter = TrackFilter {
                 genre: Some(genre.to_string()),
+                with_audio: true,
                 ..Default::default()
             };
             let sort = Sort {
@@ -193,8 +194,11 @@ pub(crate) async fn search(request: &Request, method: &str) -> Outcome {
     };
     let tracks = match window(request, "songCount", 20, "songOffset")? {
         Some(page) => {
+            // Only songs with audio, filtered before paging: an app syncing page after page
+            // stops at a short page.
             let filter = TrackFilter {
                 q: q.clone(),
+                with_audio: true,
                 ..Default::default()
             };
             // Everything is listed in the order it was added, as a sync app reads it page
