@@ -138,6 +138,7 @@ impl Catalog {
             key: TrackSortKey::Album,
             descending: false,
         });
-        self.page_tracks(&filters, &order, page).await
+        self.page_tracks(&filters, &order, page, super::tracks::Count::Yes)
+            .await
     }
 }

@@ -86,9 +86,8 @@ pub(crate) async fn songs_by_genre(request: &Request) -> Outcome {
             request
                 .library
                 .catalog()
-                .list_tracks(&filter, Some(sort), page)
+                .track_page(&filter, Some(sort), page)
                 .await?
-                .items
         }
         None => Vec::new(),
     };
@@ -214,9 +213,8 @@ pub(crate) async fn search(request: &Request, method: &str) -> Outcome {
             };
             library
                 .catalog()
-                .list_tracks(&filter, Some(sort), page)
+                .track_page(&filter, Some(sort), page)
                 .await?
-                .items
         }
         None => Vec::new(),
     };
