@@ -203,11 +203,12 @@ pub async fn create_postgres_database() -> String {
 /// (loopback or a socket: a process id only means something here) and `/proc` tells which
 /// processes run. A database still in use by a live process is never touched.
 async fn drop_abandoned_databases(admin_url: &str) {
-    let local = ["@127.0.0.1", "@localhost", "@[::1]", "@/", "@:"]
-        .iter()
-        .any(|host| admin_url.contains(host))
-        || admin_url.contains(":///")
-        || admin_url.contains("host=/");
+    let local = admin_url
+        .parse::<sqlx::postgres::PgConnectOptions>()
+        .is_ok_and(|options| {
+            let host = options.get_host();
+            host.starts_with('/') || matches!(host, "localhost" | "127.0.0.1" | "::1" | "[::1]")
+        });
     let proc = std::path::Path::new("/proc");
     if !local || !proc.join("self").exists() {
         return;

@@ -77,6 +77,16 @@ pub(crate) enum Count {
     No,
 }
 
+impl Count {
+    /// The list's length by `counting` when asked for (else 0, and `counting` never runs).
+    async fn total(self, counting: impl std::future::Future<Output = Result<i64>>) -> Result<i64> {
+        match self {
+            Count::Yes => counting.await,
+            Count::No => Ok(0),
+        }
+    }
+}
+
 /// The track list's order when none is asked for: by title, or newest first when filtered
 /// by source.
 fn default_track_sort(filter: &TrackFilter) -> Sort<TrackSortKey> {
@@ -167,7 +177,7 @@ impl Catalog {
         count: Count,
     ) -> Result<Option<Paged<Track>>> {
         let clock = self.db.sync_clock().await?;
-        let total = self.count_tracks_if(filters, clock, count);
+        let total = count.total(self.count_tracks_at(filters, clock));
         let rows = self.places.page_rows::<TrackRow>(
             &self.db,
             TRACK_FIELDS,
@@ -294,8 +304,7 @@ impl Catalog {
         page: Page,
         count: Count,
     ) -> Result<Paged<Track>> {
-        let clock = self.db.sync_clock().await?;
-        let total = self.count_tracks_if(filters, clock, count);
+        let total = count.total(self.count_tracks(filters));
         let rows = filters.fetch_rows_by_key::<TrackRow>(
             self.db.pool(),
             "SELECT t.id FROM tracks t",
@@ -320,14 +329,6 @@ impl Catalog {
     pub(crate) async fn count_tracks(&self, filters: &Sql) -> Result<i64> {
         let clock = self.db.sync_clock().await?;
         self.count_tracks_at(filters, clock).await
-    }
-
-    /// As [`Catalog::count_tracks`] at `clock` when `count` asks, else 0.
-    async fn count_tracks_if(&self, filters: &Sql, clock: i64, count: Count) -> Result<i64> {
-        match count {
-            Count::Yes => self.count_tracks_at(filters, clock).await,
-            Count::No => Ok(0),
-        }
     }
 
     /// As [`Catalog::count_tracks`], with the sync clock already read.
