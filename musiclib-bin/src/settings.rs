@@ -38,7 +38,22 @@ pub const SETTINGS: &[(&str, &str, &str)] = &[
     (
         "HTTP_HEADER_TIMEOUT_SECONDS",
         "30",
-        "Time a client has to send a request's head (1-3600); a slower one is disconnected (slow-loris clients)",
+        "Time a client has to send a request's head (1-3600); a slower one is disconnected (slow-loris clients). It bounds a connection's first request (a socket that sends nothing is closed after it) and an HTTP/1 connection's wait for its next request",
+    ),
+    (
+        "HTTP_IDLE_TIMEOUT_SECONDS",
+        "60",
+        "An HTTP/2 connection with no request open for this long is closed (1-3600); its peer is also pinged every 30 s and dropped when it does not answer",
+    ),
+    (
+        "MAX_CONNECTIONS_PER_ADDRESS",
+        "256",
+        "Connections one client address may hold open at once (1-65536); more are closed at once. Trusted proxies (TRUSTED_PROXIES) are not limited",
+    ),
+    (
+        "TRUSTED_PROXIES",
+        "",
+        "Reverse proxies (addresses or networks, comma-separated: 127.0.0.1,10.0.0.0/8) whose X-Forwarded-For names the client, for the sign-in throttle; empty: the connection's address is the client's",
     ),
     ("STORAGE_BACKEND", "local", "local or s3"),
     (
@@ -142,6 +157,21 @@ pub const SETTINGS: &[(&str, &str, &str)] = &[
         "RENDITION_CACHE_MAX_BYTES",
         "10737418240",
         "Bound on the total size of cached renditions; least recently used ones are evicted",
+    ),
+    (
+        "THUMBNAIL_CACHE_MAX_BYTES",
+        "268435456",
+        "Bound on the total size of cached cover thumbnails (256 MiB); least recently served ones are evicted",
+    ),
+    (
+        "MAX_LIVE_ENCODES",
+        "8",
+        "Live encodes (transcoded streams, HLS encodes) one process runs at once (1-1024); past it, a request that needs one answers 503 with Retry-After",
+    ),
+    (
+        "MAX_LIVE_ENCODES_PER_USER",
+        "3",
+        "Live encodes one user may have running at once (1-1024)",
     ),
     (
         "JOB_MAX_ATTEMPTS",
@@ -402,6 +432,10 @@ pub struct Settings {
     pub metrics_bind_address: Option<std::net::SocketAddr>,
     /// Time a client has to send a request's head.
     pub header_timeout: std::time::Duration,
+    /// Time an HTTP/2 connection may stay without an open request.
+    pub idle_timeout: std::time::Duration,
+    /// Connections one client address may hold open at once.
+    pub max_connections_per_address: usize,
     /// Jobs run at once per process.
     pub worker_concurrency: usize,
     /// Extra workers per process that run only enrichment jobs.
@@ -484,6 +518,9 @@ impl TryFrom<RawSettings> for Settings {
             None => persistent_secret(&data_dir.join("legacy_secret_key"))?,
         };
         config.sign_in_throttle = sign_in_throttle(&raw)?;
+        config.trusted_proxies =
+            musiclib_core::config::TrustedProxies::parse(raw.get("TRUSTED_PROXIES").unwrap_or(""))
+                .map_err(|error| anyhow!("TRUSTED_PROXIES: {error}"))?;
         config.cors_allowed_origins =
             CorsOrigins::parse(raw.get("CORS_ALLOWED_ORIGINS").unwrap_or(""))
                 .map_err(|error| anyhow!("CORS_ALLOWED_ORIGINS: {error}"))?;
@@ -556,6 +593,15 @@ impl TryFrom<RawSettings> for Settings {
             bail!("HTTP_HEADER_TIMEOUT_SECONDS: must be between 1 and 3600");
         }
         let header_timeout = std::time::Duration::from_secs(header_timeout);
+        let idle_timeout: u64 = raw.parse("HTTP_IDLE_TIMEOUT_SECONDS", 60)?;
+        if !(1..=3600).contains(&idle_timeout) {
+            bail!("HTTP_IDLE_TIMEOUT_SECONDS: must be between 1 and 3600");
+        }
+        let idle_timeout = std::time::Duration::from_secs(idle_timeout);
+        let max_connections_per_address: usize = raw.parse("MAX_CONNECTIONS_PER_ADDRESS", 256)?;
+        if !(1..=65536).contains(&max_connections_per_address) {
+            bail!("MAX_CONNECTIONS_PER_ADDRESS: must be between 1 and 65536");
+        }
         let worker_concurrency: usize = raw.parse("WORKER_CONCURRENCY", 2)?;
         if worker_concurrency == 0 || worker_concurrency > 64 {
             bail!("WORKER_CONCURRENCY: must be between 1 and 64");
@@ -565,6 +611,22 @@ impl TryFrom<RawSettings> for Settings {
             "RENDITION_CACHE_MAX_BYTES",
             config.transcoding.rendition_cache_max_bytes,
         )?;
+        config.transcoding.thumbnail_cache_max_bytes = raw.parse(
+            "THUMBNAIL_CACHE_MAX_BYTES",
+            config.transcoding.thumbnail_cache_max_bytes,
+        )?;
+        config.transcoding.max_live_encodes =
+            raw.parse("MAX_LIVE_ENCODES", config.transcoding.max_live_encodes)?;
+        if !(1..=1024).contains(&config.transcoding.max_live_encodes) {
+            bail!("MAX_LIVE_ENCODES: must be between 1 and 1024");
+        }
+        config.transcoding.max_live_encodes_per_user = raw.parse(
+            "MAX_LIVE_ENCODES_PER_USER",
+            config.transcoding.max_live_encodes_per_user,
+        )?;
+        if !(1..=1024).contains(&config.transcoding.max_live_encodes_per_user) {
+            bail!("MAX_LIVE_ENCODES_PER_USER: must be between 1 and 1024");
+        }
         let enrich_concurrency: usize = raw.parse(
             "ENRICH_CONCURRENCY",
             musiclib_core::jobs::DEFAULT_ENRICH_CONCURRENCY,
@@ -591,6 +653,8 @@ impl TryFrom<RawSettings> for Settings {
             bind_address,
             metrics_bind_address,
             header_timeout,
+            idle_timeout,
+            max_connections_per_address,
             worker_concurrency,
             enrich_concurrency,
             admin,

@@ -70,12 +70,22 @@ async fn start_metrics(
     tracing::info!(address = %listener.local_addr()?, "metrics are served without authentication");
     let app = musiclib_http::metrics::private_router(library.clone());
     let shutdown = shutdown.clone();
-    let header_timeout = settings.header_timeout;
+    let limits = listener_limits(settings);
     Ok(Some(tokio::spawn(async move {
-        if let Err(error) = crate::listener::serve(listener, app, header_timeout, shutdown).await {
+        if let Err(error) = crate::listener::serve(listener, app, limits, shutdown).await {
             tracing::error!(%error, "the metrics listener failed");
         }
     })))
+}
+
+/// What bounds the connections of a listener, from the settings.
+fn listener_limits(settings: &Settings) -> crate::listener::Limits {
+    crate::listener::Limits {
+        header_timeout: settings.header_timeout,
+        idle_timeout: settings.idle_timeout,
+        max_per_address: settings.max_connections_per_address,
+        trusted_proxies: settings.config.trusted_proxies.clone(),
+    }
 }
 
 /// `musiclib serve`.
@@ -104,7 +114,7 @@ pub async fn serve(settings: Settings, run_worker: bool) -> Result<()> {
     let app = musiclib_http::router_with(library.clone(), musiclib_subsonic::router(library));
     // Each request carries its connection's address (`ConnectInfo`): failed sign-ins are
     // throttled per client address as well as per account.
-    crate::listener::serve(listener, app, settings.header_timeout, shutdown.clone()).await?;
+    crate::listener::serve(listener, app, listener_limits(&settings), shutdown.clone()).await?;
     for worker in workers {
         let _ = tokio::time::timeout(Duration::from_secs(30), worker).await;
     }

@@ -6,9 +6,12 @@
 //!   adapters never decide.
 //! - [`legacy`]: the app passwords of the legacy (Subsonic) interface.
 //! - `secrets`: encryption at rest of secrets the server must read back (app passwords).
-//! - `throttle`: failed sign-ins counted per account and per client address; a spent budget
-//!   refuses sign-ins before any password is checked.
+//! - `throttle`: sign-in attempts counted (before any password is checked) per account and
+//!   address, per address and per account; failures keep their count, successes give it back,
+//!   and a spent budget refuses sign-ins before any password is checked.
+//! - `hashing`: password work (argon2) in bounded slots, one per core.
 
+mod hashing;
 pub mod legacy;
 mod manage;
 pub mod policy;
@@ -145,12 +148,6 @@ pub fn verify_password(password: &str, hash: &str) -> bool {
     }
 }
 
-async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(Error::task("password hashing"))
-}
-
 /// A hash of a random password, verified against when the user does not exist, so a login's
 /// timing does not tell which names are taken.
 fn dummy_hash() -> &'static str {
@@ -207,8 +204,10 @@ pub struct Accounts {
     users: Arc<TtlCache<UserId, (User, i64)>>,
     /// Legacy-interface accounts with their app passwords, by name or key digest.
     legacy: Arc<TtlCache<String, legacy::LegacyAccount>>,
-    /// Failed sign-ins of this process.
+    /// Sign-in attempts of this process.
     throttle: Arc<throttle::SignInThrottle>,
+    /// The slots password hashes and checks run in.
+    password_work: hashing::PasswordWork,
 }
 
 impl std::fmt::Debug for Accounts {
@@ -222,21 +221,45 @@ impl Accounts {
         Accounts {
             db,
             throttle: Arc::new(throttle::SignInThrottle::new(&settings.sign_in_throttle)),
+            password_work: hashing::PasswordWork::per_core(),
             settings: Arc::new(settings),
             users: Arc::new(TtlCache::new("accounts", LOOKUP_TTL, 10_000)),
             legacy: Arc::new(TtlCache::new("app_passwords", LOOKUP_TTL, 10_000)),
         }
     }
 
-    /// Public self-registration: gated by `allow_registration`, never creates a superuser,
-    /// and logs the new user in at once.
-    pub async fn register(&self, username: &str, password: &str) -> Result<AccessToken> {
+    /// Public self-registration from `client` (when the adapter knows the address): gated by
+    /// `allow_registration`, never creates a superuser, and logs the new user in at once.
+    ///
+    /// Each registration spends from its address's sign-in budget, whatever its outcome (it
+    /// costs a password hash), so a crowd of registrations is refused like a crowd of guesses.
+    pub async fn register(
+        &self,
+        username: &str,
+        password: &str,
+        client: Option<IpAddr>,
+    ) -> Result<AccessToken> {
         if !self.settings.allow_registration {
             return Err(Error::Forbidden(
                 "registration is disabled on this server".into(),
             ));
         }
-        let user = self.insert_user(username, password, false).await?;
+        let username = validate_username(username)?;
+        validate_password(password)?;
+        let attempt = self.throttle.begin(throttle::Who {
+            door: throttle::Door::Login,
+            account: None,
+            address: client,
+            proven: false,
+        })?;
+        let user = self.insert_user(&username, password, false).await;
+        // A refusal for want of a slot spent no hash.
+        match &user {
+            Err(Error::Busy { .. }) => attempt.cancelled(),
+            _ => drop(attempt),
+        }
+        let user = user?;
+        self.throttle.proved(&user.id, client);
         self.issue_token(user, 0)
     }
 
@@ -256,7 +279,10 @@ impl Accounts {
         validate_password(password)?;
         let username_key = crate::text::name_key(&username);
         let password = password.to_string();
-        let password_hash = blocking(move || hash_password(&password)).await??;
+        let password_hash = self
+            .password_work
+            .run(move || hash_password(&password))
+            .await??;
         let id = UserId::new();
         let inserted = self
             .db
@@ -321,9 +347,13 @@ impl Accounts {
     /// Checks a name and password and issues an access token. `client` is the address the
     /// attempt comes from, when the adapter knows it.
     ///
-    /// Failures are throttled per account name and per address (`Config::sign_in_throttle`):
-    /// once either has failed too often, attempts fail with [`Error::SignInThrottled`]
-    /// (kind `RateLimited`) without the password being checked, until the budget returns.
+    /// Attempts are counted before the password is checked, per account and address, per
+    /// address and per account (`Config::sign_in_throttle`), and given back when they succeed:
+    /// once a budget is spent, attempts fail with [`Error::SignInThrottled`] (kind
+    /// `RateLimited`) without the password being checked, until it returns. A client that
+    /// proved itself recently from its address is refused only by its own pair budget. The
+    /// check itself waits for a password slot; with too many waiting, it is refused as
+    /// [`Error::Busy`] and spends nothing.
     pub async fn login(
         &self,
         username: &str,
@@ -331,28 +361,46 @@ impl Accounts {
         client: Option<IpAddr>,
     ) -> Result<AccessToken> {
         let account = crate::text::name_key(username.trim());
-        self.throttle
-            .check(throttle::Door::Login, Some(&account), client)?;
         let row = self.find_user_row(username).await?;
-        let hash = row
-            .as_ref()
-            .map(|row| row.password_hash.clone())
-            .unwrap_or_else(|| dummy_hash().to_string());
+        let proven = row.as_ref().is_some_and(|row| {
+            self.throttle
+                .is_proven(&UserId::from_db(row.id.clone()), client)
+        });
+        let attempt = self.throttle.begin(throttle::Who {
+            door: throttle::Door::Login,
+            account: Some(&account),
+            address: client,
+            proven,
+        })?;
+        let hash = row.as_ref().map(|row| row.password_hash.clone());
         let password = password.to_string();
-        let valid = blocking(move || verify_password(&password, &hash)).await?;
+        let checked = self
+            .password_work
+            .run(move || verify_password(&password, hash.as_deref().unwrap_or_else(|| dummy_hash())))
+            .await;
+        let valid = match checked {
+            Ok(valid) => valid,
+            Err(error) => {
+                attempt.cancelled();
+                return Err(error);
+            }
+        };
         match row {
-            Some(row) if valid && row.disabled_at.is_some() => Err(Error::Unauthenticated(
-                "this account is disabled; ask an admin".into(),
-            )),
+            Some(row) if valid && row.disabled_at.is_some() => {
+                attempt.succeeded();
+                Err(Error::Unauthenticated(
+                    "this account is disabled; ask an admin".into(),
+                ))
+            }
             Some(row) if valid => {
+                attempt.succeeded();
                 let version = row.token_version;
-                self.issue_token(row.into(), version)
+                let user = User::from(row);
+                self.throttle.proved(&user.id, client);
+                self.issue_token(user, version)
             }
-            _ => {
-                self.throttle
-                    .failed(throttle::Door::Login, Some(&account), client);
-                Err(Error::Unauthenticated("wrong user name or password".into()))
-            }
+            // The attempt stays counted.
+            _ => Err(Error::Unauthenticated("wrong user name or password".into())),
         }
     }
 
@@ -387,6 +435,12 @@ impl Accounts {
     /// per process (a short cache, cleared by every change made in this process), so a
     /// change made through another replica applies there within that time.
     pub async fn authenticate(&self, token: &str) -> Result<Caller> {
+        self.authenticate_from(token, None).await
+    }
+
+    /// [`Accounts::authenticate`] for a request from `client`: a valid token proves its
+    /// client, whose sign-ins from that address are then not refused for others' failures.
+    pub async fn authenticate_from(&self, token: &str, client: Option<IpAddr>) -> Result<Caller> {
         let validation = Validation {
             leeway: 5,
             ..Validation::default()
@@ -431,6 +485,7 @@ impl Accounts {
                 "the access token was revoked by a password change; sign in again".into(),
             ));
         }
+        self.throttle.proved(&user.id, client);
         Ok(Caller { user })
     }
 

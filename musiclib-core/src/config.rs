@@ -31,6 +31,9 @@ pub struct Config {
     pub legacy_secret_key: Vec<u8>,
     /// How failed sign-ins are throttled (settings `LOGIN_*_FAILURE_*`).
     pub sign_in_throttle: SignInThrottleConfig,
+    /// Reverse proxies whose `X-Forwarded-For` names the client (setting `TRUSTED_PROXIES`);
+    /// none by default.
+    pub trusted_proxies: TrustedProxies,
     /// Browser origins allowed to call the server from their pages (setting
     /// `CORS_ALLOWED_ORIGINS`); none by default.
     pub cors_allowed_origins: CorsOrigins,
@@ -79,6 +82,97 @@ impl Default for SignInThrottleConfig {
             address_interval: Duration::from_secs(2),
         }
     }
+}
+
+/// The reverse proxies in front of the server (setting `TRUSTED_PROXIES`): a request whose
+/// connection comes from one of these networks is from the client its `X-Forwarded-For`
+/// names. Without it, every client behind a proxy has the proxy's address (one sign-in budget
+/// for all), and with it trusted wrongly any client could name any address: only a proxy
+/// listed here is believed, and only about the hop before it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrustedProxies(Vec<ipnet::IpNet>);
+
+impl TrustedProxies {
+    /// Reads the setting: addresses or networks (`127.0.0.1`, `10.0.0.0/8`, `fd00::/8`),
+    /// separated by commas; empty for none.
+    pub fn parse(text: &str) -> std::result::Result<TrustedProxies, String> {
+        let mut networks = Vec::new();
+        for item in text.split(',').map(str::trim).filter(|item| !item.is_empty()) {
+            let network = match item.parse::<ipnet::IpNet>() {
+                Ok(network) => network,
+                Err(_) => match item.parse::<std::net::IpAddr>() {
+                    Ok(address) => ipnet::IpNet::from(address),
+                    Err(_) => {
+                        return Err(format!(
+                            "{item:?} is not an address or a network (such as 10.0.0.0/8)"
+                        ))
+                    }
+                },
+            };
+            networks.push(network.trunc());
+        }
+        Ok(TrustedProxies(networks))
+    }
+
+    /// Whether `address` is a trusted proxy.
+    pub fn contains(&self, address: std::net::IpAddr) -> bool {
+        let address = address.to_canonical();
+        self.0.iter().any(|network| network.contains(&address))
+    }
+
+    /// The client of a request whose connection comes from `peer`, given the values of its
+    /// `X-Forwarded-For` headers in order: from a trusted proxy, the nearest address in the
+    /// header that is not itself a trusted proxy (read from the right, where each proxy
+    /// appends the address it was connected from); otherwise, or when the header has nothing
+    /// usable, `peer`.
+    pub fn client<'a>(
+        &self,
+        peer: std::net::IpAddr,
+        forwarded_for: impl IntoIterator<Item = &'a str>,
+    ) -> std::net::IpAddr {
+        if !self.contains(peer) {
+            return peer;
+        }
+        let hops: Vec<&str> = forwarded_for
+            .into_iter()
+            .flat_map(|value| value.split(','))
+            .map(str::trim)
+            .collect();
+        let mut client = peer;
+        for hop in hops.iter().rev() {
+            let Some(address) = parse_hop(hop) else {
+                // Garbage: the proxy nearest to it is the last address worth believing.
+                break;
+            };
+            client = address;
+            if !self.contains(address) {
+                break;
+            }
+        }
+        client
+    }
+
+    /// As the setting is written (`None` when empty).
+    pub fn as_setting(&self) -> Option<String> {
+        (!self.0.is_empty()).then(|| {
+            self.0
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+    }
+}
+
+/// One address of `X-Forwarded-For`: a bare address, or one with a port (`1.2.3.4:5678`,
+/// `[2001:db8::1]:80`), as some proxies write them.
+fn parse_hop(hop: &str) -> Option<std::net::IpAddr> {
+    if let Ok(address) = hop.parse::<std::net::IpAddr>() {
+        return Some(address.to_canonical());
+    }
+    hop.parse::<std::net::SocketAddr>()
+        .ok()
+        .map(|address| address.ip().to_canonical())
 }
 
 /// The origins whose pages may call the server (CORS; setting `CORS_ALLOWED_ORIGINS`).
@@ -378,6 +472,7 @@ impl std::fmt::Debug for Config {
             .field("cleanup_grace", &self.cleanup_grace)
             .field("legacy_secret_key", &"<redacted>")
             .field("sign_in_throttle", &self.sign_in_throttle)
+            .field("trusted_proxies", &self.trusted_proxies)
             .field("cors_allowed_origins", &self.cors_allowed_origins)
             .field("jobs", &self.jobs)
             .field("enrichment", &self.enrichment)
@@ -481,12 +576,22 @@ impl Config {
                 "CORS_ALLOWED_ORIGINS",
                 self.cors_allowed_origins.as_setting(),
             ),
+            optional("TRUSTED_PROXIES", self.trusted_proxies.as_setting()),
             plain("MAX_UPLOAD_BYTES", self.max_upload_bytes),
             plain("CLEANUP_GRACE_SECONDS", self.cleanup_grace.as_secs()),
             plain("FFMPEG_PATH", self.transcoding.ffmpeg.display()),
             plain(
                 "RENDITION_CACHE_MAX_BYTES",
                 self.transcoding.rendition_cache_max_bytes,
+            ),
+            plain(
+                "THUMBNAIL_CACHE_MAX_BYTES",
+                self.transcoding.thumbnail_cache_max_bytes,
+            ),
+            plain("MAX_LIVE_ENCODES", self.transcoding.max_live_encodes),
+            plain(
+                "MAX_LIVE_ENCODES_PER_USER",
+                self.transcoding.max_live_encodes_per_user,
             ),
             plain("JOB_MAX_ATTEMPTS", self.jobs.max_attempts),
             plain("JOB_LEASE_SECONDS", self.jobs.lease.as_secs()),
@@ -724,6 +829,14 @@ pub struct TranscodeConfig {
     pub ffmpeg: PathBuf,
     /// Bound on the total size of cached renditions; least recently used ones go first.
     pub rendition_cache_max_bytes: u64,
+    /// Bound on the total size of cached cover thumbnails (`THUMBNAIL_CACHE_MAX_BYTES`);
+    /// least recently served ones go first.
+    pub thumbnail_cache_max_bytes: u64,
+    /// Most live encodes (transcoded streams and HLS encodes) running at once in a process
+    /// (`MAX_LIVE_ENCODES`); past it, a request that needs one answers 503 with `Retry-After`.
+    pub max_live_encodes: usize,
+    /// Most live encodes one user may have running at once (`MAX_LIVE_ENCODES_PER_USER`).
+    pub max_live_encodes_per_user: usize,
 }
 
 impl Config {
@@ -745,6 +858,7 @@ impl Config {
             cleanup_grace: Duration::from_secs(3600),
             legacy_secret_key: crate::auth::random_secret(),
             sign_in_throttle: SignInThrottleConfig::default(),
+            trusted_proxies: TrustedProxies::default(),
             cors_allowed_origins: CorsOrigins::None,
             jobs: JobsConfig {
                 lease: Duration::from_secs(60),
@@ -766,6 +880,9 @@ impl Config {
             transcoding: TranscodeConfig {
                 ffmpeg: PathBuf::from("ffmpeg"),
                 rendition_cache_max_bytes: 10 * 1024 * 1024 * 1024,
+                thumbnail_cache_max_bytes: 256 * 1024 * 1024,
+                max_live_encodes: 8,
+                max_live_encodes_per_user: 3,
             },
             scrobbling: ScrobblingConfig {
                 lastfm_api_key: None,
@@ -840,6 +957,48 @@ mod tests {
                 .as_deref(),
             Some("http://a.example,http://b.example")
         );
+    }
+
+    #[test]
+    fn forwarded_for_is_believed_only_from_trusted_proxies() {
+        let proxies = TrustedProxies::parse("127.0.0.1, 10.0.0.0/8,fd00::/8").unwrap();
+        let ip = |text: &str| text.parse::<std::net::IpAddr>().unwrap();
+        // From a trusted proxy: the nearest untrusted hop.
+        assert_eq!(
+            proxies.client(ip("127.0.0.1"), ["203.0.113.9"]),
+            ip("203.0.113.9")
+        );
+        assert_eq!(
+            proxies.client(ip("127.0.0.1"), ["198.51.100.1, 203.0.113.9, 10.1.2.3"]),
+            ip("203.0.113.9")
+        );
+        // Several headers are one list.
+        assert_eq!(
+            proxies.client(ip("10.0.0.1"), ["198.51.100.1", "203.0.113.9:4711"]),
+            ip("203.0.113.9")
+        );
+        assert_eq!(
+            proxies.client(ip("::ffff:127.0.0.1"), ["[2001:db8::1]:80"]),
+            ip("2001:db8::1")
+        );
+        // A client cannot name itself anything: from an untrusted peer, the header is ignored.
+        assert_eq!(
+            proxies.client(ip("203.0.113.50"), ["127.0.0.1"]),
+            ip("203.0.113.50")
+        );
+        // Garbage stops the walk at the last address worth believing; none at all is the peer.
+        assert_eq!(
+            proxies.client(ip("127.0.0.1"), ["203.0.113.9, nonsense, 10.0.0.7"]),
+            ip("10.0.0.7")
+        );
+        assert_eq!(proxies.client(ip("127.0.0.1"), []), ip("127.0.0.1"));
+        assert!(TrustedProxies::parse("10.0.0.0/33").is_err());
+        assert!(TrustedProxies::parse("proxy.example").is_err());
+        assert_eq!(
+            TrustedProxies::parse("10.1.2.3/8").unwrap().as_setting().as_deref(),
+            Some("10.0.0.0/8")
+        );
+        assert_eq!(TrustedProxies::parse(" ").unwrap(), TrustedProxies::default());
     }
 
     #[test]

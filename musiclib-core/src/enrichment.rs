@@ -498,17 +498,13 @@ impl Enrichment {
                     .await
                     .map_err(Error::task("embedded picture"))?;
             if let Some(bytes) = picture {
-                match coverart::ImageKind::sniff(&bytes) {
-                    Some(kind) => {
-                        let image = coverart::Image {
-                            bytes: bytes.into(),
-                            kind,
-                        };
+                match coverart::Image::checked(bytes.into()) {
+                    Ok(image) => {
                         self.media.store_album_cover(album_id, &image).await?;
                         return Ok("embedded".into());
                     }
-                    None => {
-                        tracing::info!(%album_id, "the embedded picture is not an image musiclib serves")
+                    Err(why) => {
+                        tracing::info!(%album_id, %why, "the embedded picture is not used as a cover")
                     }
                 }
             }

@@ -86,6 +86,15 @@ pub enum Error {
         /// How long until a sign-in is checked again.
         retry_after: Duration,
     },
+    /// The server is at its bound for this kind of work (password checks, live encodes):
+    /// nothing was done; retry after `retry_after`.
+    #[error("the server is busy with other {what}; retry in {} seconds", whole_seconds(*retry_after))]
+    Busy {
+        /// What there is too much of ("sign-ins", "live encodes").
+        what: &'static str,
+        /// When to retry.
+        retry_after: Duration,
+    },
     /// The job queue refused an enqueue.
     #[error("job queue unavailable")]
     QueueUnavailable(#[source] Box<Error>),
@@ -326,7 +335,10 @@ impl Error {
             Error::Unauthenticated(_) => ErrorKind::Unauthenticated,
             Error::Forbidden(_) => ErrorKind::Forbidden,
             Error::SignInThrottled { .. } => ErrorKind::RateLimited,
-            Error::QueueUnavailable(_) | Error::Unavailable(_) | Error::TranscoderUnavailable => {
+            Error::QueueUnavailable(_)
+            | Error::Unavailable(_)
+            | Error::TranscoderUnavailable
+            | Error::Busy { .. } => {
                 ErrorKind::Unavailable
             }
             Error::NotSupported(_) => ErrorKind::NotSupported,
@@ -355,6 +367,7 @@ impl Error {
             Error::Forbidden(_) => "forbidden",
             Error::SignInThrottled { .. } => "rate_limited",
             Error::QueueUnavailable(_) => "queue_unavailable",
+            Error::Busy { .. } => "busy",
             Error::Unavailable(_) => "unavailable",
             Error::TranscoderUnavailable => "transcoder_unavailable",
             Error::NotSupported(_) => "not_supported",
@@ -375,11 +388,14 @@ impl Error {
         }
     }
 
-    /// For a [`ErrorKind::RateLimited`] error, the whole seconds to wait before trying again
-    /// (rounded up, at least 1): the value of an HTTP `Retry-After` header.
+    /// For a throttled sign-in ([`ErrorKind::RateLimited`]) or a busy server
+    /// ([`ErrorKind::Unavailable`], code `busy`), the whole seconds to wait before trying
+    /// again (rounded up, at least 1): the value of an HTTP `Retry-After` header.
     pub fn retry_after_seconds(&self) -> Option<u64> {
         match self {
-            Error::SignInThrottled { retry_after } => Some(whole_seconds(*retry_after)),
+            Error::SignInThrottled { retry_after } | Error::Busy { retry_after, .. } => {
+                Some(whole_seconds(*retry_after))
+            }
             _ => None,
         }
     }

@@ -107,7 +107,8 @@ impl Library {
             jobs.clone(),
             catalog.clone(),
             Transcoder::new(config.transcoding.ffmpeg.clone(), cpu.clone()),
-            config.transcoding.rendition_cache_max_bytes,
+            &config.transcoding,
+            cpu.clone(),
         );
         let ingest = Ingest::new(
             db.clone(),

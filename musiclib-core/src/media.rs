@@ -27,6 +27,7 @@ pub(crate) use transcoder::Transcoder;
 
 use crate::cache::TtlCache;
 use crate::catalog::Catalog;
+use crate::cpu::CpuSlots;
 use crate::db::{Db, Tx};
 use crate::jobs::Jobs;
 use crate::storage::Storage;
@@ -46,6 +47,10 @@ pub struct Media {
     transcoder: Transcoder,
     /// Bound on the total size of cached renditions (`RENDITION_CACHE_MAX_BYTES`).
     cache_max_bytes: u64,
+    /// Bound on the total size of cached thumbnails (`THUMBNAIL_CACHE_MAX_BYTES`).
+    thumbnail_cache_max_bytes: u64,
+    /// CPU slots, for scaling covers.
+    cpu: CpuSlots,
     state: Arc<MediaState>,
 }
 
@@ -59,6 +64,10 @@ struct MediaState {
     access_stamps: Mutex<HashMap<String, Instant>>,
     /// HLS encodes running in this process, by track.
     live_encodes: hls::LiveEncodes,
+    /// Thumbnails being made, by key: one build per thumbnail however many ask.
+    thumbnail_builds: crate::cache::KeyedLocks<String>,
+    /// The bound on live encodes (`MAX_LIVE_ENCODES`, `MAX_LIVE_ENCODES_PER_USER`).
+    live_budget: Arc<transcoder::LiveEncodeBudget>,
 }
 
 impl Media {
@@ -68,7 +77,8 @@ impl Media {
         jobs: Jobs,
         catalog: Catalog,
         transcoder: Transcoder,
-        cache_max_bytes: u64,
+        config: &crate::config::TranscodeConfig,
+        cpu: CpuSlots,
     ) -> Media {
         Media {
             db,
@@ -76,13 +86,25 @@ impl Media {
             jobs,
             catalog,
             transcoder,
-            cache_max_bytes,
+            cache_max_bytes: config.rendition_cache_max_bytes,
+            thumbnail_cache_max_bytes: config.thumbnail_cache_max_bytes,
+            cpu,
             state: Arc::new(MediaState {
                 audio: TtlCache::new("track_audio", LOOKUP_TTL, 10_000),
                 access_stamps: Mutex::new(HashMap::new()),
                 live_encodes: Default::default(),
+                thumbnail_builds: Default::default(),
+                live_budget: transcoder::LiveEncodeBudget::new(
+                    config.max_live_encodes,
+                    config.max_live_encodes_per_user,
+                ),
             }),
         }
+    }
+
+    /// Live encodes (transcoded streams, HLS encodes for listeners) running in this process.
+    pub fn live_encodes(&self) -> usize {
+        self.state.live_budget.running()
     }
 
     /// Whether ffmpeg (the transcoder) can be run: checked once per process. Originals

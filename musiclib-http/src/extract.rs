@@ -1,7 +1,9 @@
 //! Extractors: bearer authentication, the `?token=` form for media endpoints, and JSON, form
 //! and query parsing whose rejections are [`ApiError`]s naming the offending field.
 
-use axum::extract::{FromRequest, FromRequestParts, Request};
+use std::net::{IpAddr, SocketAddr};
+
+use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request};
 use axum::http::header;
 use axum::http::request::Parts;
 use musiclib_core::auth::Caller;
@@ -29,9 +31,42 @@ fn bearer(parts: &Parts) -> Option<&str> {
         .then_some(token.trim())
 }
 
-async fn authenticate(library: &Library, token: Option<&str>) -> Result<Caller, ApiError> {
+async fn authenticate(
+    library: &Library,
+    token: Option<&str>,
+    parts: &Parts,
+) -> Result<Caller, ApiError> {
     let token = token.ok_or_else(|| ApiError::unauthenticated("an access token is required"))?;
-    Ok(library.accounts().authenticate(token).await?)
+    let client = client_address(parts, library);
+    Ok(library.accounts().authenticate_from(token, client).await?)
+}
+
+/// The address a request comes from: its connection's (set by the binary's listener), or,
+/// from a trusted proxy (`TRUSTED_PROXIES`), the client its `X-Forwarded-For` names. `None`
+/// for a router called without a connection (tests, embedding).
+pub(crate) fn client_address(parts: &Parts, library: &Library) -> Option<IpAddr> {
+    let ConnectInfo(peer) = parts.extensions.get::<ConnectInfo<SocketAddr>>()?;
+    let forwarded = parts
+        .headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|value| value.to_str().ok());
+    Some(library.config().trusted_proxies.client(peer.ip(), forwarded))
+}
+
+/// The client's address ([`client_address`]), for the sign-in throttle.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientAddress(pub Option<IpAddr>);
+
+impl FromRequestParts<Library> for ClientAddress {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        library: &Library,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(ClientAddress(client_address(parts, library)))
+    }
 }
 
 impl FromRequestParts<Library> for Auth {
@@ -41,7 +76,7 @@ impl FromRequestParts<Library> for Auth {
         parts: &mut Parts,
         library: &Library,
     ) -> Result<Self, Self::Rejection> {
-        authenticate(library, bearer(parts)).await.map(Auth)
+        authenticate(library, bearer(parts), parts).await.map(Auth)
     }
 }
 
@@ -60,7 +95,9 @@ impl FromRequestParts<Library> for MediaAuth {
                 .map(|(_, value)| value)
         });
         let token = bearer(parts).map(str::to_string).or(query_token);
-        authenticate(library, token.as_deref()).await.map(MediaAuth)
+        authenticate(library, token.as_deref(), parts)
+            .await
+            .map(MediaAuth)
     }
 }
 

@@ -18,9 +18,8 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use axum::body::Bytes;
 use axum::extract::{ConnectInfo, State};
-use axum::http::{header, HeaderMap, Method, Uri};
+use axum::http::{header, HeaderMap, Method};
 use axum::response::Response;
 use axum::routing::any;
 use axum::{Extension, Router};
@@ -104,6 +103,9 @@ pub(crate) type Outcome = Result<Reply, SubsonicError>;
 struct Refusal {
     error: SubsonicError,
     retry_after: Option<u64>,
+    /// An HTTP status other than 200, for a request refused before its method ran (a body
+    /// too large to read).
+    status: Option<axum::http::StatusCode>,
 }
 
 impl From<SubsonicError> for Refusal {
@@ -111,70 +113,190 @@ impl From<SubsonicError> for Refusal {
         Refusal {
             error,
             retry_after: None,
+            status: None,
         }
     }
 }
+
+impl Refusal {
+    fn too_large() -> Refusal {
+        Refusal {
+            status: Some(axum::http::StatusCode::PAYLOAD_TOO_LARGE),
+            ..Refusal::from(SubsonicError::generic(format!(
+                "the request body is larger than {MAX_BODY_BYTES} bytes"
+            )))
+        }
+    }
+
+    fn unreadable() -> Refusal {
+        Refusal {
+            status: Some(axum::http::StatusCode::BAD_REQUEST),
+            ..Refusal::from(SubsonicError::generic("the request body could not be read"))
+        }
+    }
+}
+
+/// Most of a form body read before its request is authenticated: room for the credentials
+/// and any ordinary request. A longer body is authenticated from the parameters in this
+/// first part (clients send `u`, `t`, `s` or `apiKey` first), then read on.
+pub const UNAUTHENTICATED_BODY_BYTES: usize = 64 * 1024;
+
+/// Most of a form body read at all: a `createPlaylist` of 10,000 songs is about 450 KiB.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 async fn handle(
     State(library): State<Library>,
     connection: Option<Extension<ConnectInfo<SocketAddr>>>,
-    http_method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
+    request: axum::extract::Request,
 ) -> Response {
+    let (parts, body) = request.into_parts();
     // Without the connection's address (a router called directly, as in tests), failed
     // sign-ins are throttled per account alone.
-    let client = connection.map(|Extension(ConnectInfo(address))| address.ip());
-    let is_form = headers
+    let client = connection.map(|Extension(ConnectInfo(address))| {
+        let forwarded = parts
+            .headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .filter_map(|value| value.to_str().ok());
+        library
+            .config()
+            .trusted_proxies
+            .client(address.ip(), forwarded)
+    });
+    let is_form = parts
+        .headers
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
         .is_some_and(|value| value.starts_with("application/x-www-form-urlencoded"));
-    let form = (http_method == Method::POST && is_form).then_some(&body[..]);
-    let params = Params::parse(uri.query(), form);
-    let format = Format::parse(params.get("f"), params.get("callback"));
+    let query = parts.uri.query();
     // The last segment of the path, wherever the router is mounted.
-    let method = uri.path().rsplit('/').next().unwrap_or_default();
+    let method = parts.uri.path().rsplit('/').next().unwrap_or_default();
     let method = method.strip_suffix(".view").unwrap_or(method).to_string();
-    match run(library, &method, params, http_method, headers, client).await {
-        Ok(Reply::Envelope(payload)) => response::ok(payload, &format),
-        Ok(Reply::Media(response)) => response,
-        Err(refusal) => {
-            let mut response = response::failed(&refusal.error, &format);
-            if let Some(seconds) = refusal.retry_after {
-                response
-                    .headers_mut()
-                    .insert(header::RETRY_AFTER, seconds.into());
-            }
+    let format_of = |params: &Params| Format::parse(params.get("f"), params.get("callback"));
+    let refuse = |refusal: Refusal, params: &Params| {
+        let mut response = response::failed(&refusal.error, &format_of(params));
+        if let Some(seconds) = refusal.retry_after {
             response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, seconds.into());
         }
+        if let Some(status) = refusal.status {
+            *response.status_mut() = status;
+        }
+        response
+    };
+    let form = parts.method == Method::POST && is_form;
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    let query_params = Params::parse(query, None);
+    if form && declared.is_some_and(|length| length > MAX_BODY_BYTES as u64) {
+        return refuse(Refusal::too_large(), &query_params);
     }
-}
-
-async fn run(
-    library: Library,
-    method: &str,
-    params: Params,
-    http_method: Method,
-    headers: HeaderMap,
-    client: Option<IpAddr>,
-) -> Result<Reply, Refusal> {
+    // A body that is not a form is never read.
+    let (head, rest) = if form {
+        match body::read_head(body, UNAUTHENTICATED_BODY_BYTES).await {
+            Ok(read) => read,
+            Err(refusal) => return refuse(refusal, &query_params),
+        }
+    } else {
+        (bytes::BytesMut::new(), None)
+    };
+    let head_params = Params::parse(query, Some(body::complete_pairs(&head, rest.is_some())));
     if method == "getOpenSubsonicExtensions" {
-        return Ok(Reply::Envelope(Some(api::system::extensions(&library))));
+        return response::ok(Some(api::system::extensions(&library)), &format_of(&head_params));
     }
-    let caller = authenticate(&library, &params, client).await?;
-    let client = params.get("c").unwrap_or("unknown").to_string();
+    let caller = match authenticate(&library, &head_params, client).await {
+        Ok(caller) => caller,
+        Err(refusal) => return refuse(refusal, &head_params),
+    };
+    let params = match rest {
+        None => head_params,
+        Some(rest) => match body::read_rest(head, rest, MAX_BODY_BYTES).await {
+            Ok(whole) => Params::parse(query, Some(&whole)),
+            Err(refusal) => return refuse(refusal, &head_params),
+        },
+    };
+    let format = format_of(&params);
     let request = Request {
+        client: params.get("c").unwrap_or("unknown").to_string(),
         library,
         caller,
         params,
-        method: http_method,
-        headers,
-        client,
+        method: parts.method,
+        headers: parts.headers,
     };
-    Ok(api::dispatch(method, &request).await?)
+    match api::dispatch(&method, &request).await {
+        Ok(Reply::Envelope(payload)) => response::ok(payload, &format),
+        Ok(Reply::Media(response)) => response,
+        Err(error) => refuse(error.into(), &request.params),
+    }
 }
 
+/// Reading a form body within bounds.
+mod body {
+    use axum::body::Body;
+    use bytes::BytesMut;
+    use http_body_util::BodyExt;
+
+    use super::Refusal;
+
+    /// Reads `body` until it ends or `limit` bytes are read: the bytes, and the rest of the
+    /// body when it did not end.
+    pub(super) async fn read_head(
+        mut body: Body,
+        limit: usize,
+    ) -> Result<(BytesMut, Option<Body>), Refusal> {
+        let mut head = BytesMut::new();
+        while head.len() < limit {
+            match body.frame().await {
+                None => return Ok((head, None)),
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        if head.len() + data.len() > super::MAX_BODY_BYTES {
+                            return Err(Refusal::too_large());
+                        }
+                        head.extend_from_slice(&data);
+                    }
+                }
+                Some(Err(_)) => return Err(Refusal::unreadable()),
+            }
+        }
+        Ok((head, Some(body)))
+    }
+
+    /// Reads the rest of a body whose `head` was read, up to `limit` bytes in all.
+    pub(super) async fn read_rest(
+        mut head: BytesMut,
+        mut rest: Body,
+        limit: usize,
+    ) -> Result<BytesMut, Refusal> {
+        while let Some(frame) = rest.frame().await {
+            let frame = frame.map_err(|_| Refusal::unreadable())?;
+            if let Ok(data) = frame.into_data() {
+                if head.len() + data.len() > limit {
+                    return Err(Refusal::too_large());
+                }
+                head.extend_from_slice(&data);
+            }
+        }
+        Ok(head)
+    }
+
+    /// The part of a form read so far that holds whole parameters: up to its last `&` when
+    /// more is to come (the pair after it may be cut).
+    pub(super) fn complete_pairs(head: &[u8], more: bool) -> &[u8] {
+        if !more {
+            return head;
+        }
+        match head.iter().rposition(|&byte| byte == b'&') {
+            Some(end) => &head[..end],
+            None => &[],
+        }
+    }
+}
 /// Resolves the caller from `u` with `t`+`s` or `p`, or from `apiKey`, coming from `client`.
 async fn authenticate(
     library: &Library,
@@ -184,6 +306,7 @@ async fn authenticate(
     // Wrong credentials get the protocol's code; a throttled sign-in its wait as well.
     let refusal = |error: musiclib_core::Error, wrong: fn() -> SubsonicError| Refusal {
         retry_after: error.retry_after_seconds(),
+        status: None,
         error: match error.kind() {
             musiclib_core::ErrorKind::Unauthenticated => wrong(),
             _ => error.into(),

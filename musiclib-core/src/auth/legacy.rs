@@ -16,7 +16,7 @@ use rand::RngExt;
 use sha2::Sha256;
 
 use super::secrets::SecretBox;
-use super::throttle::Door;
+use super::throttle::{Door, Who};
 use super::{Accounts, Caller, User, UserRow, USER_COLUMNS};
 use crate::{Error, Result, UserId};
 
@@ -194,9 +194,10 @@ impl Accounts {
 
     /// Authenticates a legacy request by user name and token or password, from `client`
     /// when the adapter knows the address. Unknown users, users who never revealed an app
-    /// password and wrong credentials all fail alike, and are throttled as failed logins are
-    /// ([`Accounts::login`]), with budgets of their own: over budget, the request fails with
-    /// [`Error::SignInThrottled`] before the credentials are checked.
+    /// password and wrong credentials all fail alike, and are throttled as logins are
+    /// ([`Accounts::login`]), with budgets of their own: the attempt is counted before the
+    /// credentials are checked and given back when they are right; over budget, the request
+    /// fails with [`Error::SignInThrottled`] before the credentials are checked.
     pub async fn authenticate_legacy(
         &self,
         username: &str,
@@ -204,26 +205,43 @@ impl Accounts {
         client: Option<IpAddr>,
     ) -> Result<Caller> {
         let name_key = crate::text::name_key(username.trim());
-        self.throttle.check(Door::Legacy, Some(&name_key), client)?;
         let account = self
             .legacy_account(format!("name:{name_key}"), "username_key", &name_key)
             .await?;
+        let proven = account
+            .as_ref()
+            .is_some_and(|account| self.throttle.is_proven(&account.user.id, client));
+        let attempt = self.throttle.begin(Who {
+            door: Door::Legacy,
+            account: Some(&name_key),
+            address: client,
+            proven,
+        })?;
         let caller =
             account.and_then(|account| account.caller_if(|password| credentials.matches(password)));
-        caller.ok_or_else(|| {
-            self.throttle.failed(Door::Legacy, Some(&name_key), client);
-            Error::Unauthenticated("wrong username or password".into())
-        })
+        match caller {
+            Some(caller) => {
+                attempt.succeeded();
+                self.throttle.proved(&caller.user.id, client);
+                Ok(caller)
+            }
+            None => Err(Error::Unauthenticated("wrong username or password".into())),
+        }
     }
 
     /// Authenticates an OpenSubsonic `apiKey`, which is the user's app password. A wrong key
-    /// names no account, so its failures are throttled by the address alone.
+    /// names no account, so its attempts are counted by the address alone.
     pub async fn authenticate_api_key(
         &self,
         api_key: &str,
         client: Option<IpAddr>,
     ) -> Result<Caller> {
-        self.throttle.check(Door::Legacy, None, client)?;
+        let attempt = self.throttle.begin(Who {
+            door: Door::Legacy,
+            account: None,
+            address: client,
+            proven: false,
+        })?;
         let digest = key_digest(api_key);
         let account = self
             .legacy_account(format!("key:{digest}"), "legacy_key_digest", &digest)
@@ -231,10 +249,14 @@ impl Accounts {
         let caller = account.and_then(|account| {
             account.caller_if(|password| constant_time_eq(password.as_bytes(), api_key.as_bytes()))
         });
-        caller.ok_or_else(|| {
-            self.throttle.failed(Door::Legacy, None, client);
-            Error::Unauthenticated("invalid API key".into())
-        })
+        match caller {
+            Some(caller) => {
+                attempt.succeeded();
+                self.throttle.proved(&caller.user.id, client);
+                Ok(caller)
+            }
+            None => Err(Error::Unauthenticated("invalid API key".into())),
+        }
     }
 
     /// The account whose `column` is `value`, with its decrypted app password; reused for a

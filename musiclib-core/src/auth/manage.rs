@@ -6,7 +6,8 @@
 //! cache's few seconds). Deleting an account is a workflow (`Library::delete_user`): the
 //! account's personal data goes with it, the tracks it uploaded stay in the library.
 
-use super::{blocking, hash_password, validate_password, verify_password, AccessToken};
+use super::throttle::{Door, Who};
+use super::{hash_password, validate_password, verify_password, AccessToken};
 use super::{Accounts, Caller, User, UserRow, USER_COLUMNS};
 use crate::db::Tx;
 use crate::domain::{Page, Paged};
@@ -96,18 +97,32 @@ impl Accounts {
         self.get_user(user).await
     }
 
-    /// Changes the caller's own login password. The current one must be given (forbidden
-    /// when wrong); the new one follows the registration rules. Every token issued before
-    /// stops working; the answer is a fresh one for the caller's session.
+    /// Changes the caller's own login password, from `client` when the adapter knows the
+    /// address. The current one must be given (forbidden when wrong); the new one follows the
+    /// registration rules. Every token issued before stops working; the answer is a fresh one
+    /// for the caller's session.
+    ///
+    /// The current password is checked as a sign-in is: counted against the caller's own
+    /// budget for its address before it is checked (so it is no unthrottled oracle of the
+    /// current password) and in a password slot.
     pub async fn change_password(
         &self,
         caller: &Caller,
         current_password: &str,
         new_password: &str,
+        client: Option<std::net::IpAddr>,
     ) -> Result<AccessToken> {
         validate_password(new_password)
             .map_err(|_| Error::invalid("new_password", password_rule()))?;
         let id = &caller.user.id;
+        let account = crate::text::name_key(&caller.user.username);
+        // The caller's token proved it: only its own budget can refuse it.
+        let attempt = self.throttle.begin(Who {
+            door: Door::Login,
+            account: Some(&account),
+            address: client,
+            proven: true,
+        })?;
         let stored: String = self
             .db
             .sql("SELECT password_hash FROM users WHERE id = $1")
@@ -116,11 +131,23 @@ impl Accounts {
             .await?
             .ok_or_else(|| Error::not_found("user", id))?;
         let current = current_password.to_string();
-        if !blocking(move || verify_password(&current, &stored)).await? {
-            return Err(Error::Forbidden("the current password is wrong".into()));
+        match self
+            .password_work
+            .run(move || verify_password(&current, &stored))
+            .await
+        {
+            Ok(true) => attempt.succeeded(),
+            Ok(false) => return Err(Error::Forbidden("the current password is wrong".into())),
+            Err(error) => {
+                attempt.cancelled();
+                return Err(error);
+            }
         }
         let new_password = new_password.to_string();
-        let hash = blocking(move || hash_password(&new_password)).await??;
+        let hash = self
+            .password_work
+            .run(move || hash_password(&new_password))
+            .await??;
         let mut tx = self.db.begin().await?;
         self.db
             .sql(

@@ -7,8 +7,15 @@ use std::time::Duration;
 
 use super::throttle::Throttle;
 
-/// The largest image accepted.
-const MAX_IMAGE_BYTES: usize = 20 * 1024 * 1024;
+/// The largest image accepted, in bytes.
+pub const MAX_IMAGE_BYTES: usize = 20 * 1024 * 1024;
+
+/// The longest edge of an image accepted as a cover, in pixels.
+pub const MAX_IMAGE_EDGE: usize = 8192;
+
+/// The most pixels of an image accepted as a cover (5000 × 5000): decoding one for a thumbnail
+/// takes 3–4 bytes a pixel.
+pub const MAX_IMAGE_PIXELS: usize = 25_000_000;
 
 /// An image and its real type.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,6 +24,39 @@ pub struct Image {
     pub bytes: bytes::Bytes,
     /// What the bytes are.
     pub kind: ImageKind,
+}
+
+impl Image {
+    /// An image from bytes a file or a service supplied, checked before anything keeps it: a
+    /// JPEG, PNG, GIF or WebP (by its bytes), at most [`MAX_IMAGE_BYTES`], and at most
+    /// [`MAX_IMAGE_EDGE`] pixels a side and [`MAX_IMAGE_PIXELS`] in all, read from its header
+    /// without decoding it (a small PNG can claim 12000 × 12000 pixels).
+    pub fn checked(bytes: bytes::Bytes) -> Result<Image, String> {
+        if bytes.len() > MAX_IMAGE_BYTES {
+            return Err(format!("the image is larger than {} MiB", MAX_IMAGE_BYTES >> 20));
+        }
+        let kind = ImageKind::sniff(&bytes)
+            .ok_or_else(|| "not a JPEG, PNG, GIF or WebP image".to_string())?;
+        check_dimensions(&bytes)?;
+        Ok(Image { bytes, kind })
+    }
+}
+
+/// Refuses an image whose header says it is larger than a cover may be, or has no readable
+/// size.
+pub(crate) fn check_dimensions(bytes: &[u8]) -> Result<(usize, usize), String> {
+    let size = imagesize::blob_size(bytes)
+        .map_err(|error| format!("the image's size cannot be read: {error}"))?;
+    let (width, height) = (size.width, size.height);
+    if width == 0 || height == 0 {
+        return Err("the image has no pixels".into());
+    }
+    if width > MAX_IMAGE_EDGE || height > MAX_IMAGE_EDGE || width.saturating_mul(height) > MAX_IMAGE_PIXELS {
+        return Err(format!(
+            "the image is {width} × {height} pixels: a cover is at most {MAX_IMAGE_EDGE} a side and {MAX_IMAGE_PIXELS} in all"
+        ));
+    }
+    Ok((width, height))
 }
 
 /// Image types musiclib stores as covers.
@@ -154,10 +194,7 @@ impl Client {
                 "the image is larger than 20 MiB".into(),
             ));
         }
-        let kind = ImageKind::sniff(&bytes).ok_or_else(|| {
-            CoverError::Invalid("the answer is not a JPEG, PNG, GIF or WebP image".into())
-        })?;
-        Ok(Image { bytes, kind })
+        Image::checked(bytes).map_err(|why| CoverError::Invalid(format!("the answer: {why}")))
     }
 }
 

@@ -8,7 +8,7 @@
 //!    rows reference are not listed (an unmounted disk, an emptied folder, a wrong bucket or
 //!    prefix). Then nothing changes and the job's error says why.
 //! 3. Otherwise: blobs no row references and older than `Config::cleanup_grace` are deleted
-//!    (originals, covers, thumbnails of albums without a cover, Opus and HLS renditions,
+//!    (originals, covers, thumbnails outside the thumbnail cache, Opus and HLS renditions,
 //!    playlist covers, abandoned staging files older than a day; a younger blob may belong to
 //!    a write whose row is not committed yet), tracks whose original is gone are marked
 //!    `missing` (never deleted), and
@@ -114,6 +114,8 @@ struct Referenced {
     opus: HashSet<String>,
     /// HLS build prefixes (`renditions/{track}/hls/{build}/`).
     hls: HashSet<String>,
+    /// Cached thumbnails (`thumbnails.storage_uri`).
+    thumbnails: HashSet<String>,
 }
 
 async fn referenced(library: &Library) -> Result<Referenced> {
@@ -135,6 +137,10 @@ async fn referenced(library: &Library) -> Result<Referenced> {
         .await?;
     let playlist_covers: Vec<String> = db
         .sql("SELECT cover_uri FROM playlists WHERE cover_uri IS NOT NULL")
+        .fetch_scalars(pool)
+        .await?;
+    let thumbnails: Vec<String> = db
+        .sql("SELECT storage_uri FROM thumbnails")
         .fetch_scalars(pool)
         .await?;
     let renditions: Vec<(String, String)> = db
@@ -162,23 +168,18 @@ async fn referenced(library: &Library) -> Result<Referenced> {
         playlist_covers: playlist_covers.into_iter().collect(),
         opus,
         hls,
+        thumbnails: thumbnails.into_iter().collect(),
     })
 }
 
 /// Whether a listed blob is wanted by a row.
-fn wanted(
-    namespace: Namespace,
-    key: &str,
-    refs: &Referenced,
-    albums_with_cover: &HashSet<&str>,
-) -> bool {
+fn wanted(namespace: Namespace, key: &str, refs: &Referenced) -> bool {
     match namespace {
         Namespace::Audio => refs.audio.contains_key(key),
         Namespace::Covers => refs.covers.contains_key(key),
-        Namespace::Thumbnails => key
-            .strip_prefix("covers/thumbs/")
-            .and_then(|rest| rest.split('/').next())
-            .is_some_and(|album| albums_with_cover.contains(album)),
+        // A thumbnail outside the cache's rows (made before it had any, or left by a crash
+        // between the blob and its row) is not counted by its bound: it goes.
+        Namespace::Thumbnails => refs.thumbnails.contains(key),
         Namespace::PlaylistCovers => refs.playlist_covers.contains(key),
         Namespace::OpusRenditions => refs.opus.contains(key),
         Namespace::HlsRenditions => refs
@@ -253,7 +254,6 @@ async fn cleanup(
     }
 
     // 3. Orphans, namespace by namespace.
-    let albums_with_cover: HashSet<&str> = refs.covers.values().map(String::as_str).collect();
     let grace = library.config().cleanup_grace;
     let now = std::time::SystemTime::now();
     let mut orphans = Vec::new();
@@ -271,7 +271,7 @@ async fn cleanup(
             *report.young.entry(name).or_default() += 1;
             continue;
         }
-        if !wanted(namespace, &blob.key, &refs, &albums_with_cover) {
+        if !wanted(namespace, &blob.key, &refs) {
             *report.orphans.entry(name).or_default() += 1;
             report.orphan_bytes += blob.size;
             let sample = report.orphan_keys.entry(name).or_default();

@@ -20,13 +20,15 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio::sync::watch;
 
 use super::Media;
+use crate::auth::Caller;
 use crate::storage::layout;
 use crate::{Error, Result, TrackId};
 
@@ -54,6 +56,21 @@ const SEGMENT_WAIT: Duration = Duration::from_secs(120);
 /// How often a running encode's progress is read.
 const PROGRESS_POLL: Duration = Duration::from_millis(20);
 
+/// How long an encode started for listeners goes on with no request for its playlist or
+/// segments: then nobody is listening, and it stops (a later request starts it again).
+const IDLE_ENCODE: Duration = Duration::from_secs(60);
+
+/// How often a running encode checks that the disk has room for the rest of it.
+const ROOM_CHECK: Duration = Duration::from_secs(1);
+
+/// Bytes a second of segments take: 160 kbit/s of AAC, and MPEG-TS's overhead.
+const SEGMENT_BYTES_PER_SECOND: f64 = 22_000.0;
+
+/// Most cut times given to ffmpeg as one `-segment_times` argument (each at most 8 bytes with
+/// its comma: 64 KiB, half of Linux's 128 KiB bound on one argument). A track with more cuts
+/// (over 13 hours) is cut by ffmpeg itself every [`SEGMENT_SECONDS`].
+const MAX_LISTED_CUTS: usize = 8_000;
+
 const HLS: &str = "hls";
 const HLS_QUALITY: &str = "aac";
 const PLAYLIST: &str = "playlist.m3u8";
@@ -80,6 +97,12 @@ pub fn parse_segment_name(name: &str) -> Result<usize> {
 /// Segment lengths, in seconds, for audio lasting `duration` seconds; at most
 /// [`MAX_SEGMENTS`] of them, so a duration past [`MAX_SEGMENTED_SECONDS`] (which
 /// [`Media::hls_playlist`] refuses before it plans) is planned as that long.
+///
+/// Up to [`MAX_LISTED_CUTS`] cuts, ffmpeg is given every cut ([`cut_arguments`]), and the last
+/// segment takes in a remainder shorter than [`TAIL_MARGIN_SECONDS`]. Past that, ffmpeg
+/// cuts every [`SEGMENT_SECONDS`] by itself, so a remainder shorter than the margin is left
+/// out of the encode (`-t` at the planned end) rather than predicted as a segment it might
+/// not produce.
 pub fn plan_segments(duration: f64) -> Vec<f64> {
     let duration = if duration.is_finite() {
         duration.clamp(0.0, MAX_SEGMENTED_SECONDS)
@@ -89,9 +112,40 @@ pub fn plan_segments(duration: f64) -> Vec<f64> {
     let count = ((duration - TAIL_MARGIN_SECONDS) / SEGMENT_SECONDS)
         .ceil()
         .max(1.0) as usize;
-    let mut lengths = vec![SEGMENT_SECONDS; count];
-    lengths[count - 1] = duration - SEGMENT_SECONDS * (count - 1) as f64;
+    if count - 1 <= MAX_LISTED_CUTS {
+        let mut lengths = vec![SEGMENT_SECONDS; count];
+        lengths[count - 1] = duration - SEGMENT_SECONDS * (count - 1) as f64;
+        return lengths;
+    }
+    let whole = ((duration / SEGMENT_SECONDS).floor() as usize).min(MAX_SEGMENTS);
+    let tail = duration - SEGMENT_SECONDS * whole as f64;
+    let mut lengths = vec![SEGMENT_SECONDS; whole];
+    if tail >= TAIL_MARGIN_SECONDS && whole < MAX_SEGMENTS {
+        lengths.push(tail);
+    }
     lengths
+}
+
+/// The arguments of ffmpeg's segment muxer that cut the encode as `lengths` (from
+/// [`plan_segments`]) says; never one argument longer than [`MAX_LISTED_CUTS`] cuts.
+pub fn cut_arguments(lengths: &[f64]) -> Vec<String> {
+    let cuts = lengths.len().saturating_sub(1);
+    if cuts == 0 {
+        return vec!["-segment_time".into(), "86400".into()];
+    }
+    if cuts <= MAX_LISTED_CUTS {
+        let times: Vec<String> = (1..lengths.len())
+            .map(|index| format!("{}", SEGMENT_SECONDS * index as f64))
+            .collect();
+        return vec!["-segment_times".into(), times.join(",")];
+    }
+    let end: f64 = lengths.iter().sum();
+    vec![
+        "-segment_time".into(),
+        format!("{SEGMENT_SECONDS}"),
+        "-t".into(),
+        format!("{end:.3}"),
+    ]
 }
 
 /// Renders a VOD playlist of segments with `lengths`; `token` (percent-encoded) is appended
@@ -145,6 +199,35 @@ struct Progress {
 pub(crate) struct LiveEncode {
     dir: tempfile::TempDir,
     progress: watch::Receiver<Progress>,
+    born: Instant,
+    /// Milliseconds after `born` of the last request that wanted it.
+    wanted_at: AtomicU64,
+    /// A job builds the rendition with it: it runs to the end whoever listens.
+    kept: AtomicBool,
+}
+
+impl LiveEncode {
+    fn wanted(&self) {
+        self.wanted_at
+            .store(self.born.elapsed().as_millis() as u64, Ordering::Release);
+    }
+
+    /// Whether listeners stopped asking for it (and no job keeps it).
+    fn abandoned(&self) -> bool {
+        let idle = (self.born.elapsed().as_millis() as u64)
+            .saturating_sub(self.wanted_at.load(Ordering::Acquire));
+        !self.kept.load(Ordering::Acquire) && Duration::from_millis(idle) >= IDLE_ENCODE
+    }
+}
+
+/// Who starts an encode.
+#[derive(Clone, Copy)]
+enum Starter<'a> {
+    /// A listener: the encode takes one of the live encodes ([`super::Transcoder`]'s
+    /// budget), and stops when nobody asks for it.
+    Listener(&'a Caller),
+    /// The `transcode_track` job: the encode takes a CPU slot and runs to the end.
+    Job,
 }
 
 /// The encodes running in this process, by track.
@@ -159,7 +242,15 @@ struct HlsRow {
 impl Media {
     /// The track's HLS playlist: the stored one, or on a cold track one
     /// predicted from the duration while the encode starts.
-    pub async fn hls_playlist(&self, id: &TrackId, token: Option<&str>) -> Result<String> {
+    ///
+    /// Starting an encode takes one of the live encodes (`MAX_LIVE_ENCODES`, per user
+    /// `MAX_LIVE_ENCODES_PER_USER`): past them, [`Error::Busy`].
+    pub async fn hls_playlist(
+        &self,
+        caller: &Caller,
+        id: &TrackId,
+        token: Option<&str>,
+    ) -> Result<String> {
         if let Some(row) = self.published_hls(id).await? {
             let text = self
                 .storage
@@ -170,19 +261,20 @@ impl Media {
             return Ok(render_playlist(&lengths, token));
         }
         let duration = self.hls_source_duration(id).await?;
-        self.live_encode(id, duration).await?;
+        self.live_encode(id, duration, Starter::Listener(caller))
+            .await?;
         Ok(render_playlist(&plan_segments(duration), token))
     }
 
     /// One HLS segment, complete. On a cold track this waits
-    /// for the encoder to get there.
-    pub async fn hls_segment(&self, id: &TrackId, name: &str) -> Result<Bytes> {
-        let bytes = self.find_segment(id, name).await?;
+    /// for the encoder to get there (starting it as [`Media::hls_playlist`] does).
+    pub async fn hls_segment(&self, caller: &Caller, id: &TrackId, name: &str) -> Result<Bytes> {
+        let bytes = self.find_segment(caller, id, name).await?;
         crate::metrics::stream_bytes("hls", bytes.len());
         Ok(bytes)
     }
 
-    async fn find_segment(&self, id: &TrackId, name: &str) -> Result<Bytes> {
+    async fn find_segment(&self, caller: &Caller, id: &TrackId, name: &str) -> Result<Bytes> {
         let index = parse_segment_name(name)?;
         // The live encode first, then the stored rendition: an encode publishes before it
         // leaves the map, so a request that misses both is truly cold.
@@ -194,6 +286,7 @@ impl Media {
             .get(id.as_str())
             .cloned();
         if let Some(live) = live {
+            live.wanted();
             return self.read_live_segment(&live, index, name).await;
         }
         if let Some(row) = self.published_hls(id).await? {
@@ -208,7 +301,9 @@ impl Media {
             };
         }
         let duration = self.hls_source_duration(id).await?;
-        let live = self.live_encode(id, duration).await?;
+        let live = self
+            .live_encode(id, duration, Starter::Listener(caller))
+            .await?;
         self.read_live_segment(&live, index, name).await
     }
 
@@ -220,7 +315,7 @@ impl Media {
             return Ok(false);
         }
         let duration = self.hls_source_duration(id).await?;
-        let live = self.live_encode(id, duration).await?;
+        let live = self.live_encode(id, duration, Starter::Job).await?;
         let mut progress = live.progress.clone();
         // Until the encode is over and its rendition stored.
         let settled = progress
@@ -278,24 +373,48 @@ impl Media {
 
     /// The running encode of `id`, started when there is none.
     /// `duration` (seconds, from [`Media::hls_source_duration`]) plans the segments.
-    async fn live_encode(&self, id: &TrackId, duration: f64) -> Result<Arc<LiveEncode>> {
+    async fn live_encode(
+        &self,
+        id: &TrackId,
+        duration: f64,
+        starter: Starter<'_>,
+    ) -> Result<Arc<LiveEncode>> {
         let mut encodes = self.state.live_encodes.lock().expect("poisoned");
         if let Some(live) = encodes.get(id.as_str()) {
+            live.wanted();
+            if matches!(starter, Starter::Job) {
+                live.kept.store(true, Ordering::Release);
+            }
             return Ok(live.clone());
         }
+        let slot = match starter {
+            Starter::Listener(caller) => Some(self.state.live_budget.take(&caller.user.id)?),
+            Starter::Job => None,
+        };
         let dir = tempfile::Builder::new()
             .prefix("hls-")
             .tempdir_in(self.storage.staging_dir())
             .map_err(|error| Error::io(self.storage.staging_dir(), error))?;
         let (sender, progress) = watch::channel(Progress::default());
-        let live = Arc::new(LiveEncode { dir, progress });
+        let live = Arc::new(LiveEncode {
+            dir,
+            progress,
+            born: Instant::now(),
+            wanted_at: AtomicU64::new(0),
+            kept: AtomicBool::new(matches!(starter, Starter::Job)),
+        });
         encodes.insert(id.to_string(), live.clone());
         drop(encodes);
         let library = self.clone();
         let (id, task_live) = (id.clone(), live.clone());
         tokio::spawn(async move {
+            // A listener's encode holds its live-encode place, a job's a CPU slot, to the end.
+            let _cpu = match &slot {
+                Some(_) => None,
+                None => Some(library.cpu.acquire().await),
+            };
             let outcome = library
-                .encode_hls(&id, task_live.dir.path(), duration, &sender)
+                .encode_hls(&id, &task_live, duration, &sender)
                 .await;
             if let Err(error) = &outcome {
                 tracing::warn!(track_id = %id, error = %crate::error_chain(error), "HLS encode failed");
@@ -317,23 +436,26 @@ impl Media {
                 .expect("poisoned")
                 .remove(id.as_str());
             sender.send_modify(|progress| progress.settled = true);
+            drop(slot);
         });
         Ok(live)
     }
 
-    /// Runs ffmpeg for `id` into `dir`, reporting each finished segment through `sender`.
+    /// Runs ffmpeg for `id` into the encode's directory, reporting each finished segment
+    /// through `sender`. Stops (killing ffmpeg) when nobody has asked for the encode for a
+    /// while, or when the disk has no room left for the rest of it.
     async fn encode_hls(
         &self,
         id: &TrackId,
-        dir: &Path,
+        live: &LiveEncode,
         duration: f64,
         sender: &watch::Sender<Progress>,
     ) -> Result<()> {
+        let dir = live.dir.path();
         let audio = self.track_audio(id).await?;
         let lengths = plan_segments(duration);
-        let cuts: Vec<String> = (1..lengths.len())
-            .map(|index| format!("{}", SEGMENT_SECONDS * index as f64))
-            .collect();
+        let room_for = |seconds: f64| (seconds.max(0.0) * SEGMENT_BYTES_PER_SECOND) as u64;
+        crate::storage::ensure_room(dir, room_for(duration))?;
         let source = self.storage.local_file(&audio.key).await?;
         let list = dir.join("segments.csv");
         let mut command = self.transcoder.command();
@@ -343,13 +465,8 @@ impl Media {
             .args(["-map", "0:a:0", "-vn", "-c:a", "aac", "-b:a", AAC_BITRATE])
             // Identical bytes from every replica and every run.
             .args(["-fflags", "+bitexact", "-flags:a", "+bitexact"])
-            .args(["-f", "segment", "-segment_format", "mpegts"]);
-        if !cuts.is_empty() {
-            command.arg("-segment_times").arg(cuts.join(","));
-        } else {
-            command.args(["-segment_time", "86400"]);
-        }
-        command
+            .args(["-f", "segment", "-segment_format", "mpegts"])
+            .args(cut_arguments(&lengths))
             .args(["-segment_list_type", "csv", "-segment_list"])
             .arg(&list)
             .arg(dir.join("seg-%05d.ts"))
@@ -366,6 +483,7 @@ impl Media {
         });
         // The segment muxer appends a segment's line to the list once it is written; a
         // segment is certainly closed once the next one is listed, or ffmpeg has exited.
+        let mut room_checked = Instant::now();
         let status = loop {
             tokio::select! {
                 status = child.wait() => break status.map_err(|error| Error::io(dir, error))?,
@@ -377,6 +495,21 @@ impl Media {
                         progress.complete = progress.complete.max(complete);
                         changed
                     });
+                    if live.abandoned() {
+                        let _ = child.kill().await;
+                        return Err(Error::Unavailable(format!(
+                            "the HLS encode was stopped: nobody asked for it for {} s",
+                            IDLE_ENCODE.as_secs()
+                        )));
+                    }
+                    if room_checked.elapsed() >= ROOM_CHECK {
+                        room_checked = Instant::now();
+                        let done: f64 = lengths.iter().take(listed).sum();
+                        if let Err(error) = crate::storage::ensure_room(dir, room_for(duration - done)) {
+                            let _ = child.kill().await;
+                            return Err(error);
+                        }
+                    }
                 }
             }
         };

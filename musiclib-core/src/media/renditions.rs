@@ -318,8 +318,13 @@ impl Media {
     /// in: for players that cannot wait for the cached rendition, and for seeking into a
     /// transcoded stream (OpenSubsonic `transcodeOffset`). The ffmpeg process ends when the
     /// stream is dropped. 503 [`Error::TranscoderUnavailable`] without ffmpeg.
+    ///
+    /// The stream holds one of the live encodes for `caller` (`MAX_LIVE_ENCODES`, per user
+    /// `MAX_LIVE_ENCODES_PER_USER`) until it is dropped: past them, [`Error::Busy`] (503 with
+    /// `Retry-After`).
     pub async fn live_transcode(
         &self,
+        caller: &crate::auth::Caller,
         id: &TrackId,
         quality: Quality,
         offset_seconds: f64,
@@ -334,13 +339,15 @@ impl Media {
             return Err(Error::TranscoderUnavailable);
         }
         let audio = self.track_audio(id).await?;
+        let slot = self.state.live_budget.take(&caller.user.id)?;
         let source = self.storage.local_file(&audio.key).await?;
         let mut child = self
             .transcoder
             .opus_pipe(&source.path, quality.kbps(), offset_seconds)?;
         let stdout = child.stdout.take().expect("stdout is piped");
-        // The stream owns the process and the source file: both live until it is dropped.
-        let keep = (child, source);
+        // The stream owns the process, the source file and its live-encode place: all live
+        // until it is dropped (the player left: ffmpeg is killed).
+        let keep = (child, source, slot);
         Ok(crate::metrics::counted_stream(
             "transcode",
             Box::pin(

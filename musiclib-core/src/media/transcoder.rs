@@ -2,12 +2,91 @@
 //! renditions, and piped for live transcodes. Renditions and HLS need it; originals stream
 //! without it, and its absence is `503 transcoder_unavailable`, never a crash.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
 
 use crate::cpu::CpuSlots;
-use crate::{Error, Result};
+use crate::{Error, Result, UserId};
+
+/// What a listener refused a live encode is told to wait.
+const LIVE_ENCODE_RETRY: Duration = Duration::from_secs(10);
+
+/// The bound on live encodes (ffmpeg run for a listener: transcoded streams, HLS encodes):
+/// `MAX_LIVE_ENCODES` in the process, `MAX_LIVE_ENCODES_PER_USER` per user. A request past
+/// either is refused at once ([`Error::Busy`]: 503 with `Retry-After`), never queued: a
+/// player would rather try again or fall back to the original.
+#[derive(Debug)]
+pub(crate) struct LiveEncodeBudget {
+    max: usize,
+    per_user: usize,
+    running: Mutex<(usize, HashMap<UserId, usize>)>,
+}
+
+/// One running live encode's place in the budget, given back when dropped (with the stream
+/// or the encode that holds it).
+#[derive(Debug)]
+pub(crate) struct LiveEncodeSlot {
+    budget: Arc<LiveEncodeBudget>,
+    user: UserId,
+}
+
+impl LiveEncodeBudget {
+    pub(crate) fn new(max: usize, per_user: usize) -> Arc<LiveEncodeBudget> {
+        Arc::new(LiveEncodeBudget {
+            max: max.max(1),
+            per_user: per_user.max(1),
+            running: Mutex::new((0, HashMap::new())),
+        })
+    }
+
+    /// A place for one more live encode of `user`, if the budget has one.
+    pub(crate) fn take(self: &Arc<Self>, user: &UserId) -> Result<LiveEncodeSlot> {
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        let (total, users) = &mut *running;
+        let mine = users.get(user).copied().unwrap_or(0);
+        if *total >= self.max || mine >= self.per_user {
+            return Err(Error::Busy {
+                what: "live encodes",
+                retry_after: LIVE_ENCODE_RETRY,
+            });
+        }
+        *total += 1;
+        users.insert(user.clone(), mine + 1);
+        Ok(LiveEncodeSlot {
+            budget: self.clone(),
+            user: user.clone(),
+        })
+    }
+
+    /// Live encodes running now.
+    pub(crate) fn running(&self) -> usize {
+        self.running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .0
+    }
+}
+
+impl Drop for LiveEncodeSlot {
+    fn drop(&mut self) {
+        let mut running = self
+            .budget
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let (total, users) = &mut *running;
+        *total = total.saturating_sub(1);
+        if let Some(count) = users.get_mut(&self.user) {
+            *count -= 1;
+            if *count == 0 {
+                users.remove(&self.user);
+            }
+        }
+    }
+}
 
 /// The ffmpeg program and what is known about it.
 #[derive(Clone, Debug)]
@@ -167,4 +246,29 @@ fn opus_arguments(kbps: u32) -> [String; 9] {
         "-f".into(),
         "ogg".into(),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn live_encodes_are_bounded_in_all_and_per_user() {
+        let budget = LiveEncodeBudget::new(3, 2);
+        let (alice, bob, carol) = (UserId::new(), UserId::new(), UserId::new());
+        let first = budget.take(&alice).unwrap();
+        let _second = budget.take(&alice).unwrap();
+        let refused = budget.take(&alice).unwrap_err();
+        assert_eq!(refused.code(), "busy");
+        assert_eq!(refused.retry_after_seconds(), Some(10));
+        let _third = budget.take(&bob).unwrap();
+        // The process's bound: nobody gets a fourth.
+        assert!(budget.take(&carol).is_err());
+        assert_eq!(budget.running(), 3);
+        // A stream that ends gives its place back.
+        drop(first);
+        assert_eq!(budget.running(), 2);
+        let _again = budget.take(&carol).unwrap();
+        assert!(budget.take(&alice).is_err());
+    }
 }

@@ -63,8 +63,8 @@ pub const NAMESPACES: &[NamespaceInfo] = &[
         namespace: Namespace::Thumbnails,
         prefix: "covers/thumbs/",
         shape: "covers/thumbs/{album_id}/{size}.{jpg|png}",
-        referenced_by: None,
-        owner: "the album while albums.cover_uri is set",
+        referenced_by: Some("thumbnails.storage_uri"),
+        owner: "the album (a cache bounded by THUMBNAIL_CACHE_MAX_BYTES)",
     },
     NamespaceInfo {
         namespace: Namespace::Covers,

@@ -1,16 +1,13 @@
 //! Accounts: register, login, the current user.
 
-use std::net::SocketAddr;
-
-use axum::extract::{ConnectInfo, Path, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::Extension;
 use musiclib_core::Library;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::dto::{Credentials, LegacyPasswordOut, PasswordChangeIn, TokenOut, UserOut};
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{Auth, Json, JsonOrForm};
+use crate::extract::{Auth, ClientAddress, Json, JsonOrForm};
 
 pub(super) fn routes() -> OpenApiRouter<Library> {
     OpenApiRouter::new()
@@ -32,11 +29,12 @@ pub(super) fn routes() -> OpenApiRouter<Library> {
     ))]
 async fn register(
     State(library): State<Library>,
+    ClientAddress(client): ClientAddress,
     JsonOrForm(credentials): JsonOrForm<Credentials>,
 ) -> Result<(StatusCode, axum::Json<TokenOut>), ApiError> {
     let token = library
         .accounts()
-        .register(&credentials.username, &credentials.password)
+        .register(&credentials.username, &credentials.password, client)
         .await?;
     Ok((StatusCode::CREATED, axum::Json(token.into())))
 }
@@ -55,12 +53,11 @@ async fn register(
     ))]
 async fn login(
     State(library): State<Library>,
-    connection: Option<Extension<ConnectInfo<SocketAddr>>>,
+    ClientAddress(client): ClientAddress,
     JsonOrForm(credentials): JsonOrForm<Credentials>,
 ) -> Result<axum::Json<TokenOut>, ApiError> {
     // Without the connection's address (a router called directly, as in tests), the account
     // alone is throttled.
-    let client = connection.map(|Extension(ConnectInfo(address))| address.ip());
     Ok(axum::Json(
         library
             .accounts()
@@ -87,11 +84,17 @@ async fn me(Auth(caller): Auth) -> axum::Json<UserOut> {
 async fn change_password(
     State(library): State<Library>,
     Auth(caller): Auth,
+    ClientAddress(client): ClientAddress,
     Json(change): Json<PasswordChangeIn>,
 ) -> Result<axum::Json<TokenOut>, ApiError> {
     let token = library
         .accounts()
-        .change_password(&caller, &change.current_password, &change.new_password)
+        .change_password(
+            &caller,
+            &change.current_password,
+            &change.new_password,
+            client,
+        )
         .await?;
     Ok(axum::Json(token.into()))
 }

@@ -43,17 +43,17 @@ pub struct HlsQuery {
         (status = 200, description = "The playlist", content_type = "application/vnd.apple.mpegurl"),
         (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 409, description = "A placeholder track without audio, or no known duration", body = ErrorBody),
-        (status = 503, description = "No transcoder (ffmpeg): code transcoder_unavailable", body = ErrorBody)))]
+        (status = 503, description = "No transcoder (ffmpeg): code transcoder_unavailable; or too many live encodes (`MAX_LIVE_ENCODES`, `MAX_LIVE_ENCODES_PER_USER`): code busy, with `Retry-After`", body = ErrorBody)))]
 async fn hls_playlist(
     State(library): State<Library>,
-    _auth: MediaAuth,
+    MediaAuth(caller): MediaAuth,
     Path(id): Path<String>,
     Query(query): Query<HlsQuery>,
 ) -> Result<Response, ApiError> {
     let id = TrackId::parse(&id)?;
     let playlist = library
         .media()
-        .hls_playlist(&id, query.token.as_deref())
+        .hls_playlist(&caller, &id, query.token.as_deref())
         .await?;
     Ok((
         [
@@ -74,14 +74,14 @@ async fn hls_playlist(
         (status = 200, description = "The segment", content_type = "video/mp2t"),
         (status = 422, description = "Not a segment name", body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
-        (status = 503, description = "No transcoder (ffmpeg), or the segment is not encoded in time", body = ErrorBody)))]
+        (status = 503, description = "No transcoder (ffmpeg), the segment is not encoded in time, or too many live encodes (code busy, with `Retry-After`)", body = ErrorBody)))]
 async fn hls_segment(
     State(library): State<Library>,
-    _auth: MediaAuth,
+    MediaAuth(caller): MediaAuth,
     Path((id, segment)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
     let id = TrackId::parse(&id)?;
-    let bytes = library.media().hls_segment(&id, &segment).await?;
+    let bytes = library.media().hls_segment(&caller, &id, &segment).await?;
     Ok((
         [
             (header::CONTENT_TYPE, "video/mp2t"),

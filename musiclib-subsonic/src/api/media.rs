@@ -5,7 +5,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use musiclib_core::catalog::ItemKind;
 use musiclib_core::media::{placeholder_cover, Cover, Quality, TrackAudio, THUMBNAIL_SIZES};
-use musiclib_core::{ErrorKind, Library, TrackId};
+use musiclib_core::{ErrorKind, TrackId};
 
 use super::{album_id, artist_id, playlist_id, track_id};
 use crate::response::{Element, SubsonicError};
@@ -83,9 +83,9 @@ pub(crate) async fn stream(request: &Request) -> Outcome {
             offset: 0.0,
         } => match library.media().rendition_for_stream(&id, quality).await? {
             Some(rendition) => send_audio(request, &rendition).await?,
-            None => live(library, &id, quality, 0.0).await?,
+            None => live(request, &id, quality, 0.0).await?,
         },
-        Delivery::Opus { quality, offset } => live(library, &id, quality, offset).await?,
+        Delivery::Opus { quality, offset } => live(request, &id, quality, offset).await?,
     };
     Ok(Reply::Media(response))
 }
@@ -117,13 +117,32 @@ async fn audio_of(request: &Request, id: &TrackId) -> Result<TrackAudio, Subsoni
     }
 }
 
+/// A live transcode. Past the bound on live encodes, an HTTP 503 with `Retry-After` (players
+/// retry a stream URL; an envelope with HTTP 200 would be played as audio).
 async fn live(
-    library: &Library,
+    request: &Request,
     id: &TrackId,
     quality: Quality,
     offset: f64,
 ) -> Result<Response, SubsonicError> {
-    let body = library.media().live_transcode(id, quality, offset).await?;
+    let transcode = request
+        .library
+        .media()
+        .live_transcode(&request.caller, id, quality, offset)
+        .await;
+    let body = match transcode {
+        Ok(body) => body,
+        Err(error) if error.code() == "busy" => {
+            let seconds = error.retry_after_seconds().unwrap_or(10);
+            return Ok((
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::RETRY_AFTER, HeaderValue::from(seconds))],
+                error.to_string(),
+            )
+                .into_response());
+        }
+        Err(error) => return Err(error.into()),
+    };
     Ok((
         [
             (header::CONTENT_TYPE, HeaderValue::from_static("audio/ogg")),
