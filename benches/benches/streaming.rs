@@ -133,13 +133,13 @@ async fn hls_cold_start() {
         let started = Instant::now();
         let playlist = library
             .media()
-            .hls_playlist(&track.id, Some("token"))
+            .hls_playlist(&caller, &track.id, Some("token"))
             .await
             .unwrap();
         assert!(playlist.contains("seg-00099.ts"));
         let segment = library
             .media()
-            .hls_segment(&track.id, "seg-00000.ts")
+            .hls_segment(&caller, &track.id, "seg-00000.ts")
             .await
             .unwrap();
         assert!(!segment.is_empty());

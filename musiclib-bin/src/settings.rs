@@ -319,10 +319,19 @@ pub const SETTINGS: &[(&str, &str, &str)] = &[
     ("RUST_LOG", "info", "Log filter (tracing-subscriber syntax)"),
 ];
 
-/// Raw settings: file values overridden by the environment.
-#[derive(Debug, Default)]
+/// Raw settings: file values overridden by the environment. Its `Debug` names the settings
+/// given, never their values (secrets are among them).
+#[derive(Default)]
 pub struct RawSettings {
     values: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for RawSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawSettings")
+            .field("names", &self.values.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 impl RawSettings {
@@ -397,7 +406,11 @@ impl RawSettings {
     fn url(&self, name: &str, default: &str) -> Result<String> {
         let value = self.get(name).unwrap_or(default);
         if !(value.starts_with("http://") || value.starts_with("https://")) {
-            bail!("{name}: invalid value {value:?}: expected an http:// or https:// URL");
+            // The value may carry credentials: shown as settings are.
+            bail!(
+                "{name}: invalid value {:?}: expected an http:// or https:// URL",
+                musiclib_core::config::redact_url(value)
+            );
         }
         Ok(value.trim_end_matches('/').to_string())
     }
@@ -412,6 +425,28 @@ impl RawSettings {
     }
 }
 
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("config", &self.config)
+            .field("bind_address", &self.bind_address)
+            .field("metrics_bind_address", &self.metrics_bind_address)
+            .field("header_timeout", &self.header_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_connections_per_address", &self.max_connections_per_address)
+            .field("worker_concurrency", &self.worker_concurrency)
+            .field("enrich_concurrency", &self.enrich_concurrency)
+            .field(
+                "admin",
+                &self
+                    .admin
+                    .as_ref()
+                    .map(|(name, _)| (name, musiclib_core::config::REDACTED)),
+            )
+            .finish()
+    }
+}
+
 /// How logs are written.
 #[derive(Debug, Clone, Copy)]
 pub enum LogFormat {
@@ -421,8 +456,7 @@ pub enum LogFormat {
     Json,
 }
 
-/// Everything the binary needs.
-#[derive(Debug)]
+/// Everything the binary needs. Its `Debug` redacts secrets (the admin's password too).
 pub struct Settings {
     /// The library configuration.
     pub config: Config,
@@ -764,30 +798,71 @@ fn remote_settings(raw: &RawSettings) -> Result<RemoteConfig> {
     Ok(remote)
 }
 
-/// Reads a secret kept in `path`, generating it (mode 0600) on first use.
+/// Shortest secret accepted from a file (the environment variables take 16 characters; a
+/// generated secret has 64).
+const MIN_SECRET_LEN: usize = 16;
+
+/// Reads a secret kept in `path`, generating it (mode 0600) only when the file does not exist.
+///
+/// A secret is never replaced: a replaced `legacy_secret_key` would make every stored app
+/// password and scrobbling key undecryptable for good. So a file that exists but cannot be
+/// read, or holds too short a secret, stops the binary with a message naming it. A new secret
+/// is written to a temporary file of its own and linked into place only if the file still does
+/// not exist: of two processes starting together, one creates it and both use that one.
 fn persistent_secret(path: &Path) -> Result<Vec<u8>> {
-    if let Ok(text) = std::fs::read_to_string(path) {
-        let text = text.trim();
-        if text.len() >= 32 {
-            return Ok(text.as_bytes().to_vec());
+    match std::fs::read_to_string(path) {
+        Ok(text) => return checked_secret(path, &text),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => {
+            return Err(anyhow!(
+                "{} exists but cannot be read ({error}); fix its permissions or restore it (it is never replaced: data encrypted with it would be lost)",
+                path.display()
+            ))
         }
     }
     let secret = hex::encode(musiclib_core::auth::random_secret());
-    let staging = path.with_extension("tmp");
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".secret-");
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600));
+    let mut staged = builder
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot write a secret in {}", dir.display()))?;
     {
         use std::io::Write;
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut file = options
-            .open(&staging)
-            .with_context(|| format!("cannot write {}", staging.display()))?;
-        file.write_all(secret.as_bytes())?;
-        file.sync_all()?;
+        staged.write_all(secret.as_bytes())?;
+        staged.as_file().sync_all()?;
     }
-    std::fs::rename(&staging, path).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(secret.into_bytes())
+    // Creates `path` only if nothing is there (a hard link fails on an existing name).
+    match staged.persist_noclobber(path) {
+        Ok(_) => {
+            if let Ok(dir) = std::fs::File::open(dir) {
+                let _ = dir.sync_all();
+            }
+            Ok(secret.into_bytes())
+        }
+        // Another process made it first: use theirs.
+        Err(error) if error.error.kind() == std::io::ErrorKind::AlreadyExists => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            checked_secret(path, &text)
+        }
+        Err(error) => Err(anyhow!("cannot write {}: {}", path.display(), error.error)),
+    }
+}
+
+/// The secret read from `path`, refused (naming the file) when too short.
+fn checked_secret(path: &Path, text: &str) -> Result<Vec<u8>> {
+    let text = text.trim();
+    if text.len() < MIN_SECRET_LEN {
+        bail!(
+            "{} holds a secret of {} characters, fewer than {MIN_SECRET_LEN}; restore the original file (it is never replaced: data encrypted with it would be lost)",
+            path.display(),
+            text.len()
+        );
+    }
+    Ok(text.as_bytes().to_vec())
 }
 
 #[cfg(test)]
@@ -802,6 +877,78 @@ mod tests {
         let result = Settings::try_from(RawSettings::from_pairs(&all));
         std::mem::forget(dir);
         result
+    }
+
+    #[test]
+    fn secrets_are_generated_once_and_never_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("legacy_secret_key");
+        let first = persistent_secret(&path).unwrap();
+        assert_eq!(first.len(), 64);
+        assert_eq!(persistent_secret(&path).unwrap(), first);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        // A file too short is refused, naming it, and left as it is.
+        std::fs::write(&path, "short").unwrap();
+        let error = persistent_secret(&path).unwrap_err().to_string();
+        assert!(error.contains("legacy_secret_key"), "{error}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "short");
+        // A secret as short as the environment variable may be is taken.
+        std::fs::write(&path, "0123456789abcdef\n").unwrap();
+        assert_eq!(persistent_secret(&path).unwrap(), b"0123456789abcdef");
+        // A file that cannot be read (a directory here) is refused, never replaced.
+        let unreadable = dir.path().join("jwt_secret");
+        std::fs::create_dir(&unreadable).unwrap();
+        let error = persistent_secret(&unreadable).unwrap_err().to_string();
+        assert!(error.contains("jwt_secret"), "{error}");
+        assert!(unreadable.is_dir());
+        // Processes starting together all use the one secret that was written.
+        let racing = dir.path().join("raced");
+        let secrets: Vec<Vec<u8>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..8)
+                .map(|_| scope.spawn(|| persistent_secret(&racing).unwrap()))
+                .collect();
+            workers.into_iter().map(|worker| worker.join().unwrap()).collect()
+        });
+        assert!(secrets.iter().all(|secret| *secret == secrets[0]));
+        assert_eq!(std::fs::read(&racing).unwrap(), secrets[0]);
+        // No temporary file is left beside them.
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|name| !name.starts_with(".secret-")), "{names:?}");
+    }
+
+    #[test]
+    fn listener_bounds_and_proxies_are_read() {
+        let defaults = build(&[]).unwrap();
+        assert_eq!(defaults.idle_timeout, Duration::from_secs(60));
+        assert_eq!(defaults.max_connections_per_address, 256);
+        assert_eq!(defaults.config.trusted_proxies.as_setting(), None);
+        assert_eq!(defaults.config.transcoding.max_live_encodes, 8);
+        assert_eq!(defaults.config.transcoding.max_live_encodes_per_user, 3);
+        assert_eq!(
+            defaults.config.transcoding.thumbnail_cache_max_bytes,
+            256 * 1024 * 1024
+        );
+        let set = build(&[
+            ("TRUSTED_PROXIES", "127.0.0.1, 10.0.0.0/8"),
+            ("HTTP_IDLE_TIMEOUT_SECONDS", "5"),
+            ("MAX_CONNECTIONS_PER_ADDRESS", "10"),
+            ("MAX_LIVE_ENCODES", "4"),
+            ("MAX_LIVE_ENCODES_PER_USER", "1"),
+        ])
+        .unwrap();
+        assert_eq!(set.idle_timeout, Duration::from_secs(5));
+        assert_eq!(set.max_connections_per_address, 10);
+        assert!(set.config.trusted_proxies.contains("10.1.2.3".parse().unwrap()));
+        assert_eq!(set.config.transcoding.max_live_encodes, 4);
+        assert_eq!(set.config.transcoding.max_live_encodes_per_user, 1);
     }
 
     #[test]
@@ -834,6 +981,12 @@ mod tests {
             ("LOGIN_ADDRESS_FAILURE_INTERVAL_SECONDS", "0"),
             ("CORS_ALLOWED_ORIGINS", "https://player.example/app"),
             ("CORS_ALLOWED_ORIGINS", "*,https://player.example"),
+            ("TRUSTED_PROXIES", "proxy.example"),
+            ("HTTP_IDLE_TIMEOUT_SECONDS", "0"),
+            ("MAX_CONNECTIONS_PER_ADDRESS", "0"),
+            ("MAX_LIVE_ENCODES", "0"),
+            ("MAX_LIVE_ENCODES_PER_USER", "2000"),
+            ("THUMBNAIL_CACHE_MAX_BYTES", "lots"),
         ] {
             let error = build(&[(name, value)]).unwrap_err().to_string();
             assert!(error.starts_with(name), "{name}: {error}");

@@ -161,7 +161,7 @@ impl Admin {
             Some(_) => status(
                 "acoustid",
                 ServiceState::Configured,
-                &enrichment.acoustid_base_url,
+                crate::config::redact_url(&enrichment.acoustid_base_url),
             ),
             None => status(
                 "acoustid",
@@ -173,7 +173,7 @@ impl Admin {
             status(
                 "coverartarchive",
                 ServiceState::Configured,
-                &enrichment.coverart_base_url,
+                crate::config::redact_url(&enrichment.coverart_base_url),
             )
         } else {
             status(
@@ -187,7 +187,7 @@ impl Admin {
             status(
                 "lastfm",
                 ServiceState::Configured,
-                &scrobbling.lastfm_base_url,
+                crate::config::redact_url(&scrobbling.lastfm_base_url),
             )
         } else {
             status(
@@ -199,12 +199,12 @@ impl Admin {
         services.push(status(
             "listenbrainz",
             ServiceState::Configured,
-            &scrobbling.listenbrainz_base_url,
+            crate::config::redact_url(&scrobbling.listenbrainz_base_url),
         ));
         services.push(status(
             "lrclib",
             ServiceState::Configured,
-            &enrichment.lrclib_base_url,
+            crate::config::redact_url(&enrichment.lrclib_base_url),
         ));
         if self.config.recommend.sound_analysis {
             services.push(match self.recommend.sound_status().await {

@@ -256,7 +256,7 @@ fn parse_origin(text: &str) -> std::result::Result<String, String> {
 }
 
 /// Recommendations (settings `RECOMMENDER_*`, `SOUND_ANALYSIS`).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RecommendConfig {
     /// An external recommender whose suggestions are mixed in (`RECOMMENDER_URL`).
     pub external_url: Option<String>,
@@ -273,6 +273,19 @@ pub struct RecommendConfig {
     /// How often workers look for work for the recommendation jobs (tracks to analyse,
     /// artist similarity to recompute when the library or its listening changed).
     pub sweep_interval: Duration,
+}
+
+impl std::fmt::Debug for RecommendConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecommendConfig")
+            .field("external_url", &self.external_url.as_deref().map(redact_url))
+            .field("external", &self.external.is_some())
+            .field("external_timeout", &self.external_timeout)
+            .field("external_pause", &self.external_pause)
+            .field("sound_analysis", &self.sound_analysis)
+            .field("sweep_interval", &self.sweep_interval)
+            .finish()
+    }
 }
 
 impl Default for RecommendConfig {
@@ -414,7 +427,7 @@ pub struct SubsonicSourceConfig {
 impl std::fmt::Debug for SubsonicSourceConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SubsonicSourceConfig")
-            .field("url", &self.url)
+            .field("url", &redact_url(&self.url))
             .field("username", &self.username)
             .field("password", &REDACTED)
             .finish()
@@ -478,6 +491,8 @@ impl std::fmt::Debug for Config {
             .field("enrichment", &self.enrichment)
             .field("transcoding", &self.transcoding)
             .field("scrobbling", &self.scrobbling)
+            .field("remote", &self.remote)
+            .field("recommend", &self.recommend)
             .finish()
     }
 }
@@ -534,7 +549,10 @@ impl Config {
             StorageConfig::S3(s3) => {
                 settings.push(plain("STORAGE_BACKEND", "s3"));
                 settings.push(plain("S3_BUCKET", &s3.bucket));
-                settings.push(optional("S3_ENDPOINT", s3.endpoint.as_ref()));
+                settings.push(optional(
+                    "S3_ENDPOINT",
+                    s3.endpoint.as_deref().map(redact_url),
+                ));
                 settings.push(plain("S3_REGION", &s3.region));
                 settings.push(optional("S3_ACCESS_KEY_ID", s3.access_key_id.as_ref()));
                 settings.push(secret(
@@ -596,24 +614,27 @@ impl Config {
             plain("JOB_MAX_ATTEMPTS", self.jobs.max_attempts),
             plain("JOB_LEASE_SECONDS", self.jobs.lease.as_secs()),
             secret("ACOUSTID_API_KEY", enrichment.acoustid_api_key.is_some()),
-            plain("ACOUSTID_BASE_URL", &enrichment.acoustid_base_url),
+            plain("ACOUSTID_BASE_URL", redact_url(&enrichment.acoustid_base_url)),
             plain("ACOUSTID_TRUST_SCORE", enrichment.acoustid_trust_score),
             plain(
                 "ACOUSTID_REQUESTS_PER_SECOND",
                 enrichment.acoustid_requests_per_second,
             ),
             plain("COVERART_ENABLED", enrichment.coverart_enabled),
-            plain("COVERART_BASE_URL", &enrichment.coverart_base_url),
-            plain("LRCLIB_BASE_URL", &enrichment.lrclib_base_url),
+            plain("COVERART_BASE_URL", redact_url(&enrichment.coverart_base_url)),
+            plain("LRCLIB_BASE_URL", redact_url(&enrichment.lrclib_base_url)),
             secret("LASTFM_API_KEY", self.scrobbling.lastfm_api_key.is_some()),
             secret(
                 "LASTFM_API_SECRET",
                 self.scrobbling.lastfm_api_secret.is_some(),
             ),
-            plain("LASTFM_BASE_URL", &self.scrobbling.lastfm_base_url),
+            plain(
+                "LASTFM_BASE_URL",
+                redact_url(&self.scrobbling.lastfm_base_url),
+            ),
             plain(
                 "LISTENBRAINZ_BASE_URL",
-                &self.scrobbling.listenbrainz_base_url,
+                redact_url(&self.scrobbling.listenbrainz_base_url),
             ),
             plain("REMOTE_ENABLED", self.remote.ytdlp.is_some()),
             optional(
@@ -633,7 +654,10 @@ impl Config {
             ),
             optional(
                 "REMOTE_WATCH_URL",
-                self.remote.ytdlp.as_ref().map(|ytdlp| &ytdlp.watch_url),
+                self.remote
+                    .ytdlp
+                    .as_ref()
+                    .map(|ytdlp| redact_url(&ytdlp.watch_url)),
             ),
             optional(
                 "REMOTE_SEARCH",
@@ -651,7 +675,10 @@ impl Config {
             ),
             optional(
                 "SUBSONIC_SOURCE_URL",
-                self.remote.subsonic.as_ref().map(|source| &source.url),
+                self.remote
+                    .subsonic
+                    .as_ref()
+                    .map(|source| redact_url(&source.url)),
             ),
             optional(
                 "SUBSONIC_SOURCE_USERNAME",
@@ -698,23 +725,67 @@ impl Config {
     }
 }
 
-/// Hides the password of a connection URL.
+/// A URL as it may be shown (settings, logs, errors): the password of its user part, or a
+/// user part standing alone (a token), and the values of query parameters that name a
+/// secret (`password`, `token`, `apiKey`, `key`, `secret`, `sig`, Subsonic's `t`, `s` and
+/// `p`, …) are replaced by [`REDACTED`]. Everything else is kept as written.
 pub fn redact_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme_end), Some(at)) if at > scheme_end => {
-            let credentials = &url[scheme_end + 3..at];
-            match credentials.find(':') {
-                Some(colon) => format!(
-                    "{}{}:<redacted>{}",
-                    &url[..scheme_end + 3],
-                    &credentials[..colon],
-                    &url[at..]
-                ),
-                None => url.to_string(),
+    let (before_fragment, fragment) = match url.find('#') {
+        Some(at) => url.split_at(at),
+        None => (url, ""),
+    };
+    let (base, query) = match before_fragment.find('?') {
+        Some(at) => (&before_fragment[..at], Some(&before_fragment[at + 1..])),
+        None => (before_fragment, None),
+    };
+    let mut out = String::with_capacity(url.len());
+    match base.find("://") {
+        Some(scheme_end) => {
+            let rest = &base[scheme_end + 3..];
+            let authority_end = rest.find('/').unwrap_or(rest.len());
+            let (authority, path) = rest.split_at(authority_end);
+            out.push_str(&base[..scheme_end + 3]);
+            match authority.rfind('@') {
+                Some(at) => {
+                    let credentials = &authority[..at];
+                    match credentials.find(':') {
+                        Some(colon) => {
+                            out.push_str(&credentials[..colon]);
+                            out.push(':');
+                            out.push_str(REDACTED);
+                        }
+                        None => out.push_str(REDACTED),
+                    }
+                    out.push_str(&authority[at..]);
+                }
+                None => out.push_str(authority),
             }
+            out.push_str(path);
         }
-        _ => url.to_string(),
+        None => out.push_str(base),
     }
+    if let Some(query) = query {
+        out.push('?');
+        let pairs: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((key, _)) if is_secret_parameter(key) => format!("{key}={REDACTED}"),
+                _ => pair.to_string(),
+            })
+            .collect();
+        out.push_str(&pairs.join("&"));
+    }
+    out.push_str(fragment);
+    out
+}
+
+/// Whether a query parameter named `key` carries a secret.
+fn is_secret_parameter(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    matches!(key.as_str(), "t" | "s" | "p" | "sk")
+        || ["pass", "pwd", "token", "key", "secret", "sig", "auth", "credential"]
+            .iter()
+            .any(|word| key.contains(word))
 }
 
 /// The blob storage backend (setting `STORAGE_BACKEND`).
@@ -999,6 +1070,50 @@ mod tests {
             Some("10.0.0.0/8")
         );
         assert_eq!(TrustedProxies::parse(" ").unwrap(), TrustedProxies::default());
+    }
+
+    #[test]
+    fn redact_url_hides_every_secret_of_a_url() {
+        for (url, shown) in [
+            (
+                "postgres://alice:s3cret@db:5432/music?sslmode=require&password=hunter2",
+                "postgres://alice:<redacted>@db:5432/music?sslmode=require&password=<redacted>",
+            ),
+            ("https://t0ken@host.example/rest", "https://<redacted>@host.example/rest"),
+            (
+                "https://music.example/rest?u=bob&t=abc&s=def&apiKey=k&c=musiclib",
+                "https://music.example/rest?u=bob&t=<redacted>&s=<redacted>&apiKey=<redacted>&c=musiclib",
+            ),
+            (
+                "https://rec.example/suggest?access_token=x#frag",
+                "https://rec.example/suggest?access_token=<redacted>#frag",
+            ),
+            (
+                "https://www.youtube.com/watch?v={id}",
+                "https://www.youtube.com/watch?v={id}",
+            ),
+        ] {
+            assert_eq!(redact_url(url), shown, "{url}");
+        }
+        let config = Config {
+            remote: RemoteConfig {
+                subsonic: Some(SubsonicSourceConfig {
+                    url: "https://friend:pw@music.example?apiKey=k3y".into(),
+                    username: "friend".into(),
+                    password: "pw".into(),
+                }),
+                ..RemoteConfig::default()
+            },
+            recommend: RecommendConfig {
+                external_url: Some("https://rec.example/?token=s3cr3t".into()),
+                ..RecommendConfig::default()
+            },
+            ..Config::embedded("/tmp/x")
+        };
+        let shown = format!("{:?} {:?}", config, config.effective());
+        for secret in ["pw@", "k3y", "s3cr3t"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
     }
 
     #[test]

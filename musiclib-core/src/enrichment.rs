@@ -204,19 +204,22 @@ impl Enrichment {
             .as_ref()
     }
 
-    /// Queues the enrichment pipeline for one track (a `manual` track will be skipped).
+    /// Queues the enrichment pipeline for one track (a `manual` track will be skipped). The
+    /// pipeline rewrites the track's metadata, so only who may change the track may ask for
+    /// it: its uploader, or an admin.
     pub async fn request_enrichment(
         &self,
+        caller: &crate::auth::Caller,
         id: &TrackId,
-        requested_by: &crate::UserId,
     ) -> Result<JobId> {
-        self.catalog.get_track(id).await?;
+        let track = self.catalog.get_track(id).await?;
+        caller.may_change_track(track.added_by.as_ref())?;
         self.jobs
             .enqueue::<EnrichTrack>(
                 &EnrichPayload {
                     track_id: id.clone(),
                 },
-                Some(requested_by),
+                Some(&caller.user.id),
             )
             .await
     }
@@ -287,7 +290,17 @@ impl Enrichment {
             (Lookup::Found(_), None) => "no match".into(),
         };
         let trust = self.config.acoustid_trust_score;
-        let decision = merge::decide(&current, &tags, chosen.as_ref(), trust);
+        let mut decision = merge::decide(&current, &tags, chosen.as_ref(), trust);
+        // What AcoustID says is as long as it likes: cut it as tags are.
+        decision.title = crate::text::cap(&decision.title);
+        for text in [
+            &mut decision.artist,
+            &mut decision.album,
+            &mut decision.album_artist,
+            &mut decision.genre,
+        ] {
+            *text = text.as_deref().map(crate::text::cap).filter(|text| !text.is_empty());
+        }
         let failure = (!decision.identified).then(|| no_identity_reason(&tags, &current, &lookup));
 
         // Record the outcome, on the track's row locked for the transaction: a manual edit

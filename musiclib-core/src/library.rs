@@ -168,7 +168,8 @@ impl Library {
             config.remote.clone(),
             config.transcoding.ffmpeg.clone(),
             config.max_upload_bytes,
-            crate::outside::http_client(),
+            // Credentials travel in a Subsonic source's queries: never redirected elsewhere.
+            crate::outside::same_origin_client(),
         );
         let maintenance =
             Maintenance::new(db.clone(), storage.clone(), catalog.clone(), jobs.clone());

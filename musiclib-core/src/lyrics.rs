@@ -344,8 +344,8 @@ impl Lyrics {
         if let Some(lyrics) = in_file.next() {
             return Ok(found(LyricsSource::Embedded, lyrics, in_file.collect()));
         }
-        if let Some(path) = self.sidecar_audio_path(track) {
-            let lyrics = tokio::task::spawn_blocking(move || embedded::sidecar(&path))
+        if let Some((root, relative)) = self.sidecar_audio_path(track) {
+            let lyrics = tokio::task::spawn_blocking(move || embedded::sidecar(&root, &relative))
                 .await
                 .ok()
                 .flatten();
@@ -427,8 +427,9 @@ impl Lyrics {
         lyrics
     }
 
-    /// Where a local-folder track's file is, for its sidecar.
-    fn sidecar_audio_path(&self, track: &Track) -> Option<PathBuf> {
+    /// Where a local-folder track's file is, for its sidecar: the import folder (canonical)
+    /// and the file's path in it.
+    fn sidecar_audio_path(&self, track: &Track) -> Option<(PathBuf, PathBuf)> {
         if track.source != Source::LocalFolder {
             return None;
         }
@@ -437,11 +438,12 @@ impl Lyrics {
         if relative.is_absolute()
             || relative
                 .components()
-                .any(|part| matches!(part, std::path::Component::ParentDir))
+                .any(|part| !matches!(part, std::path::Component::Normal(_)))
         {
             return None;
         }
-        Some(self.import_path.as_ref()?.join(relative))
+        let root = self.import_path.as_ref()?.canonicalize().ok()?;
+        Some((root, relative.to_path_buf()))
     }
 
     /// Stores `text` (LRC or plain) as a track's embedded lyrics, for tests of what the

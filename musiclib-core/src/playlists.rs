@@ -28,6 +28,8 @@ use crate::{Error, PlaylistId, Result, Timestamp, TrackId, UserId};
 
 /// Longest playlist name.
 pub const MAX_NAME_CHARS: usize = 200;
+/// Longest playlist description.
+pub const MAX_DESCRIPTION_CHARS: usize = 2000;
 /// Most tracks in one playlist.
 pub const MAX_TRACKS: usize = 10_000;
 /// Largest playlist cover image.
@@ -90,6 +92,30 @@ pub struct PlaylistChanges {
     pub expected_version: Option<i64>,
 }
 
+/// Several changes to one playlist made as one write (the legacy interface's
+/// `createPlaylist` with `playlistId` and `updatePlaylist`): all of them, or none.
+#[derive(Debug, Clone, Default)]
+pub struct PlaylistEdit {
+    /// Name, description and visibility (fields left `None` stay).
+    pub changes: PlaylistChanges,
+    /// Which tracks to remove first.
+    pub remove: Removal,
+    /// Tracks appended after the removal.
+    pub add: Vec<TrackId>,
+}
+
+/// Which tracks a [`PlaylistEdit`] removes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Removal {
+    /// None.
+    #[default]
+    Nothing,
+    /// Those at these 0-based positions (before the edit).
+    Positions(Vec<usize>),
+    /// All of them (the list is replaced).
+    All,
+}
+
 #[derive(sqlx::FromRow)]
 struct PlaylistRow {
     id: String,
@@ -121,7 +147,32 @@ fn validate_name(name: &str) -> Result<String> {
             format!("must be at most {MAX_NAME_CHARS} characters"),
         ));
     }
+    if crate::text::has_control(name) {
+        return Err(Error::invalid(
+            "name",
+            "must not contain control characters",
+        ));
+    }
     Ok(name.to_string())
+}
+
+fn validate_description(description: Option<&str>) -> Result<()> {
+    let Some(description) = description else {
+        return Ok(());
+    };
+    if description.chars().count() > MAX_DESCRIPTION_CHARS {
+        return Err(Error::invalid(
+            "description",
+            format!("must be at most {MAX_DESCRIPTION_CHARS} characters"),
+        ));
+    }
+    if crate::text::has_control_but_lines(description) {
+        return Err(Error::invalid(
+            "description",
+            "must not contain control characters but tabs and line breaks",
+        ));
+    }
+    Ok(())
 }
 
 fn check_version(expected: Option<i64>, current: i64) -> Result<()> {
@@ -190,6 +241,7 @@ impl Playlists {
     /// Creates a playlist of the caller's (its initial tracks are its first add).
     pub async fn create(&self, caller: &Caller, new: NewPlaylist) -> Result<Playlist> {
         let name = validate_name(&new.name)?;
+        validate_description(new.description.as_deref())?;
         let id = PlaylistId::new();
         let mut tx = self.db.begin().await?;
         self.db.sql(
@@ -236,6 +288,7 @@ impl Playlists {
         changes: PlaylistChanges,
     ) -> Result<Playlist> {
         let name = changes.name.as_deref().map(validate_name).transpose()?;
+        validate_description(changes.description.clone().flatten().as_deref())?;
         let mut tx = self.db.begin().await?;
         let row = self.lock_owned(&mut tx, caller, id).await?;
         check_version(changes.expected_version, row.version)?;
@@ -251,6 +304,68 @@ impl Playlists {
             .bind(changes.public.map(i64::from).unwrap_or(row.is_public))
             .execute(&mut *tx)
             .await?;
+        tx.commit().await?;
+        self.get(caller, id).await
+    }
+
+    /// Applies `edit` to a playlist (owner only) in one transaction: the name, description
+    /// and visibility, then the removal (one version), then the appended tracks (one more).
+    /// Every id and position is checked before anything is written, so an unknown track or a
+    /// position past the end changes nothing.
+    pub async fn edit(
+        &self,
+        caller: &Caller,
+        id: &PlaylistId,
+        edit: PlaylistEdit,
+    ) -> Result<Playlist> {
+        let name = edit.changes.name.as_deref().map(validate_name).transpose()?;
+        validate_description(edit.changes.description.clone().flatten().as_deref())?;
+        let mut tx = self.db.begin().await?;
+        let row = self.lock_owned(&mut tx, caller, id).await?;
+        check_version(edit.changes.expected_version, row.version)?;
+        let current = self.track_ids(&mut tx, id).await?;
+        let mut version = row.version;
+        let public = edit.changes.public;
+        if name.is_some() || edit.changes.description.is_some() || public.is_some() {
+            self.db.sql(
+                "UPDATE playlists SET name = $2, description = $3, is_public = $4, updated_at = {now} WHERE id = $1",
+            )
+                .bind(id.as_str())
+                .bind(name.unwrap_or(row.name))
+                .bind(match edit.changes.description {
+                    Some(description) => description,
+                    None => row.description,
+                })
+                .bind(public.map(i64::from).unwrap_or(row.is_public))
+                .execute(&mut *tx)
+                .await?;
+        }
+        let positions = match edit.remove {
+            Removal::Nothing => Vec::new(),
+            Removal::Positions(positions) => positions,
+            Removal::All => (0..current.len()).collect(),
+        };
+        let mut tracks = current;
+        if !positions.is_empty() {
+            let before = tracks.clone();
+            self.apply_change(&mut tx, id, version, before, Change::Remove { positions: positions.clone() })
+                .await?;
+            version += 1;
+            tracks = self.track_ids(&mut tx, id).await?;
+        }
+        if !edit.add.is_empty() {
+            self.apply_change(
+                &mut tx,
+                id,
+                version,
+                tracks,
+                Change::Add {
+                    track_ids: edit.add,
+                    position: None,
+                },
+            )
+            .await?;
+        }
         tx.commit().await?;
         self.get(caller, id).await
     }
@@ -321,28 +436,34 @@ impl Playlists {
             .await
     }
 
-    /// Stores a cover image (JPEG, PNG, WebP or GIF, sniffed from the
-    /// bytes) and replaces the previous one.
+    /// Whether `caller` may change playlist `id` (owner only): not found when they cannot see
+    /// it, forbidden when it is someone else's public one. Adapters ask before they read a
+    /// request's body (a cover image), so a refused caller costs no upload.
+    pub async fn may_change(&self, caller: &Caller, id: &PlaylistId) -> Result<()> {
+        let row = self.visible_row(caller, id).await?;
+        match row.access(caller) {
+            PlaylistAccess::Owner => Ok(()),
+            _ => Err(Error::Forbidden(
+                "only its owner may change a playlist".into(),
+            )),
+        }
+    }
+
+    /// Stores a cover image (JPEG, PNG, WebP or GIF, sniffed from the bytes, at most
+    /// [`MAX_COVER_BYTES`] and of a cover's dimensions) and replaces the previous one.
     pub async fn set_cover(&self, caller: &Caller, id: &PlaylistId, bytes: Bytes) -> Result<()> {
         if bytes.len() > MAX_COVER_BYTES {
             return Err(Error::TooLarge {
                 limit: MAX_COVER_BYTES as u64,
             });
         }
-        let extension = match image::guess_format(&bytes) {
-            Ok(image::ImageFormat::Jpeg) => "jpg",
-            Ok(image::ImageFormat::Png) => "png",
-            Ok(image::ImageFormat::WebP) => "webp",
-            Ok(image::ImageFormat::Gif) => "gif",
-            _ => {
-                return Err(Error::invalid(
-                    "image",
-                    "must be a JPEG, PNG, WebP or GIF image",
-                ))
-            }
-        };
-        // Visible first (404 before any write), then the blob, then the row.
-        self.get(caller, id).await?;
+        // Owner first (404 or 403 before the image is even looked at), then the blob, then
+        // the row.
+        self.may_change(caller, id).await?;
+        let image = crate::enrichment::coverart::Image::checked(bytes)
+            .map_err(|why| Error::invalid("image", why))?;
+        let extension = image.kind.extension();
+        let bytes = image.bytes;
         let key = layout::playlist_cover(id, extension);
         let size = bytes.len() as i64;
         self.storage.blobs().put_bytes(&key, bytes).await?;

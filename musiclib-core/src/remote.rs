@@ -413,8 +413,15 @@ impl Remote {
                 .subsonic
                 .as_ref()
                 .map(|subsonic| match &self.config.subsonic_api_key {
-                    Some(_) => format!("{} with an API key", subsonic.url),
-                    None => format!("{} as {}", subsonic.url, subsonic.username),
+                    Some(_) => format!(
+                        "{} with an API key",
+                        crate::config::redact_url(&subsonic.url)
+                    ),
+                    None => format!(
+                        "{} as {}",
+                        crate::config::redact_url(&subsonic.url),
+                        subsonic.username
+                    ),
                 })
                 .unwrap_or_default(),
         }

@@ -555,6 +555,7 @@ impl Scrobbling {
         &self,
         user: &UserId,
         service: Service,
+        job: &crate::jobs::JobContext,
     ) -> std::result::Result<SubmitReport, JobError> {
         let mut report = SubmitReport {
             service: service.as_str(),
@@ -631,6 +632,8 @@ impl Scrobbling {
                 continue;
             }
             let plays: Vec<Play> = sendable.iter().map(|(_, play)| play.clone()).collect();
+            // A worker that lost the job (another runs it now) must not send these again.
+            job.ensure_lease().await?;
             let sent = match service {
                 Service::Lastfm => {
                     let client = self.lastfm().ok_or_else(|| {

@@ -127,6 +127,133 @@ pub(crate) struct LocalFile {
     _temp: Option<tempfile::TempPath>,
 }
 
+/// A file of a folder the server reads (the import folder), opened once by [`open_inside`]:
+/// what is read, hashed, probed and stored is that one open file, whatever happens to the
+/// name meanwhile.
+#[derive(Debug)]
+pub(crate) struct FolderFile {
+    file: std::fs::File,
+    /// A path that opens this very file again (`/proc/self/fd/N` on Linux), for tools that
+    /// need a path.
+    path: PathBuf,
+}
+
+impl FolderFile {
+    /// The open file.
+    pub(crate) fn file(&self) -> &std::fs::File {
+        &self.file
+    }
+
+    /// A path to this same open file, valid while it is open.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Opens the regular file at `relative` under `root` (a canonical directory) for reading,
+/// never a file outside it and never anything but a regular file:
+///
+/// - on Linux, `openat2` with `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS` resolves the path,
+///   relative symlinks included, only while it stays beneath `root`;
+/// - a path it refuses for leaving the root (an absolute symlink, even one back into the
+///   folder), and every path where `openat2` is missing, is canonicalized and checked to be
+///   inside `root`, opened without following a last symlink, and the file opened is checked
+///   again where it really is (`/proc/self/fd`), so a directory swapped for a link between
+///   the check and the open is caught: a link to `/proc/self/environ`, `/dev/zero` or a
+///   secret beside the data is never read;
+/// - it is opened non-blocking (a FIFO cannot hold the open) and checked from the open file
+///   (`fstat`): a FIFO, a device or a directory is refused.
+pub(crate) fn open_inside(root: &Path, relative: &Path) -> std::io::Result<FolderFile> {
+    use std::io::{Error as IoError, ErrorKind};
+    if relative.is_absolute()
+        || relative
+            .components()
+            .any(|part| !matches!(part, std::path::Component::Normal(_)))
+    {
+        return Err(IoError::new(
+            ErrorKind::PermissionDenied,
+            "the path leaves the folder",
+        ));
+    }
+    let file = open_beneath(root, relative)?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Err(IoError::new(ErrorKind::InvalidInput, "not a regular file"));
+    }
+    #[cfg(target_os = "linux")]
+    let path = {
+        use std::os::fd::AsRawFd;
+        let path = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        // Where the open file really is.
+        if let Ok(real) = std::fs::read_link(&path) {
+            if !real.starts_with(root) {
+                return Err(leaves_folder());
+            }
+        }
+        path
+    };
+    #[cfg(not(target_os = "linux"))]
+    let path = root.join(relative).canonicalize()?;
+    Ok(FolderFile { file, path })
+}
+
+fn leaves_folder() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::PermissionDenied,
+        "the path leaves the folder",
+    )
+}
+
+#[cfg(target_os = "linux")]
+fn open_beneath(root: &Path, relative: &Path) -> std::io::Result<std::fs::File> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    let dir = rustix::fs::open(
+        root,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let opened = rustix::fs::openat2(
+        &dir,
+        relative,
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+    );
+    match opened {
+        Ok(fd) => Ok(std::fs::File::from(fd)),
+        // A magic link (`/proc/…/fd`), or a loop.
+        Err(rustix::io::Errno::LOOP) => Err(leaves_folder()),
+        // Leaving the root: an absolute link (which may lead back inside), or `..` past it;
+        // a kernel without openat2 (before 5.6), or a sandbox that refuses it.
+        Err(rustix::io::Errno::XDEV | rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => {
+            open_canonical(root, relative)
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn open_beneath(root: &Path, relative: &Path) -> std::io::Result<std::fs::File> {
+    open_canonical(root, relative)
+}
+
+/// The portable way: canonicalize, check, then open without following a last symlink (the
+/// caller checks where the open file really is).
+fn open_canonical(root: &Path, relative: &Path) -> std::io::Result<std::fs::File> {
+    let target = root.join(relative).canonicalize()?;
+    if !target.starts_with(root) {
+        return Err(leaves_folder());
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32,
+    );
+    options.open(target)
+}
+
 /// Most space kept free on a local file system by [`ensure_room`].
 const RESERVE_MAX: u64 = 64 * 1024 * 1024;
 
@@ -177,4 +304,65 @@ pub(crate) fn sha256_file(path: &Path) -> Result<String> {
         hasher.update(&buffer[..read]);
     }
     Ok(hex::encode(hasher.finalize()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use super::*;
+
+    #[test]
+    fn folder_files_are_opened_only_inside_and_only_when_regular() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "sekrit").unwrap();
+        let folder = tempfile::tempdir().unwrap();
+        let root = folder.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("album")).unwrap();
+        std::fs::write(root.join("album/song.mp3"), "audio").unwrap();
+        let link = |target: &Path, name: &str| std::os::unix::fs::symlink(target, root.join(name)).unwrap();
+        link(&outside.path().join("secret"), "escape.lrc");
+        link(Path::new("/proc/self/environ"), "environ.lrc");
+        link(Path::new("/dev/zero"), "zero.lrc");
+        link(Path::new("../album/song.mp3"), "album/relative-up.mp3");
+        link(Path::new("album/song.mp3"), "inside.mp3");
+        link(&root.join("album/song.mp3"), "absolute-inside.mp3");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            root.join("fifo.lrc"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        let read = |relative: &str| -> std::io::Result<String> {
+            let opened = open_inside(&root, Path::new(relative))?;
+            let mut text = String::new();
+            opened.file().take(1024).read_to_string(&mut text)?;
+            Ok(text)
+        };
+        for relative in ["album/song.mp3", "inside.mp3", "album/relative-up.mp3"] {
+            assert_eq!(read(relative).unwrap(), "audio", "{relative}");
+        }
+        for refused in [
+            "escape.lrc",
+            "environ.lrc",
+            "zero.lrc",
+            "fifo.lrc",
+            "album",
+            "../secret",
+            "album/../../secret",
+            "/etc/passwd",
+            "missing.mp3",
+        ] {
+            assert!(read(refused).is_err(), "{refused} was read");
+        }
+        // An absolute link back into the folder is followed, as the walk does.
+        assert_eq!(read("absolute-inside.mp3").unwrap(), "audio");
+        // The path to the open file opens that very file, whatever the name does after.
+        let opened = open_inside(&root, Path::new("album/song.mp3")).unwrap();
+        std::fs::remove_file(root.join("album/song.mp3")).unwrap();
+        std::fs::write(root.join("album/song.mp3"), "swapped").unwrap();
+        assert_eq!(std::fs::read_to_string(opened.path()).unwrap(), "audio");
+    }
 }

@@ -290,6 +290,9 @@ impl JobQueue for UnavailableQueue {
     ) -> crate::Result<bool> {
         Ok(false)
     }
+    async fn holds(&self, _id: &crate::JobId, _worker_id: &str) -> crate::Result<bool> {
+        Ok(false)
+    }
     async fn complete(
         &self,
         _id: &crate::JobId,
@@ -608,6 +611,44 @@ pub fn add_unsynced_lyrics(path: &std::path::Path, frames: &[([u8; 3], &str)]) {
     }
     file.save_to_path(path, WriteOptions::default())
         .expect("write the mp3");
+}
+
+/// Embeds `image` as the front cover of the audio file at `path` (its primary tag), for tests
+/// of covers in crates without lofty.
+pub fn add_front_cover(path: &std::path::Path, image: Vec<u8>, mime: &str) {
+    use lofty::config::WriteOptions;
+    use lofty::picture::{MimeType, Picture, PictureType};
+    use lofty::prelude::*;
+    use lofty::tag::Tag;
+    let mut tagged = lofty::read_from_path(path).expect("read the audio file");
+    if tagged.primary_tag().is_none() {
+        tagged.insert_tag(Tag::new(tagged.primary_tag_type()));
+    }
+    let tag = tagged.primary_tag_mut().expect("a primary tag");
+    tag.push_picture(
+        Picture::unchecked(image)
+            .pic_type(PictureType::CoverFront)
+            .mime_type(MimeType::from_str(mime))
+            .build(),
+    );
+    tag.save_to_path(path, WriteOptions::default())
+        .expect("write the audio file");
+}
+
+/// The start of a PNG whose header claims `width` × `height` pixels (and nothing that would
+/// decode): what a decompression bomb shows before it is decoded.
+pub fn png_claiming(width: u32, height: u32) -> Vec<u8> {
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    png.extend_from_slice(&13u32.to_be_bytes());
+    png.extend_from_slice(b"IHDR");
+    png.extend_from_slice(&width.to_be_bytes());
+    png.extend_from_slice(&height.to_be_bytes());
+    png.extend_from_slice(&[8, 2, 0, 0, 0]);
+    png.extend_from_slice(&[0, 0, 0, 0]);
+    png.extend_from_slice(&[0, 0, 0, 0]);
+    png.extend_from_slice(b"IDAT");
+    png.extend_from_slice(&[0, 0, 0, 0]);
+    png
 }
 
 /// Runs one statement with text arguments (for tests that put rows in a state the API

@@ -128,17 +128,17 @@ fn parse_form<T: DeserializeOwned>(bytes: &[u8], whole: &str) -> Result<T, ApiEr
     })
 }
 
-/// A JSON body parsed into `T`; malformed JSON or a bad field is a 422 naming it.
+/// A JSON body parsed into `T`; malformed JSON or a bad field is a 422 naming it. The body is
+/// at most `LIMIT` bytes (413 past it, refused from its `Content-Length` before any of it is
+/// read), parsed straight into `T` (never into a tree of values first).
 #[derive(Debug, Clone)]
-pub struct Json<T>(pub T);
+pub struct Json<T, const LIMIT: usize = MAX_JSON_BODY_BYTES>(pub T);
 
-impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
+impl<T: DeserializeOwned, S: Send + Sync, const LIMIT: usize> FromRequest<S> for Json<T, LIMIT> {
     type Rejection = ApiError;
 
-    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let bytes = axum::body::Bytes::from_request(limit_json_body(request), state)
-            .await
-            .map_err(body_rejection)?;
+    async fn from_request(request: Request, _state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = read_body(request, LIMIT).await?;
         parse_json(&bytes).map(Json)
     }
 }
@@ -147,37 +147,72 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
 /// 5,000 events is about 1 MiB), far below what an upload may be.
 pub(crate) const MAX_JSON_BODY_BYTES: usize = 8 * 1024 * 1024;
 
-/// The request with its body limited to [`MAX_JSON_BODY_BYTES`] (the router's own limit is
-/// sized for uploads).
-fn limit_json_body(request: Request) -> Request {
-    request
-        .map(|body| axum::body::Body::new(http_body_util::Limited::new(body, MAX_JSON_BODY_BYTES)))
-}
+/// The largest body of a route anyone may call without signing in (a login, a
+/// registration): a name and a password are well under a kibibyte.
+pub(crate) const MAX_UNAUTHENTICATED_BODY_BYTES: usize = 16 * 1024;
 
-/// A body that could not be read: too large (413), or cut off (422).
-fn body_rejection(rejection: axum::extract::rejection::BytesRejection) -> ApiError {
-    if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-        ApiError::new(
-            rejection.status(),
-            "payload_too_large",
-            "the body is larger than the server accepts",
-        )
-    } else {
-        ApiError::invalid("body", rejection.body_text())
+/// A request's body, at most `limit` bytes: a larger declared `Content-Length` is refused
+/// before anything is read (413), and a body that runs past the limit while it streams is
+/// refused as soon as it does.
+pub(crate) async fn read_body(request: Request, limit: usize) -> Result<bytes::Bytes, ApiError> {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limit as u64) {
+        return Err(too_large(limit));
+    }
+    let body = http_body_util::Limited::new(request.into_body(), limit);
+    match http_body_util::BodyExt::collect(body).await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(error) if error.is::<http_body_util::LengthLimitError>() => Err(too_large(limit)),
+        Err(error) => Err(ApiError::invalid(
+            "body",
+            format!("the body could not be read: {error}"),
+        )),
     }
 }
 
-/// Parses a JSON body. Before the fields are read, a number with no fraction is taken as the
-/// integer it is (`20.0` is a valid JSON Schema `integer`), and a body that is not an object
-/// is refused: every body of the API is an object (serde would otherwise read an array as a
-/// struct's fields in order).
+fn too_large(limit: usize) -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+        "payload_too_large",
+        format!("the body is larger than this route accepts ({limit} bytes)"),
+    )
+}
+
+/// A body of at most `LIMIT` bytes, as bytes ([`read_body`]).
+#[derive(Debug, Clone)]
+pub struct LimitedBytes<const LIMIT: usize>(pub bytes::Bytes);
+
+impl<S: Send + Sync, const LIMIT: usize> FromRequest<S> for LimitedBytes<LIMIT> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, _state: &S) -> Result<Self, Self::Rejection> {
+        read_body(request, LIMIT).await.map(LimitedBytes)
+    }
+}
+
+/// Parses a JSON body straight into `T`. A number with no fraction is taken as the integer
+/// it is (`20.0` is a valid JSON Schema `integer`; [`integral_numbers`]), and a body that is
+/// an array is refused: every body of the API is an object (serde would otherwise read an
+/// array as a struct's fields in order).
 pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    let mut value: serde_json::Value = parse_json_value(bytes)?;
-    if value.is_array() {
+    if bytes.iter().find(|byte| !byte.is_ascii_whitespace()) == Some(&b'[') {
         return Err(ApiError::invalid("body", "must be a JSON object"));
     }
-    whole_numbers_as_integers(&mut value);
-    serde_path_to_error::deserialize(value).map_err(|error| {
+    let text = integral_numbers(bytes);
+    let malformed = |error: serde_json::Error| {
+        ApiError::invalid(
+            "body",
+            format!("malformed JSON: {}", clean_serde_message(&error.to_string())),
+        )
+    };
+    // Well-formed first (a pass that keeps nothing): what fails after is a field's fault.
+    serde_json::from_slice::<serde::de::IgnoredAny>(&text).map_err(malformed)?;
+    let mut deserializer = serde_json::Deserializer::from_slice(&text);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         let path = error.path().to_string();
         let inner = error.into_inner();
         let message = clean_serde_message(&inner.to_string());
@@ -190,39 +225,91 @@ pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiErro
     })
 }
 
-/// Integral floats (`3.0`) as integers, anywhere in `value`.
-fn whole_numbers_as_integers(value: &mut serde_json::Value) {
-    match value {
-        serde_json::Value::Number(number) => {
-            if let Some(float) = number
-                .as_f64()
-                .filter(|_| !number.is_i64() && !number.is_u64())
-            {
-                // 2^53: past it, a float no longer names one integer.
-                if float.fract() == 0.0 && float.abs() <= 9_007_199_254_740_992.0 {
-                    *number = serde_json::Number::from(float as i64);
+/// The JSON text with every number that has a fraction or an exponent but is a whole number
+/// (`5.0`, `2e1`) written as that integer, so it reads into an integer field; other text is
+/// untouched (strings are skipped whole). One pass, a copy only when something changes.
+fn integral_numbers(text: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    let mut out: Option<Vec<u8>> = None;
+    let mut copied = 0;
+    let mut at = 0;
+    while at < text.len() {
+        match text[at] {
+            b'"' => {
+                // Skip the string, escapes included.
+                at += 1;
+                while at < text.len() && text[at] != b'"' {
+                    at += if text[at] == b'\\' { 2 } else { 1 };
+                }
+                at += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = at;
+                at += 1;
+                while at < text.len()
+                    && matches!(text[at], b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
+                {
+                    at += 1;
+                }
+                let token = &text[start..at];
+                if !token.iter().any(|byte| matches!(byte, b'.' | b'e' | b'E'))
+                    || !is_json_number(token)
+                {
+                    continue;
+                }
+                let whole = std::str::from_utf8(token)
+                    .ok()
+                    .and_then(|token| token.parse::<f64>().ok())
+                    // 2^53: past it, a float no longer names one integer.
+                    .filter(|float| float.fract() == 0.0 && float.abs() <= 9_007_199_254_740_992.0);
+                if let Some(whole) = whole {
+                    let out = out.get_or_insert_with(|| Vec::with_capacity(text.len()));
+                    out.extend_from_slice(&text[copied..start]);
+                    out.extend_from_slice((whole as i64).to_string().as_bytes());
+                    copied = at;
                 }
             }
+            _ => at += 1,
         }
-        serde_json::Value::Array(items) => items.iter_mut().for_each(whole_numbers_as_integers),
-        serde_json::Value::Object(fields) => {
-            fields.values_mut().for_each(whole_numbers_as_integers)
+    }
+    match out {
+        None => std::borrow::Cow::Borrowed(text),
+        Some(mut out) => {
+            out.extend_from_slice(&text[copied.min(text.len())..]);
+            std::borrow::Cow::Owned(out)
         }
-        _ => {}
     }
 }
 
-/// The body as a JSON value; malformed JSON is a 422 naming `body` (or the place it broke).
-fn parse_json_value(bytes: &[u8]) -> Result<serde_json::Value, ApiError> {
-    serde_json::from_slice(bytes).map_err(|error| {
-        ApiError::invalid(
-            "body",
-            format!(
-                "malformed JSON: {}",
-                clean_serde_message(&error.to_string())
-            ),
-        )
-    })
+/// Whether `token` is a number as JSON writes one: `-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`.
+fn is_json_number(token: &[u8]) -> bool {
+    let mut at = usize::from(token.first() == Some(&b'-'));
+    let digits = |at: &mut usize| {
+        let start = *at;
+        while token.get(*at).is_some_and(u8::is_ascii_digit) {
+            *at += 1;
+        }
+        *at - start
+    };
+    let whole = digits(&mut at);
+    if whole == 0 || (whole > 1 && token[at - whole] == b'0') {
+        return false;
+    }
+    if token.get(at) == Some(&b'.') {
+        at += 1;
+        if digits(&mut at) == 0 {
+            return false;
+        }
+    }
+    if matches!(token.get(at), Some(b'e' | b'E')) {
+        at += 1;
+        if matches!(token.get(at), Some(b'+' | b'-')) {
+            at += 1;
+        }
+        if digits(&mut at) == 0 {
+            return false;
+        }
+    }
+    at == token.len()
 }
 
 /// The name in serde's "unknown field `name`, expected …", so the error names the field.
@@ -238,26 +325,90 @@ fn clean_serde_message(message: &str) -> String {
     }
 }
 
-/// A body that is JSON or `application/x-www-form-urlencoded` (OAuth2 password-flow clients).
+/// A body that is JSON or `application/x-www-form-urlencoded` (OAuth2 password-flow clients),
+/// at most `LIMIT` bytes.
 #[derive(Debug, Clone)]
-pub struct JsonOrForm<T>(pub T);
+pub struct JsonOrForm<T, const LIMIT: usize = MAX_JSON_BODY_BYTES>(pub T);
 
-impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonOrForm<T> {
+impl<T: DeserializeOwned, S: Send + Sync, const LIMIT: usize> FromRequest<S>
+    for JsonOrForm<T, LIMIT>
+{
     type Rejection = ApiError;
 
-    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request(request: Request, _state: &S) -> Result<Self, Self::Rejection> {
         let is_form = request
             .headers()
             .get(header::CONTENT_TYPE)
             .and_then(|value| value.to_str().ok())
             .is_some_and(|value| value.starts_with("application/x-www-form-urlencoded"));
-        let bytes = axum::body::Bytes::from_request(limit_json_body(request), state)
-            .await
-            .map_err(body_rejection)?;
+        let bytes = read_body(request, LIMIT).await?;
         if is_form {
             parse_form(&bytes, "body").map(JsonOrForm)
         } else {
             parse_json(&bytes).map(JsonOrForm)
         }
+    }
+}
+
+/// A caller who is an admin (the decision is core's, `Caller::require_admin`), checked from
+/// the request's head: an admin route refuses others before it reads their body.
+#[derive(Debug, Clone)]
+pub struct AdminAuth(pub Caller);
+
+impl FromRequestParts<Library> for AdminAuth {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        library: &Library,
+    ) -> Result<Self, Self::Rejection> {
+        let Auth(caller) = Auth::from_request_parts(parts, library).await?;
+        caller.require_admin()?;
+        Ok(AdminAuth(caller))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_numbers_with_fractions_become_integers_and_strings_stay() {
+        let text = br#"{"a":5.0,"b":"5.0 \" 2e1","c":[2e1,-3.00,1.5,7,1e400],"d":-0.0}"#;
+        assert_eq!(
+            String::from_utf8(integral_numbers(text).into_owned()).unwrap(),
+            r#"{"a":5,"b":"5.0 \" 2e1","c":[20,-3,1.5,7,1e400],"d":0}"#
+        );
+        assert!(matches!(
+            integral_numbers(br#"{"a":1,"b":"x"}"#),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        // A cut-off string or number is left for the parser to refuse.
+        assert_eq!(&*integral_numbers(br#"{"a":"abc"#), br#"{"a":"abc"#);
+        assert_eq!(&*integral_numbers(b"{\"a\":2."), b"{\"a\":2.");
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Body {
+        limit: u32,
+        name: Option<String>,
+    }
+
+    #[test]
+    fn bodies_are_read_into_their_type_with_fields_named() {
+        assert_eq!(parse_json::<Body>(br#"{"limit": 20.0}"#).unwrap().limit, 20);
+        let error = parse_json::<Body>(br#"{"limit": 2.5}"#).unwrap_err();
+        assert_eq!(error.status().as_u16(), 422);
+        assert!(format!("{error:?}").contains("limit"), "{error:?}");
+        let error = parse_json::<Body>(br#"{"limit": 1, "extra": 2}"#).unwrap_err();
+        assert!(format!("{error:?}").contains("extra"), "{error:?}");
+        let error = parse_json::<Body>(br#"[20, "x"]"#).unwrap_err();
+        assert!(format!("{error:?}").contains("JSON object"), "{error:?}");
+        let error = parse_json::<Body>(br#"{"limit": 1} trailing"#).unwrap_err();
+        assert!(format!("{error:?}").contains("malformed JSON"), "{error:?}");
+        let error = parse_json::<Body>(br#"{"limit": "#).unwrap_err();
+        assert!(format!("{error:?}").contains("malformed JSON"), "{error:?}");
     }
 }

@@ -186,7 +186,7 @@ impl Element {
     ) -> std::io::Result<()> {
         let mut start = BytesStart::new(self.name);
         for (name, value) in &self.attrs {
-            start.push_attribute((*name, value.xml().as_str()));
+            start.push_attribute((*name, xml_text(&value.xml()).as_ref()));
         }
         let empty = self.text.is_none()
             && self.children.iter().all(|child| match child {
@@ -199,7 +199,7 @@ impl Element {
         }
         writer.write_event(Event::Start(start))?;
         if let Some(text) = &self.text {
-            writer.write_event(Event::Text(BytesText::new(text)))?;
+            writer.write_event(Event::Text(BytesText::new(&xml_text(text))))?;
         }
         for child in &self.children {
             match child {
@@ -212,7 +212,7 @@ impl Element {
                 Child::Values(name, values) => {
                     for value in values {
                         writer.write_event(Event::Start(BytesStart::new(*name)))?;
-                        writer.write_event(Event::Text(BytesText::new(&value.xml())))?;
+                        writer.write_event(Event::Text(BytesText::new(&xml_text(&value.xml()))))?;
                         writer.write_event(Event::End(BytesEnd::new(*name)))?;
                     }
                 }
@@ -220,6 +220,23 @@ impl Element {
         }
         writer.write_event(Event::End(BytesEnd::new(self.name)))
     }
+}
+
+/// `text` with every character XML 1.0 cannot carry (escaped or not: the control characters
+/// but tab, line feed and carriage return, and U+FFFE and U+FFFF) replaced by U+FFFD, so
+/// one odd tag, name or client string never makes a response unparseable for everyone.
+fn xml_text(text: &str) -> std::borrow::Cow<'_, str> {
+    fn allowed(c: char) -> bool {
+        !matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}')
+    }
+    if text.chars().all(allowed) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(
+        text.chars()
+            .map(|c| if allowed(c) { c } else { '\u{fffd}' })
+            .collect(),
+    )
 }
 
 /// An error as the protocol reports it.
@@ -504,6 +521,36 @@ mod tests {
             futures::executor::block_on(axum::body::to_bytes(response.into_body(), usize::MAX))
                 .unwrap();
         String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn xml_never_carries_characters_xml_cannot_hold() {
+        let payload = Element::new("playlist")
+            .attr("name", "bad\u{1}name\u{b}\u{fffe}")
+            .attr("comment", "tab\tand\nlines\r kept")
+            .child(Element::new("lyrics").text("a\u{0}b"))
+            .values("genre", vec![Scalar::from("x\u{1f}y")]);
+        let text = body(ok(Some(payload.clone()), &Format::Xml));
+        assert!(
+            !text.chars().any(|c| matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}')),
+            "{text:?}"
+        );
+        assert!(text.contains("bad\u{fffd}name\u{fffd}\u{fffd}"), "{text}");
+        assert!(text.contains("a\u{fffd}b") && text.contains("x\u{fffd}y"), "{text}");
+        // It parses as XML, with the characters XML allows kept.
+        let mut reader = quick_xml::Reader::from_str(&text);
+        let mut events = 0;
+        loop {
+            match reader.read_event().expect("well-formed XML") {
+                Event::Eof => break,
+                _ => events += 1,
+            }
+        }
+        assert!(events > 3);
+        assert!(text.contains("tab&#9;and&#10;lines&#13; kept") || text.contains("tab\tand"), "{text}");
+        // JSON escapes them as it always did.
+        let json = body(ok(Some(payload), &Format::Json));
+        assert!(serde_json::from_str::<Json>(&json).is_ok());
     }
 
     #[test]

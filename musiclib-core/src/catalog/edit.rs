@@ -68,22 +68,42 @@ fn validate_position(field: &str, value: Option<i64>) -> Result<()> {
     }
 }
 
-fn non_empty(field: &str, value: &str) -> Result<String> {
-    let value = value.trim();
+fn non_empty(field: &str, raw: &str) -> Result<String> {
+    // Counted as sent, before trimming, so the documented maxLength is exact.
+    if raw.chars().count() > crate::text::MAX_TEXT_CHARS {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "must be at most {} characters",
+                crate::text::MAX_TEXT_CHARS
+            ),
+        ));
+    }
+    if crate::text::has_control(raw) {
+        return Err(Error::invalid(
+            field,
+            "must not contain control characters",
+        ));
+    }
+    let value = raw.trim();
     if value.is_empty() {
         return Err(Error::invalid(field, "must not be empty"));
-    }
-    if value.chars().count() > 1000 {
-        return Err(Error::invalid(field, "must be at most 1000 characters"));
     }
     Ok(value.to_string())
 }
 
 fn optional_text(field: &str, value: &Option<String>) -> Result<Option<String>> {
-    match value.as_deref().map(str::trim) {
-        None | Some("") => Ok(None),
-        Some(value) => non_empty(field, value).map(Some),
+    let Some(raw) = value.as_deref() else {
+        return Ok(None);
+    };
+    // Blank clears the field; a blank too long or with control characters is still refused.
+    if raw.trim().is_empty()
+        && raw.chars().count() <= crate::text::MAX_TEXT_CHARS
+        && !crate::text::has_control(raw)
+    {
+        return Ok(None);
     }
+    non_empty(field, raw).map(Some)
 }
 
 impl Catalog {

@@ -232,10 +232,11 @@ impl Client {
             .await
             .map_err(|error| LookupError::Transient(describe_reqwest(&error)))?;
         let status = response.status();
-        let body = response
-            .bytes()
+        // A batch of 20 fingerprints with their recordings and release groups is well under
+        // a mebibyte.
+        let body = crate::outside::read_capped(response, 8 * 1024 * 1024)
             .await
-            .map_err(|error| LookupError::Transient(describe_reqwest(&error)))?;
+            .map_err(LookupError::Transient)?;
         let parsed: Option<Response> = serde_json::from_slice(&body).ok();
         if let Some(Response {
             status: ok,

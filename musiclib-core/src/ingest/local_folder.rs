@@ -38,6 +38,11 @@ use crate::{Error, JobId, Result, TrackId};
 
 /// Rows inserted per transaction.
 const BATCH: usize = 256;
+
+/// Longest a stored file waits for its batch's commit: past it the batch is committed,
+/// however small. Cleanup leaves alone blobs younger than `CLEANUP_GRACE_SECONDS`; a file's
+/// row must land well within that, however slowly the rest of its batch is read.
+const BATCH_WINDOW: std::time::Duration = std::time::Duration::from_secs(30);
 /// Files probed and copied at once.
 const CONCURRENCY: usize = 4;
 /// Errors kept in a report (the counts are always complete).
@@ -101,7 +106,9 @@ impl ScanReport {
 /// A file the walk found that is not imported yet.
 #[derive(Debug)]
 struct Candidate {
-    absolute: PathBuf,
+    /// The import folder, canonical: the file is opened by `relative` under it
+    /// ([`crate::storage::open_inside`]), never by where the walk found it.
+    root: Arc<Path>,
     relative: String,
     size: u64,
     mtime: Option<i64>,
@@ -297,7 +304,22 @@ impl Ingest {
             .buffer_unordered(CONCURRENCY));
         let mut audio_files = 0;
         let mut batch: Vec<Prepared> = Vec::with_capacity(BATCH);
-        while let Some(outcome) = outcomes.next().await {
+        // When the batch's first file was stored.
+        let mut batch_started: Option<tokio::time::Instant> = None;
+        loop {
+            let deadline = batch_started.map(|started| started + BATCH_WINDOW);
+            let outcome = tokio::select! {
+                outcome = outcomes.next() => outcome,
+                () = tokio::time::sleep_until(deadline.unwrap_or_else(tokio::time::Instant::now)), if deadline.is_some() => {
+                    self.commit_batch(std::mem::take(&mut batch), &mut report).await?;
+                    batch_started = None;
+                    progress(&report);
+                    continue;
+                }
+            };
+            let Some(outcome) = outcome else {
+                break;
+            };
             match outcome {
                 Outcome::Walked(tally) => {
                     report.seen += tally.seen;
@@ -309,7 +331,10 @@ impl Ingest {
                     }
                     progress(&report);
                 }
-                Outcome::Prepared(ready) => batch.push(ready),
+                Outcome::Prepared(ready) => {
+                    batch_started.get_or_insert_with(tokio::time::Instant::now);
+                    batch.push(ready);
+                }
                 Outcome::Reread(change, back) => {
                     let path = change.candidate.relative.clone();
                     let id = change.id.to_string();
@@ -330,6 +355,7 @@ impl Ingest {
             if batch.len() >= BATCH {
                 self.commit_batch(std::mem::take(&mut batch), &mut report)
                     .await?;
+                batch_started = None;
                 progress(&report);
             }
         }
@@ -502,18 +528,13 @@ impl Ingest {
         Ok(None)
     }
 
-    /// Stores a file's audio at `key` (atomically): the bytes already read, or the file.
-    /// An error is a per-file message for the report.
-    async fn store_audio(
-        &self,
-        key: &str,
-        bytes: Option<Vec<u8>>,
-        path: &Path,
-    ) -> std::result::Result<(), String> {
+    /// Stores a file's audio at `key` (atomically): the bytes already read, or the open
+    /// file. An error is a per-file message for the report.
+    async fn store_audio(&self, key: &str, content: Content) -> std::result::Result<(), String> {
         let blobs = self.storage.blobs();
-        let stored = match bytes {
-            Some(bytes) => blobs.put_bytes(key, bytes.into()).await,
-            None => blobs.put_file(key, path).await.map(drop),
+        let stored = match content {
+            Content::Bytes(bytes) => blobs.put_bytes(key, bytes.into()).await,
+            Content::File(opened, _) => blobs.put_file(key, opened.path()).await.map(drop),
         };
         stored.map_err(|error| format!("could not store the file: {}", crate::error_chain(&error)))
     }
@@ -539,10 +560,9 @@ impl Ingest {
     /// the old audio). Errors are per-file messages for the report.
     async fn reread_changed(&self, change: Changed) -> std::result::Result<(), String> {
         let Changed { id, candidate } = change;
-        let absolute = candidate.absolute.clone();
-        let size = candidate.size;
-        let (facts, sha256, bytes) =
-            tokio::task::spawn_blocking(move || read_and_probe(&absolute, size))
+        let (root, relative) = (candidate.root.clone(), candidate.relative.clone());
+        let (facts, sha256, content) =
+            tokio::task::spawn_blocking(move || read_and_probe(&root, &relative))
                 .await
                 .map_err(|error| format!("probe task failed: {error}"))??;
         let current = self
@@ -550,10 +570,13 @@ impl Ingest {
             .get_track(&id)
             .await
             .map_err(|error| crate::error_chain(&error))?;
-        let key = layout::audio(&id, facts.format);
-        self.store_audio(&key, bytes, &candidate.absolute).await?;
+        // A new key: the track's row keeps pointing at its old bytes until it is refreshed to
+        // the new ones, never at bytes that are not its own.
+        let key = layout::audio_revision(&id, facts.format);
+        let size = content.size();
+        self.store_audio(&key, content).await?;
         let file = crate::catalog::FileFacts {
-            size_bytes: candidate.size as i64,
+            size_bytes: size as i64,
             sha256,
             mtime: candidate.mtime,
         };
@@ -619,10 +642,9 @@ impl Ingest {
         candidate: Candidate,
         moves: &Moves,
     ) -> std::result::Result<Prepared, String> {
-        let absolute = candidate.absolute.clone();
-        let size = candidate.size;
-        let (facts, sha256, bytes) =
-            tokio::task::spawn_blocking(move || read_and_probe(&absolute, size))
+        let (root, relative) = (candidate.root.clone(), candidate.relative.clone());
+        let (facts, sha256, content) =
+            tokio::task::spawn_blocking(move || read_and_probe(&root, &relative))
                 .await
                 .map_err(|error| format!("probe task failed: {error}"))??;
         if let Some(id) = self.vanished_track(&sha256, moves).await? {
@@ -634,7 +656,8 @@ impl Ingest {
         }
         let track_id = TrackId::new();
         let key = layout::audio(&track_id, facts.format);
-        self.store_audio(&key, bytes, &candidate.absolute).await?;
+        let size = content.size();
+        self.store_audio(&key, content).await?;
         let file_name = Path::new(&candidate.relative)
             .file_name()
             .map(|name| name.to_string_lossy().into_owned())
@@ -645,7 +668,7 @@ impl Ingest {
             storage_uri: key,
             source: Source::LocalFolder,
             source_id: candidate.relative,
-            size_bytes: candidate.size as i64,
+            size_bytes: size as i64,
             sha256,
             mtime: candidate.mtime,
             added_by: None,
@@ -653,13 +676,15 @@ impl Ingest {
         })))
     }
 
-    /// Inserts a batch in one transaction, then enqueues its enrichment. On a database error
-    /// the batch's blobs are deleted before the error is returned.
+    /// Inserts a batch in one transaction, then enqueues its enrichment. When the batch
+    /// fails for a reason of one of its files (a row the database refuses), its files are
+    /// inserted one at a time, each in its own transaction, and only the bad one fails (its
+    /// blob deleted): one bad file never stops a batch, on this run or the next. A database
+    /// out of reach or out of space fails the scan, the batch's blobs deleted.
     async fn commit_batch(&self, batch: Vec<Prepared>, report: &mut ScanReport) -> Result<()> {
         if batch.is_empty() {
             return Ok(());
         }
-        let db = &self.db;
         let mut moved = Vec::new();
         let batch: Vec<NewTrack> = batch
             .into_iter()
@@ -675,48 +700,71 @@ impl Ingest {
                 }
             })
             .collect();
-        let result: Result<Vec<bool>> = async {
-            let mut tx = db.begin().await?;
-            for (id, relative, mtime) in &moved {
-                db.sql(
-                    "UPDATE tracks SET source_id = $2, source_mtime = $3, availability = 'available',
-                         updated_at = {now} WHERE id = $1",
-                )
-                .bind(id)
-                .bind(relative.as_str())
-                .bind(*mtime)
-                .execute(&mut *tx)
-                .await?;
-            }
-            let mut resolver = Resolver::new(db.clone());
-            let mut inserted = Vec::with_capacity(batch.len());
-            for track in &batch {
-                inserted.push(insert_track(&mut tx, db, &mut resolver, track).await?);
-            }
-            tx.commit().await?;
-            Ok(inserted)
-        }
-        .await;
-        let inserted = match result {
-            Ok(inserted) => inserted,
-            Err(error) => {
-                self.storage
-                    .delete_unreferenced(batch.into_iter().map(|track| track.storage_uri))
-                    .await;
+        let (inserted, relinked) = match self.insert_batch(&moved, &batch).await {
+            Ok(inserted) => (
+                inserted.into_iter().map(Some).collect::<Vec<_>>(),
+                moved.len() as u64,
+            ),
+            Err(error) if is_fatal(&error) => {
+                let all: Vec<String> = batch.into_iter().map(|track| track.storage_uri).collect();
+                self.storage.delete_unreferenced(all).await;
                 return Err(error);
+            }
+            Err(error) => {
+                tracing::warn!(error = %crate::error_chain(&error), files = batch.len() + moved.len(),
+                    "a batch of the import failed; importing its files one at a time");
+                let mut relinked = 0;
+                for one in &moved {
+                    match self.insert_batch(std::slice::from_ref(one), &[]).await {
+                        Ok(_) => relinked += 1,
+                        Err(error) if is_fatal(&error) => {
+                            let all: Vec<String> =
+                                batch.into_iter().map(|track| track.storage_uri).collect();
+                            self.storage.delete_unreferenced(all).await;
+                            return Err(error);
+                        }
+                        Err(error) => report.fail(&one.1, crate::error_chain(&error)),
+                    }
+                }
+                let mut inserted = Vec::with_capacity(batch.len());
+                for (at, track) in batch.iter().enumerate() {
+                    match self.insert_batch(&[], std::slice::from_ref(track)).await {
+                        Ok(one) => inserted.push(Some(one[0])),
+                        Err(error) if is_fatal(&error) => {
+                            let rest: Vec<String> = batch[at..]
+                                .iter()
+                                .map(|track| track.storage_uri.clone())
+                                .collect();
+                            self.storage.delete_unreferenced(rest).await;
+                            return Err(error);
+                        }
+                        Err(error) => {
+                            report.fail(
+                                &track.source_id,
+                                format!("could not be added: {}", crate::error_chain(&error)),
+                            );
+                            self.storage
+                                .delete_unreferenced([track.storage_uri.clone()])
+                                .await;
+                            inserted.push(None);
+                        }
+                    }
+                }
+                (inserted, relinked)
             }
         };
         let mut imported = Vec::new();
         let mut duplicates = Vec::new();
-        for (track, inserted) in batch.into_iter().zip(inserted) {
-            if inserted {
-                imported.push(track.id);
-            } else {
+        for (track, inserted) in batch.iter().zip(inserted) {
+            match inserted {
+                Some(true) => imported.push(track.id.clone()),
                 // Imported meanwhile by a concurrent scan: drop this copy.
-                duplicates.push(track.storage_uri);
+                Some(false) => duplicates.push(track.storage_uri.clone()),
+                // Failed, counted, its blob deleted.
+                None => {}
             }
         }
-        report.relinked += moved.len() as u64;
+        report.relinked += relinked;
         report.imported += imported.len() as u64;
         report.skipped += duplicates.len() as u64;
         report.already_imported += duplicates.len() as u64;
@@ -725,28 +773,95 @@ impl Ingest {
         self.enqueue_enrichment(imported, None).await;
         Ok(())
     }
+
+    /// Relinks `moved` and inserts `batch` in one transaction; whether each was inserted
+    /// (false: a concurrent scan had it).
+    async fn insert_batch(
+        &self,
+        moved: &[(TrackId, String, Option<i64>)],
+        batch: &[NewTrack],
+    ) -> Result<Vec<bool>> {
+        let db = &self.db;
+        let mut tx = db.begin().await?;
+        for (id, relative, mtime) in moved {
+            db.sql(
+                "UPDATE tracks SET source_id = $2, source_mtime = $3, availability = 'available',
+                     updated_at = {now} WHERE id = $1",
+            )
+            .bind(id)
+            .bind(relative.as_str())
+            .bind(*mtime)
+            .execute(&mut *tx)
+            .await?;
+        }
+        let mut resolver = Resolver::new(db.clone());
+        let mut inserted = Vec::with_capacity(batch.len());
+        for track in batch {
+            inserted.push(insert_track(&mut tx, db, &mut resolver, track).await?);
+        }
+        tx.commit().await?;
+        Ok(inserted)
+    }
 }
 
-/// Reads a file once: hash, probe, and (small files) the bytes to store.
+/// Whether a failed write is the database's trouble (out of reach, out of space), not a
+/// file's: then the scan stops.
+fn is_fatal(error: &Error) -> bool {
+    matches!(
+        error.kind(),
+        crate::ErrorKind::Unavailable | crate::ErrorKind::InsufficientStorage
+    )
+}
+
+/// What a file read for import holds: its bytes (small files), or the open file and its
+/// size.
+enum Content {
+    Bytes(Vec<u8>),
+    File(crate::storage::FolderFile, u64),
+}
+
+impl Content {
+    fn size(&self) -> u64 {
+        match self {
+            Content::Bytes(bytes) => bytes.len() as u64,
+            Content::File(_, size) => *size,
+        }
+    }
+}
+
+/// Opens a file of the folder once ([`crate::storage::open_inside`]: inside it, a regular
+/// file) and reads what is opened: hash, probe, and for small files the bytes to store; a
+/// large file stays open, to be stored from the same open file.
 fn read_and_probe(
-    path: &Path,
-    size: u64,
-) -> std::result::Result<(probe::AudioFacts, String, Option<Vec<u8>>), String> {
-    let name = path.to_string_lossy();
+    root: &Path,
+    relative: &str,
+) -> std::result::Result<(probe::AudioFacts, String, Content), String> {
+    use std::io::Read;
+    let opened = crate::storage::open_inside(root, Path::new(relative))
+        .map_err(|error| format!("cannot read the file: {error}"))?;
+    let size = opened
+        .file()
+        .metadata()
+        .map_err(|error| format!("cannot read the file: {error}"))?
+        .len();
     if size == 0 {
         return Err("the file is empty".into());
     }
     if size <= IN_MEMORY_LIMIT {
-        let bytes =
-            std::fs::read(path).map_err(|error| format!("cannot read the file: {error}"))?;
+        let mut bytes = Vec::with_capacity(size as usize);
+        opened
+            .file()
+            .take(IN_MEMORY_LIMIT)
+            .read_to_end(&mut bytes)
+            .map_err(|error| format!("cannot read the file: {error}"))?;
         let sha256 = hex::encode(Sha256::digest(&bytes));
-        let facts = probe::probe_bytes(&bytes, &name)?;
-        Ok((facts, sha256, Some(bytes)))
+        let facts = probe::probe_bytes(&bytes, relative)?;
+        Ok((facts, sha256, Content::Bytes(bytes)))
     } else {
-        let sha256 = crate::storage::sha256_file(path)
+        let sha256 = crate::storage::sha256_file(opened.path())
             .map_err(|error| format!("cannot read the file: {}", crate::error_chain(&error)))?;
-        let facts = probe::probe_path(path)?;
-        Ok((facts, sha256, None))
+        let facts = probe::probe_file(opened.path(), relative)?;
+        Ok((facts, sha256, Content::File(opened, size)))
     }
 }
 
@@ -788,7 +903,7 @@ fn walk(root: &Path, sender: &tokio::sync::mpsc::Sender<WalkBatch>) {
     });
     for entry in walker {
         if batch.seen as usize + batch.errors.len() >= WALK_BATCH {
-            stat_all(&mut found, &mut batch);
+            stat_all(root, &mut found, &mut batch);
             if sender.blocking_send(std::mem::take(&mut batch)).is_err() {
                 return;
             }
@@ -842,19 +957,23 @@ fn walk(root: &Path, sender: &tokio::sync::mpsc::Sender<WalkBatch>) {
         };
         found.push((absolute, relative));
     }
-    stat_all(&mut found, &mut batch);
+    stat_all(root, &mut found, &mut batch);
     let _ = sender.blocking_send(batch);
 }
 
 /// Stats the found files into `batch`, on every core: on a warm cache a stat costs more than
 /// reading the directories, and a rescan stats every file to see what changed.
-fn stat_all(found: &mut Vec<(PathBuf, String)>, batch: &mut WalkBatch) {
+fn stat_all(root: &Path, found: &mut Vec<(PathBuf, String)>, batch: &mut WalkBatch) {
+    let root: Arc<Path> = Arc::from(root);
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
     let chunk = found.len().div_ceil(threads).max(1);
     let stats: Vec<Vec<Result<Candidate, ScanFileError>>> = std::thread::scope(|scope| {
         let workers: Vec<_> = found
             .chunks(chunk)
-            .map(|files| scope.spawn(move || files.iter().map(stat).collect()))
+            .map(|files| {
+                let root = root.clone();
+                scope.spawn(move || files.iter().map(|found| stat(&root, found)).collect())
+            })
             .collect();
         workers
             .into_iter()
@@ -871,7 +990,10 @@ fn stat_all(found: &mut Vec<(PathBuf, String)>, batch: &mut WalkBatch) {
 }
 
 /// A found file with its size and modification time.
-fn stat((absolute, relative): &(PathBuf, String)) -> Result<Candidate, ScanFileError> {
+fn stat(
+    root: &Arc<Path>,
+    (absolute, relative): &(PathBuf, String),
+) -> Result<Candidate, ScanFileError> {
     let metadata = std::fs::metadata(absolute).map_err(|error| ScanFileError {
         path: relative.clone(),
         error: format!("cannot read: {error}"),
@@ -882,7 +1004,7 @@ fn stat((absolute, relative): &(PathBuf, String)) -> Result<Candidate, ScanFileE
         .and_then(|time| time.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|duration| duration.as_micros() as i64);
     Ok(Candidate {
-        absolute: absolute.clone(),
+        root: root.clone(),
         relative: relative.clone(),
         size: metadata.len(),
         mtime,

@@ -274,14 +274,11 @@ fn facts_of(tagged: &TaggedFile) -> Result<AudioFacts, String> {
     })
 }
 
+/// A tag's text: trimmed, without control characters (NULs included), and cut to
+/// [`crate::text::MAX_TEXT_CHARS`] (a file may carry any length).
 fn clean(value: Option<impl AsRef<str>>) -> Option<String> {
     value
-        .map(|value| {
-            value
-                .as_ref()
-                .trim_matches(|c: char| c.is_whitespace() || c == '\0')
-                .to_string()
-        })
+        .map(|value| crate::text::cap(value.as_ref()))
         .filter(|value| !value.is_empty())
 }
 

@@ -67,6 +67,9 @@ pub(crate) trait JobQueue: Send + Sync + std::fmt::Debug {
         lease: Duration,
         progress: Option<&Value>,
     ) -> Result<bool>;
+    /// Whether `worker_id` still holds job `id`: it is running, leased to that worker, and its
+    /// lease has not run out.
+    async fn holds(&self, id: &JobId, worker_id: &str) -> Result<bool>;
     /// Marks a job succeeded.
     async fn complete(&self, id: &JobId, worker_id: &str, result: &Value) -> Result<()>;
     /// Records a failed attempt: queued again after `retry_in`, or failed for good when `None`
@@ -312,6 +315,20 @@ impl JobQueue for SqlQueue {
             .execute(self.db.pool())
             .await?;
         Ok(changed == 1)
+    }
+
+    async fn holds(&self, id: &JobId, worker_id: &str) -> Result<bool> {
+        let held: Option<i64> = self
+            .db
+            .sql(
+                "SELECT 1 FROM jobs WHERE id = $1 AND worker_id = $2 AND state = 'running'
+                 AND lease_until > {now}",
+            )
+            .bind(id)
+            .bind(worker_id)
+            .fetch_scalar_optional(self.db.pool())
+            .await?;
+        Ok(held.is_some())
     }
 
     async fn complete(&self, id: &JobId, worker_id: &str, result: &Value) -> Result<()> {

@@ -62,6 +62,49 @@ impl JobContext {
     pub(crate) fn library(&self) -> &Library {
         &self.library
     }
+
+    /// Fails unless this worker still holds the job (its lease not run out, nobody else
+    /// running it): a handler asks before an effect outside the database that must not
+    /// happen twice (sending plays to a scrobbling service).
+    pub(crate) async fn ensure_lease(&self) -> Result<(), JobError> {
+        let held = self
+            .library
+            .jobs()
+            .queue()
+            .holds(&self.job_id, &self.worker_id)
+            .await?;
+        if held {
+            Ok(())
+        } else {
+            Err(lost_lease())
+        }
+    }
+
+    /// Fences a write: inside the write's transaction, locks the job's row and fails unless
+    /// this worker still holds it, so a worker whose lease was lost (another took the job
+    /// over) never commits what the job writes. The job's row stays locked until the
+    /// transaction ends: no other worker can claim it in between.
+    pub(crate) async fn fence(&self, tx: &mut crate::db::Tx) -> Result<(), JobError> {
+        let db = self.library.db();
+        let held: Option<i64> = db
+            .sql(&format!(
+                "SELECT 1 FROM jobs WHERE id = $1 AND worker_id = $2 AND state = 'running'
+                 AND lease_until > {{now}}{}",
+                db.lock("jobs")
+            ))
+            .bind(&self.job_id)
+            .bind(self.worker_id.as_str())
+            .fetch_scalar_optional(&mut **tx)
+            .await?;
+        match held {
+            Some(_) => Ok(()),
+            None => Err(lost_lease()),
+        }
+    }
+}
+
+fn lost_lease() -> JobError {
+    JobError::retry("this worker lost the job's lease (another worker runs it now); stopped")
 }
 
 impl Worker {
@@ -151,7 +194,10 @@ impl Worker {
     }
 
     /// Runs the handler in its own task (a panic becomes a failed attempt) while a sibling
-    /// task renews the lease.
+    /// task renews the lease. A lost lease stops the handler at once: another worker has
+    /// taken the job over (its lease ran out while this one was stalled), and two handlers
+    /// of one job would send its effects twice. So does a lease that cannot be renewed (the
+    /// database out of reach) for as long as it lasts: by then it has surely run out.
     async fn run_with_heartbeat(&self, job: Job) -> Result<Value, JobError> {
         let job_id = job.id.clone();
         let context = JobContext {
@@ -164,6 +210,7 @@ impl Worker {
         let lease = self.library.jobs().config().lease;
         let mut ticker = tokio::time::interval((lease / 3).max(Duration::from_millis(100)));
         ticker.tick().await;
+        let mut renewed = tokio::time::Instant::now();
         loop {
             tokio::select! {
                 joined = &mut handler => {
@@ -176,12 +223,22 @@ impl Worker {
                     };
                 }
                 _ = ticker.tick() => {
-                    // Losing the lease (another worker took the job over) is only logged: the
-                    // handlers are idempotent, and the final state write checks ownership.
-                    match self.library.jobs().queue().heartbeat(&job_id, &self.id, lease, None).await {
-                        Ok(true) => {}
-                        Ok(false) => tracing::warn!(%job_id, "lost the lease of a running job"),
-                        Err(error) => tracing::warn!(%job_id, error = %crate::error_chain(&error), "heartbeat failed"),
+                    let lost = match self.library.jobs().queue().heartbeat(&job_id, &self.id, lease, None).await {
+                        Ok(true) => {
+                            renewed = tokio::time::Instant::now();
+                            false
+                        }
+                        Ok(false) => true,
+                        Err(error) => {
+                            tracing::warn!(%job_id, error = %crate::error_chain(&error), "heartbeat failed");
+                            renewed.elapsed() >= lease
+                        }
+                    };
+                    if lost {
+                        tracing::warn!(%job_id, "lost the lease of a running job: stopping it");
+                        handler.abort();
+                        let _ = (&mut handler).await;
+                        return Err(lost_lease());
                     }
                 }
             }

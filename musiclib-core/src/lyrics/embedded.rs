@@ -186,13 +186,23 @@ fn language(code: &[u8; 3]) -> Option<String> {
         .then_some(lower)
 }
 
-/// A sidecar next to `audio`: the same name with `.lrc`, else `.txt`.
-pub(crate) fn sidecar(audio: &Path) -> Option<FileLyrics> {
+/// A sidecar next to the audio file at `relative` in the folder `root`: the same name with
+/// `.lrc`, else `.txt`. A sidecar follows the audio's rules: a regular file inside the
+/// folder (a symlink out of it, to `/proc/self/environ` or a secret, is not read; a FIFO or a
+/// device is not opened), read through a bound ([`super::MAX_LYRICS_BYTES`]; a larger file
+/// is not lyrics).
+pub(crate) fn sidecar(root: &Path, relative: &Path) -> Option<FileLyrics> {
+    use std::io::Read;
     for extension in ["lrc", "txt"] {
-        let path = audio.with_extension(extension);
-        let Ok(bytes) = std::fs::read(&path) else {
+        let path = relative.with_extension(extension);
+        let Ok(opened) = crate::storage::open_inside(root, &path) else {
             continue;
         };
+        let mut bytes = Vec::new();
+        let limit = super::MAX_LYRICS_BYTES as u64 + 1;
+        if opened.file().take(limit).read_to_end(&mut bytes).is_err() {
+            continue;
+        }
         if bytes.len() > super::MAX_LYRICS_BYTES {
             continue;
         }

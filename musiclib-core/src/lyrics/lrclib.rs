@@ -132,8 +132,8 @@ impl Lrclib {
             })?;
         let status = response.status();
         match status.as_u16() {
-            200 => response
-                .json::<T>()
+            // A record is lyrics (at most MAX_LYRICS_BYTES) twice over; a search, a few dozen.
+            200 => crate::outside::json_capped::<T>(response, 8 * 1024 * 1024)
                 .await
                 .map(Some)
                 .map_err(|error| format!("LRCLIB answered something unreadable: {error}")),

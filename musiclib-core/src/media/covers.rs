@@ -387,7 +387,7 @@ fn scale(
 }
 
 /// Edge of the placeholder cover when no size is asked for.
-pub const PLACEHOLDER_SIZE: u32 = 300;
+pub const PLACEHOLDER_SIZE: u32 = 256;
 
 /// The image served where an item has no cover (clients of the legacy interface expect an
 /// image for every cover id): a record on a dark background, drawn at the size's

@@ -75,10 +75,18 @@ pub trait ExternalRecommender: Send + Sync {
 }
 
 /// The HTTP recommender (`RECOMMENDER_URL`).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HttpRecommender {
     url: String,
     client: reqwest::Client,
+}
+
+impl std::fmt::Debug for HttpRecommender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpRecommender")
+            .field("url", &crate::config::redact_url(&self.url))
+            .finish_non_exhaustive()
+    }
 }
 
 impl HttpRecommender {
@@ -86,7 +94,7 @@ impl HttpRecommender {
     pub fn new(url: String) -> HttpRecommender {
         HttpRecommender {
             url,
-            client: crate::outside::http_client(),
+            client: crate::outside::same_origin_client(),
         }
     }
 }
@@ -116,12 +124,9 @@ impl ExternalRecommender for HttpRecommender {
         if !status.is_success() {
             return Err(format!("the recommender answered {status}"));
         }
-        let answer: Answer = response.json().await.map_err(|error| {
-            format!(
-                "the recommender's answer is malformed: {}",
-                crate::outside::describe(error)
-            )
-        })?;
+        let answer: Answer = crate::outside::json_capped(response, 1024 * 1024)
+            .await
+            .map_err(|error| format!("the recommender's answer is malformed: {error}"))?;
         Ok(answer.suggestions)
     }
 }

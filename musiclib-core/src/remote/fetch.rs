@@ -220,10 +220,12 @@ impl Remote {
                 stored.size, self.max_bytes
             )));
         }
-        let key = layout::audio(track_id, stored.facts.format);
+        // A key of this fetch's own: a second fetch of the track (one whose lease was lost)
+        // never overwrites the bytes the first one's row points at.
+        let key = layout::audio_revision(track_id, stored.facts.format);
         self.storage.blobs().put_file(&key, &path).await?;
         drop(staging);
-        let filled = self.fill(track_id, &key, &stored).await;
+        let filled = self.fill(context, track_id, &key, &stored).await;
         if !matches!(filled, Ok(true)) {
             // Keep the blob only if the track points at it (a concurrent fetch that won).
             let current = self.catalog.find_track(track_id).await.ok().flatten();
@@ -280,10 +282,18 @@ impl Remote {
     }
 
     /// Fills the placeholder with the stored file. False when it is no placeholder any
-    /// more (another fetch filled it).
-    async fn fill(&self, track_id: &TrackId, key: &str, stored: &Stored) -> Result<bool> {
+    /// more (another fetch filled it). Fenced: a worker that lost the job's lease commits
+    /// nothing.
+    async fn fill(
+        &self,
+        context: &JobContext,
+        track_id: &TrackId,
+        key: &str,
+        stored: &Stored,
+    ) -> Result<bool, JobError> {
         let db = &self.db;
         let mut tx = db.begin().await?;
+        context.fence(&mut tx).await?;
         let row = crate::catalog::lock_track(db, &mut tx, track_id).await?;
         if row.availability != "placeholder" {
             return Ok(false);
@@ -319,7 +329,7 @@ impl Remote {
         .bind(tags.musicbrainz_recording_id.as_deref())
         .execute(&mut *tx)
         .await?;
-        tx.commit().await?;
+        tx.commit().await.map_err(crate::Error::from)?;
         Ok(true)
     }
 

@@ -89,6 +89,23 @@ impl Remote {
         caller: &Caller,
         hit: &RemoteHit,
     ) -> Result<(TrackId, bool)> {
+        // A remote source's texts are as long as it likes: cut them as tags are.
+        let capped = |text: &Option<String>| {
+            text.as_deref()
+                .map(crate::text::cap)
+                .filter(|text| !text.is_empty())
+        };
+        let hit = &RemoteHit {
+            title: match crate::text::cap(&hit.title) {
+                title if title.is_empty() => hit.source_id.clone(),
+                title => title,
+            },
+            artist: capped(&hit.artist),
+            album: capped(&hit.album),
+            album_artist: capped(&hit.album_artist),
+            genre: capped(&hit.genre),
+            ..hit.clone()
+        };
         let db = &self.db;
         let source = super::track_source(&hit.source);
         let mut tx = db.begin().await?;

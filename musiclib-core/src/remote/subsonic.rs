@@ -30,6 +30,8 @@ const API_VERSION: &str = "1.16.1";
 const TIMEOUT: Duration = Duration::from_secs(20);
 /// How long a download may wait for the next bytes.
 const READ_TIMEOUT: Duration = Duration::from_secs(60);
+/// Largest answer read that is not a file (a search of 50 songs is a few dozen KiB).
+const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 
 /// A Subsonic server as a source.
 #[derive(Clone)]
@@ -45,7 +47,7 @@ pub(crate) struct SubsonicSource {
 impl std::fmt::Debug for SubsonicSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SubsonicSource")
-            .field("base_url", &self.base_url)
+            .field("base_url", &crate::config::redact_url(&self.base_url))
             .field("username", &self.username)
             .field(
                 "api_key",
@@ -113,8 +115,20 @@ impl RemoteSource for SubsonicSource {
             .and_then(|value| value.to_str().ok())
             .is_some_and(|value| value.contains("json") || value.contains("xml"));
         if status.is_success() && is_json {
-            // Errors come as a Subsonic response in place of the file.
-            let body: Value = response.json().await.map_err(|_| {
+            // Errors come as a Subsonic response in place of the file: small, and read
+            // within the time its headers had.
+            let body = tokio::time::timeout(
+                TIMEOUT,
+                crate::outside::json_capped::<Value>(response, MAX_ANSWER_BYTES),
+            )
+            .await
+            .map_err(|_| {
+                SourceError::Unavailable(format!(
+                    "the Subsonic server did not finish its answer within {} s",
+                    TIMEOUT.as_secs()
+                ))
+            })?
+            .map_err(|_| {
                 SourceError::Failed(
                     "the Subsonic server answered neither a file nor an error".into(),
                 )
@@ -233,11 +247,13 @@ impl SubsonicSource {
             .map_err(unreachable)?;
         let status = response.status();
         check_status(status)?;
-        let body: Value = response.json().await.map_err(|_| {
-            SourceError::Failed(format!(
-                "the Subsonic server answered HTTP {status} with something that is not a Subsonic response"
-            ))
-        })?;
+        let body: Value = crate::outside::json_capped(response, MAX_ANSWER_BYTES)
+            .await
+            .map_err(|why| {
+                SourceError::Failed(format!(
+                    "the Subsonic server answered HTTP {status} with something that is not a Subsonic response ({why})"
+                ))
+            })?;
         answer_of(&body)
     }
 }
@@ -297,6 +313,10 @@ fn check_status(status: reqwest::StatusCode) -> Result<(), SourceError> {
             "the Subsonic server answered HTTP {status}"
         ))),
         code if code >= 400 => Err(SourceError::Failed(format!(
+            "the Subsonic server answered HTTP {status}"
+        ))),
+        // A redirect not followed (no location, or too far): never a file or an answer.
+        code if code >= 300 => Err(SourceError::Failed(format!(
             "the Subsonic server answered HTTP {status}"
         ))),
         _ => Ok(()),

@@ -305,7 +305,7 @@ impl JobKind for SubmitScrobbles {
         let report = context
             .library()
             .scrobbling()
-            .submit_queued(&user, service)
+            .submit_queued(&user, service, context)
             .await?;
         Ok(serde_json::to_value(&report).unwrap_or(Value::Null))
     }

@@ -123,10 +123,10 @@ impl Lastfm {
             .await
             .map_err(|error| SendError::transport("Last.fm", &error))?;
         let status = response.status();
-        let text = response
-            .text()
+        let text = crate::outside::read_capped(response, 1024 * 1024)
             .await
-            .map_err(|error| SendError::transport("Last.fm", &error))?;
+            .map(|body| String::from_utf8_lossy(&body).into_owned())
+            .map_err(|error| SendError::Temporary(format!("Last.fm: {error}")))?;
         if let Ok(error) = serde_json::from_str::<ErrorBody>(&text) {
             return Err(classify(error.error, &error.message));
         }

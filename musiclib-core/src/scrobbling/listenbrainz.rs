@@ -74,8 +74,7 @@ impl ListenBrainz {
         if status.is_success() {
             return Ok(());
         }
-        let said = response
-            .json::<Value>()
+        let said = crate::outside::json_capped::<Value>(response, 64 * 1024)
             .await
             .ok()
             .and_then(|body| body["error"].as_str().map(str::to_string))

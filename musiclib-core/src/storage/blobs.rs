@@ -219,7 +219,15 @@ impl BlobStore {
                     .await
                     .map_err(Error::task("blob copy"))?
             }
-            None => self.upload_file(key, source).await,
+            // In a task of its own: a caller that goes away (a client hanging up on its
+            // upload) leaves the upload to complete or abort by itself, never a multipart
+            // upload half done and left open in the bucket.
+            None => {
+                let (store, key, source) = (self.clone(), key.to_string(), source.to_path_buf());
+                tokio::spawn(async move { store.upload_file(&key, &source).await })
+                    .await
+                    .map_err(Error::task("blob upload"))?
+            }
         }
     }
 

@@ -55,7 +55,7 @@ pub const NAMESPACES: &[NamespaceInfo] = &[
     NamespaceInfo {
         namespace: Namespace::Audio,
         prefix: "audio/",
-        shape: "audio/{track_id}.{format}",
+        shape: "audio/{track_id}[.{revision}].{format}",
         referenced_by: Some("tracks.storage_uri"),
         owner: "the track",
     },
@@ -111,9 +111,17 @@ pub fn namespace_of(key: &str) -> Option<Namespace> {
         .map(|info| info.namespace)
 }
 
-/// The original audio of a track.
+/// The original audio of a new track.
 pub(crate) fn audio(track: &TrackId, format: &str) -> String {
     format!("audio/{track}.{format}")
+}
+
+/// New original audio of an existing track (a changed file read again, a remote item
+/// fetched): a key of its own, so the bytes the row points at are never overwritten before
+/// the row points elsewhere, and two writers never share one.
+pub(crate) fn audio_revision(track: &TrackId, format: &str) -> String {
+    let revision = &uuid::Uuid::new_v4().simple().to_string()[..12];
+    format!("audio/{track}.{revision}.{format}")
 }
 
 /// An album's cover.

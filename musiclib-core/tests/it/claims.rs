@@ -94,7 +94,7 @@ backend_test! {
             .build()
             .await;
         let accounts = library.accounts();
-        let issued = accounts.register("dora", "long enough").await.unwrap();
+        let issued = accounts.register("dora", "long enough", None).await.unwrap();
         assert_eq!(issued.expires_in, 2 * 3600, "TOKEN_TTL_HOURS is the lifetime");
         let secret = library.config().jwt_secret.clone();
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();

@@ -372,6 +372,35 @@ backend_test! {
     }
 }
 
+backend_test! {
+    #[services]
+    async fn a_picture_claiming_too_many_pixels_never_becomes_a_cover(backend: Backend) {
+        let services = Services::start().await;
+        services.acoustid_answers(200, "acoustid/lookup_high_score.json").await;
+        let library = services.library(backend, |config| config.enrichment.coverart_enabled = false).await;
+        // 12000 × 12000 pixels in a few dozen bytes: decoding it would take 432 MB.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bomb.mp3");
+        std::fs::copy(musiclib_core::testing::corpus().join(POLAR_DRIFT_MP3), &path).unwrap();
+        musiclib_core::testing::add_front_cover(&path, musiclib_core::testing::png_claiming(12_000, 12_000), "image/png");
+        let caller = user(&library, "alice").await;
+        let id = library.ingest().upload_track(&caller, Some("bomb.mp3"), std::fs::read(&path).unwrap().as_slice())
+            .await.unwrap().track.id;
+        musiclib_core::testing::drain_jobs(&library).await;
+        let track = library.catalog().get_track(&id).await.unwrap();
+        assert_eq!(track.metadata_status, MetadataStatus::Enriched);
+        assert!(!track.has_cover, "the picture was refused before it was stored");
+        assert!(musiclib_core::testing::blob_keys(&library, "covers/").await.is_empty());
+        // A cover that claims a sane size is taken from the same kind of file.
+        let sane = dir.path().join("sane.flac");
+        std::fs::copy(musiclib_core::testing::corpus().join(FIRST_LIGHT_FLAC), &sane).unwrap();
+        let id = library.ingest().upload_track(&caller, Some("sane.flac"), std::fs::read(&sane).unwrap().as_slice())
+            .await.unwrap().track.id;
+        musiclib_core::testing::drain_jobs(&library).await;
+        assert!(library.catalog().get_track(&id).await.unwrap().has_cover);
+    }
+}
+
 fn image_size(bytes: &[u8]) -> (u32, u32) {
     // PNG: width and height are big-endian at bytes 16..24.
     assert!(bytes.starts_with(b"\x89PNG"));

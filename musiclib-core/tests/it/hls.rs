@@ -70,7 +70,7 @@ backend_test! {
         let id = track.id.clone();
 
         // The playlist comes at once, from the duration, with the token on every segment.
-        let playlist = library.media().hls_playlist(&id, Some("secret-token")).await.unwrap();
+        let playlist = library.media().hls_playlist(&alice, &id, Some("secret-token")).await.unwrap();
         let uris = segment_uris(&playlist);
         assert_eq!(uris.len(), 32, "{playlist}");
         assert!(uris.iter().all(|uri| uri.ends_with(".ts?token=secret-token")), "{playlist}");
@@ -103,8 +103,8 @@ backend_test! {
         let last = names.last().unwrap().clone();
         let requests = (0..8).map(|i| if i % 2 == 0 { names[0].clone() } else { last.clone() });
         let answers = futures::future::join_all(requests.map(|name| {
-            let (library, id) = (library.library.clone(), id.clone());
-            async move { (name.clone(), library.media().hls_segment(&id, &name).await.unwrap()) }
+            let (library, id, alice) = (library.library.clone(), id.clone(), alice.clone());
+            async move { (name.clone(), library.media().hls_segment(&alice, &id, &name).await.unwrap()) }
         }))
         .await;
         let live: std::collections::HashMap<String, bytes::Bytes> = answers.iter().cloned().collect();
@@ -118,12 +118,12 @@ backend_test! {
         library.media().build_hls(&id).await.unwrap();
         tokio::time::timeout(std::time::Duration::from_secs(60), watcher).await.expect("published").unwrap();
         for (name, bytes) in &live {
-            assert_eq!(&library.media().hls_segment(&id, name).await.unwrap(), bytes, "{name}");
+            assert_eq!(&library.media().hls_segment(&alice, &id, name).await.unwrap(), bytes, "{name}");
         }
         let encodes = std::fs::read_to_string(&calls).unwrap().lines().filter(|line| line.contains("-segment_times")).count();
         assert_eq!(encodes, 1, "one encoder for every request");
         // The stored playlist carries the measured lengths, still with the caller's token.
-        let stored = library.media().hls_playlist(&id, Some("t2")).await.unwrap();
+        let stored = library.media().hls_playlist(&alice, &id, Some("t2")).await.unwrap();
         assert_eq!(segment_uris(&stored).len(), 32);
         assert!(segment_uris(&stored).iter().all(|uri| uri.ends_with("?token=t2")));
         let total: f64 = stored.lines().filter_map(|line| line.strip_prefix("#EXTINF:")).map(|rest| rest.trim_end_matches(',').parse::<f64>().unwrap()).sum();
@@ -133,10 +133,10 @@ backend_test! {
         // Bad names are refused before anything is read.
         for bad in ["../seg-00000.ts", "seg-1.ts", "playlist.m3u8"] {
             assert!(parse_segment_name(bad).is_err());
-            let error = library.media().hls_segment(&id, bad).await.unwrap_err();
+            let error = library.media().hls_segment(&alice, &id, bad).await.unwrap_err();
             assert_eq!(error.code(), "validation_error", "{bad}");
         }
-        let error = library.media().hls_segment(&id, "seg-00099.ts").await.unwrap_err();
+        let error = library.media().hls_segment(&alice, &id, "seg-00099.ts").await.unwrap_err();
         assert_eq!(error.code(), "not_found");
 
         // Evicted like any rendition: gone from storage, and the next request is cold again.
@@ -163,8 +163,8 @@ backend_test! {
         let alice = user(&library, "alice").await;
         let track = library.ingest().upload_track(&alice, Some("a.flac"), corpus_file(&corpus, FLAC).as_slice()).await.unwrap().track;
         for error in [
-            library.media().hls_playlist(&track.id, None).await.unwrap_err(),
-            library.media().hls_segment(&track.id, "seg-00000.ts").await.unwrap_err(),
+            library.media().hls_playlist(&alice, &track.id, None).await.unwrap_err(),
+            library.media().hls_segment(&alice, &track.id, "seg-00000.ts").await.unwrap_err(),
         ] {
             assert_eq!(error.code(), "transcoder_unavailable");
         }

@@ -272,3 +272,86 @@ backend_test! {
         assert_eq!(lrclib.received_requests().await.unwrap().len(), asked.len());
     }
 }
+
+backend_test! {
+    #[services]
+    async fn sidecars_are_read_only_inside_the_folder_and_within_bounds(backend: Backend) {
+        let corpus = corpus();
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("jwt_secret");
+        std::fs::write(&secret, "[00:01.00] sekrit-signing-key\n").unwrap();
+        let import = tempfile::tempdir().unwrap();
+        let copy = |from: &str, to: &str| {
+            std::fs::write(import.path().join(to), corpus_file(&corpus, from)).unwrap();
+        };
+        // Sidecars that are links out of the folder: a secret beside the data, the process's
+        // environment, an endless device.
+        copy(MP3S[0], "secret.mp3");
+        std::os::unix::fs::symlink(&secret, import.path().join("secret.lrc")).unwrap();
+        copy(MP3S[1], "environ.mp3");
+        std::os::unix::fs::symlink("/proc/self/environ", import.path().join("environ.txt")).unwrap();
+        copy(MP3S[2], "zero.mp3");
+        std::os::unix::fs::symlink("/dev/zero", import.path().join("zero.lrc")).unwrap();
+        // A FIFO (an open of it would wait for a writer forever) and a sidecar far too large
+        // to be lyrics.
+        copy(MP3S[3], "fifo.mp3");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            import.path().join("fifo.lrc"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        copy(FLAC, "huge.flac");
+        let mut huge = "[00:01.00] big\n".repeat(1);
+        huge.push_str(&"x".repeat(2 * 1024 * 1024));
+        std::fs::write(import.path().join("huge.lrc"), huge).unwrap();
+        // A link that stays inside the folder is a sidecar like any other.
+        copy(OGG, "inside.ogg");
+        std::fs::write(import.path().join("real-lyrics.lrc"), "[00:02.00] Inside the folder\n").unwrap();
+        std::os::unix::fs::symlink("real-lyrics.lrc", import.path().join("inside.lrc")).unwrap();
+
+        let lrclib = MockServer::start().await;
+        Mock::given(method("GET"))
+            .respond_with(ResponseTemplate::new(404))
+            .mount(&lrclib)
+            .await;
+        let folder = import.path().to_path_buf();
+        let lrclib_url = lrclib.uri();
+        let library = TestLibrary::builder(backend)
+            .config(move |config| {
+                config.local_media_import_path = Some(folder);
+                config.enrichment.lrclib_base_url = lrclib_url;
+            })
+            .build()
+            .await;
+        let report = library.ingest().scan_local_folder(|_| {}).await.expect("scan");
+        assert_eq!(report.imported, 6, "{report:?}");
+        let caller = user(&library, "reader").await;
+        let tracks = library
+            .catalog()
+            .list_tracks(&Default::default(), None, musiclib_core::domain::Page::default())
+            .await
+            .unwrap()
+            .items;
+        for name in ["secret.mp3", "environ.mp3", "zero.mp3", "fifo.mp3", "huge.flac"] {
+            let track = tracks.iter().find(|track| track.source_id == name).unwrap();
+            // Each answers at once (no hang on the FIFO or the device) and reads nothing.
+            let record = tokio::time::timeout(
+                std::time::Duration::from_secs(60),
+                library.lyrics().get(&caller, &track.id),
+            )
+            .await
+            .unwrap_or_else(|_| panic!("{name}: the lyrics read hung"))
+            .unwrap();
+            assert_ne!(record.source, Some(LyricsSource::Sidecar), "{name}: {record:?}");
+            let text = format!("{record:?}");
+            assert!(!text.contains("sekrit") && !text.contains("PATH="), "{name}: {text}");
+        }
+        let inside = tracks.iter().find(|track| track.source_id == "inside.ogg").unwrap();
+        let record = library.lyrics().get(&caller, &inside.id).await.unwrap();
+        assert_eq!(record.source, Some(LyricsSource::Sidecar));
+        assert_eq!(record.plain.as_deref(), Some("Inside the folder"));
+    }
+}

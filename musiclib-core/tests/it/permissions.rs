@@ -37,6 +37,18 @@ const OK: &str = "ok";
 fn table() -> Vec<(&'static str, Operation, [&'static str; 3])> {
     vec![
         (
+            "ask for a track's enrichment (it rewrites the metadata)",
+            |l, w, c, _| {
+                Box::pin(async move {
+                    l.enrichment()
+                        .request_enrichment(c, &w.tracks[1])
+                        .await
+                        .map(drop)
+                })
+            },
+            [OK, "forbidden", OK],
+        ),
+        (
             "edit a track",
             |l, w, c, _| {
                 Box::pin(async move {
@@ -256,7 +268,7 @@ backend_test! {
         musiclib_core::testing::set_uploader(&library, &owner.user.id).await;
         let tracks = library.catalog().list_tracks(&Default::default(), None, Page::default()).await.unwrap();
         let tracks: Vec<TrackId> = tracks.items.into_iter().map(|track| track.id).collect();
-        let job = library.enrichment().request_enrichment(&tracks[0], &owner.user.id).await.unwrap();
+        let job = library.enrichment().request_enrichment(&owner, &tracks[0]).await.unwrap();
         let mut private = Vec::new();
         for name in ["a", "b", "c"] {
             private.push(library.playlists().create(&owner, NewPlaylist { name: name.into(), ..Default::default() }).await.unwrap().id);

@@ -7,7 +7,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::dto::{Credentials, LegacyPasswordOut, PasswordChangeIn, TokenOut, UserOut};
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{Auth, ClientAddress, Json, JsonOrForm};
+use crate::extract::{Auth, ClientAddress, Json, JsonOrForm, MAX_UNAUTHENTICATED_BODY_BYTES};
 
 pub(super) fn routes() -> OpenApiRouter<Library> {
     OpenApiRouter::new()
@@ -30,7 +30,7 @@ pub(super) fn routes() -> OpenApiRouter<Library> {
 async fn register(
     State(library): State<Library>,
     ClientAddress(client): ClientAddress,
-    JsonOrForm(credentials): JsonOrForm<Credentials>,
+    JsonOrForm(credentials): JsonOrForm<Credentials, MAX_UNAUTHENTICATED_BODY_BYTES>,
 ) -> Result<(StatusCode, axum::Json<TokenOut>), ApiError> {
     let token = library
         .accounts()
@@ -54,7 +54,7 @@ async fn register(
 async fn login(
     State(library): State<Library>,
     ClientAddress(client): ClientAddress,
-    JsonOrForm(credentials): JsonOrForm<Credentials>,
+    JsonOrForm(credentials): JsonOrForm<Credentials, MAX_UNAUTHENTICATED_BODY_BYTES>,
 ) -> Result<axum::Json<TokenOut>, ApiError> {
     // Without the connection's address (a router called directly, as in tests), the account
     // alone is throttled.

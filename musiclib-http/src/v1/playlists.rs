@@ -1,10 +1,9 @@
 //! Playlists: CRUD, track adds and removes (each one version), covers.
 
-use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use musiclib_core::playlists::{NewPlaylist, Playlist, PlaylistChanges};
+use musiclib_core::playlists::{NewPlaylist, Playlist, PlaylistChanges, MAX_COVER_BYTES};
 use musiclib_core::{Library, PlaylistId, TrackId};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -75,9 +74,11 @@ impl From<Playlist> for PlaylistOut {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlaylistCreate {
-    /// 1–200 characters (surrounding spaces are trimmed).
-    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
+    /// 1–200 characters, no control characters (surrounding spaces are trimmed).
+    #[schema(min_length = 1, max_length = 200, pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$")]
     name: String,
+    /// At most 2,000 characters; no control characters but tabs and line breaks.
+    #[schema(max_length = 2000, pattern = r"^[^\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F]*$")]
     description: Option<String>,
     /// Readable by other users (default false).
     #[serde(default)]
@@ -93,12 +94,13 @@ pub struct PlaylistCreate {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlaylistUpdate {
-    /// 1–200 characters (surrounding spaces are trimmed).
-    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
+    /// 1–200 characters, no control characters (surrounding spaces are trimmed).
+    #[schema(min_length = 1, max_length = 200, pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$")]
     name: Option<String>,
-    /// `null` clears it.
+    /// At most 2,000 characters; no control characters but tabs and line breaks. `null`
+    /// clears it.
     #[serde(default, deserialize_with = "double_option")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 2000, pattern = r"^[^\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F]*$")]
     description: Option<Option<String>>,
     public: Option<bool>,
     /// The version the client last saw: another current version answers 409.
@@ -332,11 +334,13 @@ async fn put_cover(
     State(library): State<Library>,
     Auth(caller): Auth,
     Path(id): Path<String>,
-    body: Bytes,
+    request: axum::extract::Request,
 ) -> Result<StatusCode, ApiError> {
-    library
-        .playlists()
-        .set_cover(&caller, &playlist_id(&id)?, body)
-        .await?;
+    let id = playlist_id(&id)?;
+    // The owner is checked before a byte of the image is read, and the image is read only
+    // up to the cover's bound.
+    library.playlists().may_change(&caller, &id).await?;
+    let body = crate::extract::read_body(request, MAX_COVER_BYTES).await?;
+    library.playlists().set_cover(&caller, &id, body).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -11,7 +11,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::dto::{JobQueued, Page, PageParams, TrackOut};
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{Auth, Query};
+use crate::extract::{AdminAuth, Auth, LimitedBytes, Query};
 
 pub(super) fn routes() -> OpenApiRouter<Library> {
     OpenApiRouter::new()
@@ -311,8 +311,8 @@ pub struct CleanupIn {
         (status = 503, description = "The job queue is unavailable", body = ErrorBody)))]
 async fn cleanup(
     State(library): State<Library>,
-    Auth(caller): Auth,
-    body: axum::body::Bytes,
+    AdminAuth(caller): AdminAuth,
+    LimitedBytes(body): LimitedBytes<4096>,
 ) -> Result<(StatusCode, axum::Json<JobQueued>), ApiError> {
     let request: CleanupIn = if body.iter().all(u8::is_ascii_whitespace) {
         CleanupIn::default()

@@ -225,11 +225,11 @@ async fn get_track(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TrackPatchIn {
-    /// Title, 1–1000 characters (surrounding spaces are trimmed).
-    #[schema(min_length = 1, max_length = 1000, pattern = r"\S")]
+    /// Title, 1–150 characters, no control characters (surrounding spaces are trimmed).
+    #[schema(min_length = 1, max_length = 150, pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$")]
     title: Option<String>,
-    /// Genre (at most 1000 characters; empty clears it).
-    #[schema(max_length = 1000)]
+    /// Genre (at most 150 characters, no control characters; empty clears it).
+    #[schema(max_length = 150, pattern = r"^[^\x00-\x1F\x7F-\x9F]*$")]
     genre: Option<String>,
     /// Year, 0–9999.
     #[schema(minimum = 0, maximum = 9999)]
@@ -285,20 +285,21 @@ async fn delete_track(
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TrackMetadataIn {
-    /// Title (required), 1–1000 characters (surrounding spaces are trimmed).
-    #[schema(min_length = 1, max_length = 1000, pattern = r"\S")]
+    /// Title (required), 1–150 characters, no control characters (surrounding spaces are
+    /// trimmed).
+    #[schema(min_length = 1, max_length = 150, pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$")]
     title: String,
-    /// Track artist (at most 1000 characters).
-    #[schema(max_length = 1000)]
+    /// Track artist (at most 150 characters, no control characters).
+    #[schema(max_length = 150, pattern = r"^[^\x00-\x1F\x7F-\x9F]*$")]
     artist: Option<String>,
-    /// Album title (at most 1000 characters).
-    #[schema(max_length = 1000)]
+    /// Album title (at most 150 characters, no control characters).
+    #[schema(max_length = 150, pattern = r"^[^\x00-\x1F\x7F-\x9F]*$")]
     album: Option<String>,
-    /// Album artist (defaults to the track artist; at most 1000 characters).
-    #[schema(max_length = 1000)]
+    /// Album artist (defaults to the track artist; at most 150 characters, no control characters).
+    #[schema(max_length = 150, pattern = r"^[^\x00-\x1F\x7F-\x9F]*$")]
     album_artist: Option<String>,
-    /// Genre (at most 1000 characters).
-    #[schema(max_length = 1000)]
+    /// Genre (at most 150 characters, no control characters).
+    #[schema(max_length = 150, pattern = r"^[^\x00-\x1F\x7F-\x9F]*$")]
     genre: Option<String>,
     /// Year, 0–9999.
     #[schema(minimum = 0, maximum = 9999)]
@@ -356,7 +357,7 @@ async fn enrich(
     let track = library.catalog().get_track(&id).await?;
     let job_id = library
         .enrichment()
-        .request_enrichment(&id, &caller.user.id)
+        .request_enrichment(&caller, &id)
         .await?;
     let note = (track.metadata_status == MetadataStatus::Manual)
         .then(|| "the track is manual: enrichment will leave its metadata as it is".to_string());

@@ -194,6 +194,39 @@ async fn covers_and_candidates(backend: Backend) {
         "{body}"
     );
 
+    // Sizes are snapped to a few buckets: 100 and 120 are one thumbnail (128), whatever
+    // sizes clients ask for, an album has at most five.
+    let thumbnail = |size: u32| {
+        let request = get(
+            &format!("/api/v1/albums/{album_id}/cover?size={size}"),
+            Some(&token),
+        )
+        .body(Body::empty())
+        .unwrap();
+        app.raw(request)
+    };
+    let (_, first_headers, first) = thumbnail(100).await;
+    let (_, second_headers, second) = thumbnail(120).await;
+    assert_eq!(first, second);
+    assert_eq!(first_headers[header::ETAG], second_headers[header::ETAG]);
+    assert!(first_headers[header::ETAG].to_str().unwrap().ends_with("-128\""));
+    for size in (16..=1200).step_by(37) {
+        let (status, _, _) = thumbnail(size).await;
+        assert_eq!(status, StatusCode::OK, "size {size}");
+    }
+    let album = musiclib_core::AlbumId::parse(&album_id).unwrap();
+    let thumbnails =
+        musiclib_core::testing::blob_keys(&app.library, &format!("covers/thumbs/{album}/")).await;
+    assert!(!thumbnails.is_empty() && thumbnails.len() <= 5, "{thumbnails:?}");
+    // They count toward a bounded cache: with room for one, the others are evicted.
+    app.library.media().evict_thumbnails(1).await.unwrap();
+    let thumbnails =
+        musiclib_core::testing::blob_keys(&app.library, &format!("covers/thumbs/{album}/")).await;
+    assert!(thumbnails.len() <= 1, "{thumbnails:?}");
+    // Evicted ones are made again on request.
+    let (status, _, again) = thumbnail(100).await;
+    assert_eq!((status, again), (StatusCode::OK, first));
+
     // Candidates: every titled recording, best first; nothing applied.
     let (status, candidates) = app
         .get(

@@ -202,9 +202,9 @@ fn rows() -> Vec<Row> {
         .body(|_, _| Payload::Json(json!({"title": "Manual"}))),
         row(
             "POST /tracks/{id}/metadata/enrich",
-            "ask for enrichment (anyone signed in)",
+            "ask for enrichment (it rewrites the track's metadata: its uploader or an admin)",
             |w, _| format!("/tracks/{}/metadata/enrich", w.tracks[0]),
-            [401, 202, 202, 202],
+            [401, 202, 403, 202],
         ),
         row(
             "GET /tracks/{id}/metadata/candidates",

@@ -163,6 +163,232 @@ both_backends!(
     }
 );
 
+/// A request of `method` to `uri` with a JSON `body`, from `address`, with `forwarded` as its
+/// `X-Forwarded-For` when given.
+fn request_from(
+    method: &str,
+    uri: &str,
+    token: Option<&str>,
+    body: Value,
+    address: &str,
+    forwarded: Option<&str>,
+) -> Request<Body> {
+    let mut request = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header(header::CONTENT_TYPE, "application/json");
+    if let Some(token) = token {
+        request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    if let Some(forwarded) = forwarded {
+        request = request.header("x-forwarded-for", forwarded);
+    }
+    let mut request = request.body(Body::from(body.to_string())).unwrap();
+    let address: SocketAddr = address.parse().unwrap();
+    request.extensions_mut().insert(ConnectInfo(address));
+    request
+}
+
+both_backends!(
+    concurrent_guesses_past_the_burst_never_reach_the_password_check,
+    |backend: Backend| async move {
+        // A minute's interval: no try comes back while the guesses run, however slow the
+        // machine.
+        let library = TestLibrary::builder(backend)
+            .config(|config| {
+                config.sign_in_throttle.account_burst = 10;
+                config.sign_in_throttle.account_interval = Duration::from_secs(60);
+            })
+            .build()
+            .await;
+        let app = std::sync::Arc::new(App::new(library).await);
+        app.register("alice").await;
+        // Sixty guesses at once: each is counted before its password is checked, so only the
+        // burst's ten are checked (401), and the fifty others are refused unchecked (429).
+        let guesses = (0..60).map(|index| {
+            let app = app.clone();
+            tokio::spawn(async move {
+                login(&app, "alice", &format!("guess number {index}"), Some("203.0.113.9:1000"))
+                    .await
+                    .0
+            })
+        });
+        let statuses: Vec<StatusCode> = futures::future::join_all(guesses)
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        let count = |wanted: StatusCode| statuses.iter().filter(|status| **status == wanted).count();
+        assert_eq!(count(StatusCode::UNAUTHORIZED), 10, "{statuses:?}");
+        assert_eq!(count(StatusCode::TOO_MANY_REQUESTS), 50, "{statuses:?}");
+    }
+);
+
+both_backends!(
+    a_client_that_proved_itself_is_not_locked_out_by_others,
+    |backend: Backend| async move {
+        let library = TestLibrary::builder(backend)
+            .config(|config| {
+                config.sign_in_throttle.account_burst = 2;
+                config.sign_in_throttle.account_interval = Duration::from_secs(3600);
+                config.sign_in_throttle.address_burst = 1000;
+            })
+            .build()
+            .await;
+        let app = App::new(library).await;
+        app.register("alice").await;
+        let home = "198.51.100.7:5000";
+        // Alice signs in from home: her client there has proved itself.
+        let (status, _, body) = login(&app, "alice", "long enough", Some(home)).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        // Someone guesses at her account from ten places: each place is refused after its own
+        // two tries, and the account's budget over all places (ten times two) is spent.
+        for host in 1..=10 {
+            for _ in 0..2 {
+                let address = format!("203.0.113.{host}:4000");
+                let (status, _, _) = login(&app, "alice", "wrong guess", Some(&address)).await;
+                assert_eq!(status, StatusCode::UNAUTHORIZED, "from {address}");
+            }
+            let address = format!("203.0.113.{host}:4000");
+            let (status, _, _) = login(&app, "alice", "long enough", Some(&address)).await;
+            assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "from {address}");
+        }
+        // A new place is refused even with the right password: the account is under attack.
+        let (status, _, _) = login(&app, "alice", "long enough", Some("192.0.2.200:1")).await;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+        // Alice at home is not locked out by any of it.
+        let (status, _, body) = login(&app, "alice", "long enough", Some(home)).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        // Nor is a device that showed a valid token from its address.
+        let token = body["access_token"].as_str().unwrap().to_string();
+        let phone = "192.0.2.77:9000";
+        let seen = request_from("GET", "/api/v1/users/me", Some(&token), Value::Null, phone, None);
+        assert_eq!(app.raw(seen).await.0, StatusCode::OK);
+        let (status, _, body) = login(&app, "alice", "long enough", Some(phone)).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+);
+
+both_backends!(
+    registrations_and_password_changes_spend_sign_in_budgets,
+    |backend: Backend| async move {
+        let library = TestLibrary::builder(backend)
+            .config(|config| {
+                config.sign_in_throttle.account_burst = 3;
+                config.sign_in_throttle.account_interval = Duration::from_secs(3600);
+                config.sign_in_throttle.address_burst = 4;
+                config.sign_in_throttle.address_interval = Duration::from_secs(3600);
+            })
+            .build()
+            .await;
+        let app = App::new(library).await;
+        // Each registration costs a password hash: four from one address, then 429.
+        let crowd = "203.0.113.40:1";
+        for index in 0..4 {
+            let request = request_from(
+                "POST",
+                "/api/v1/auth/register",
+                None,
+                json!({"username": format!("bot{index}"), "password": "long enough"}),
+                crowd,
+                None,
+            );
+            assert_eq!(app.raw(request).await.0, StatusCode::CREATED);
+        }
+        let request = request_from(
+            "POST",
+            "/api/v1/auth/register",
+            None,
+            json!({"username": "bot9", "password": "long enough"}),
+            crowd,
+            None,
+        );
+        let (status, headers, _) = app.raw(request).await;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+        assert!(headers.contains_key(header::RETRY_AFTER));
+        // A password change checks the current password as a sign-in does: three wrong
+        // ones, then refused unchecked, the right one too.
+        let token = app.register("alice").await;
+        let home = "198.51.100.7:5000";
+        let change = |current: &str| {
+            request_from(
+                "POST",
+                "/api/v1/users/me/password",
+                Some(&token),
+                json!({"current_password": current, "new_password": "a new password"}),
+                home,
+                None,
+            )
+        };
+        for _ in 0..3 {
+            assert_eq!(app.raw(change("not my password")).await.0, StatusCode::FORBIDDEN);
+        }
+        let (status, headers, body) = app.raw(change("long enough")).await;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body:?}");
+        assert!(headers.contains_key(header::RETRY_AFTER));
+    }
+);
+
+both_backends!(
+    behind_a_trusted_proxy_clients_are_told_apart,
+    |backend: Backend| async move {
+        let library = TestLibrary::builder(backend)
+            .config(|config| {
+                config.sign_in_throttle.address_burst = 2;
+                config.sign_in_throttle.address_interval = Duration::from_secs(3600);
+                config.trusted_proxies =
+                    musiclib_core::config::TrustedProxies::parse("127.0.0.1").unwrap();
+            })
+            .build()
+            .await;
+        let app = App::new(library).await;
+        app.register("alice").await;
+        let proxy = "127.0.0.1:40000";
+        let through_proxy = |name: &str, password: &str, client: &str| {
+            request_from(
+                "POST",
+                "/api/v1/auth/login",
+                None,
+                json!({"username": name, "password": password}),
+                proxy,
+                Some(client),
+            )
+        };
+        // A guesser behind the proxy spends its own address's budget…
+        for name in ["root", "admin"] {
+            let request = through_proxy(name, "password123", "203.0.113.66");
+            assert_eq!(app.raw(request).await.0, StatusCode::UNAUTHORIZED);
+        }
+        let request = through_proxy("guest", "password123", "203.0.113.66");
+        assert_eq!(app.raw(request).await.0, StatusCode::TOO_MANY_REQUESTS);
+        // …not the budget of everyone else behind the same proxy.
+        let request = through_proxy("alice", "long enough", "198.51.100.7");
+        let (status, _, body) = app.raw(request).await;
+        assert_eq!(status, StatusCode::OK, "{body:?}");
+        // A client that is not a trusted proxy cannot name itself another address.
+        for _ in 0..2 {
+            let request = request_from(
+                "POST",
+                "/api/v1/auth/login",
+                None,
+                json!({"username": "root", "password": "password123"}),
+                "203.0.113.77:1",
+                Some("198.51.100.1"),
+            );
+            assert_eq!(app.raw(request).await.0, StatusCode::UNAUTHORIZED);
+        }
+        let request = request_from(
+            "POST",
+            "/api/v1/auth/login",
+            None,
+            json!({"username": "root", "password": "password123"}),
+            "203.0.113.77:1",
+            Some("198.51.100.2"),
+        );
+        assert_eq!(app.raw(request).await.0, StatusCode::TOO_MANY_REQUESTS);
+    }
+);
+
 #[test]
 fn the_document_lists_the_429_and_its_header() {
     let document = serde_json::to_value(musiclib_http::openapi()).unwrap();

@@ -1,7 +1,7 @@
 //! Playlists: the versioned playlists of `/api/v1`, so an edit from a Subsonic app reaches
 //! the user's offline clients (each add or remove is one version, as there).
 
-use musiclib_core::playlists::{NewPlaylist, Playlist, PlaylistChanges};
+use musiclib_core::playlists::{NewPlaylist, Playlist, PlaylistChanges, PlaylistEdit, Removal};
 
 use super::{all_pages, model, playlist_id, track_id};
 use crate::response::{Element, SubsonicError};
@@ -73,7 +73,8 @@ pub(crate) async fn get(request: &Request) -> Outcome {
 }
 
 /// `createPlaylist`: a new playlist (`name`, `songId`…), or with `playlistId` the songs of
-/// an existing one replaced (a remove of all, then an add).
+/// an existing one replaced (a remove of all, then an add, in one write: an unknown song
+/// changes nothing).
 pub(crate) async fn create(request: &Request) -> Outcome {
     let library = &request.library;
     let caller = &request.caller;
@@ -81,28 +82,15 @@ pub(crate) async fn create(request: &Request) -> Outcome {
     let playlist = match request.params.get("playlistId") {
         Some(raw) => {
             let id = playlist_id(raw)?;
-            let mut playlist = library.playlists().get(caller, &id).await?;
-            if let Some(name) = request.params.get("name") {
-                let changes = PlaylistChanges {
-                    name: Some(name.to_string()),
+            let edit = PlaylistEdit {
+                changes: PlaylistChanges {
+                    name: request.params.get("name").map(str::to_string),
                     ..Default::default()
-                };
-                playlist = library.playlists().update(caller, &id, changes).await?;
-            }
-            if !playlist.track_ids.is_empty() {
-                let every = (0..playlist.track_ids.len()).collect();
-                playlist = library
-                    .playlists()
-                    .remove_tracks(caller, &id, every, Some(playlist.version))
-                    .await?;
-            }
-            if !songs.is_empty() {
-                playlist = library
-                    .playlists()
-                    .add_tracks(caller, &id, songs, None, Some(playlist.version))
-                    .await?;
-            }
-            playlist
+                },
+                remove: Removal::All,
+                add: songs,
+            };
+            library.playlists().edit(caller, &id, edit).await?
         }
         None => {
             let new = NewPlaylist {
@@ -119,7 +107,7 @@ pub(crate) async fn create(request: &Request) -> Outcome {
 }
 
 /// `updatePlaylist`: name, comment, public flag; `songIndexToRemove` (positions before the
-/// update) and `songIdToAdd` (appended).
+/// update) and `songIdToAdd` (appended), all in one write.
 pub(crate) async fn update(request: &Request) -> Outcome {
     let library = &request.library;
     let caller = &request.caller;
@@ -142,22 +130,16 @@ pub(crate) async fn update(request: &Request) -> Outcome {
         public: params.bool("public")?,
         expected_version: None,
     };
-    let mut playlist = library.playlists().get(caller, &id).await?;
-    if changes.name.is_some() || changes.description.is_some() || changes.public.is_some() {
-        playlist = library.playlists().update(caller, &id, changes).await?;
-    }
-    if !removes.is_empty() {
-        playlist = library
-            .playlists()
-            .remove_tracks(caller, &id, removes, Some(playlist.version))
-            .await?;
-    }
-    if !adds.is_empty() {
-        library
-            .playlists()
-            .add_tracks(caller, &id, adds, None, Some(playlist.version))
-            .await?;
-    }
+    let edit = PlaylistEdit {
+        changes,
+        remove: if removes.is_empty() {
+            Removal::Nothing
+        } else {
+            Removal::Positions(removes)
+        },
+        add: adds,
+    };
+    library.playlists().edit(caller, &id, edit).await?;
     Ok(Reply::Envelope(None))
 }
 

@@ -5,6 +5,7 @@
 mod auth;
 mod endpoints;
 mod harness;
+mod limits;
 mod lyrics;
 mod media;
 mod permissions;
