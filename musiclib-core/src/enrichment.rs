@@ -428,7 +428,8 @@ impl Enrichment {
     pub async fn metadata_candidates(&self, id: &TrackId) -> Result<Vec<Candidate>> {
         let track = self.catalog.get_track(id).await?;
         let Some(lookups) = self.lookups() else {
-            return Err(Error::NotSupported(
+            // Not configured on this server, not a thing the API never does: unavailable.
+            return Err(Error::Unavailable(
                 "fingerprint lookups are off: the server has no ACOUSTID_API_KEY".into(),
             ));
         };

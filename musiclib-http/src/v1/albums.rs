@@ -41,11 +41,11 @@ pub struct AlbumQuery {
     /// Page size, 1–200 (default 50).
     #[param(minimum = 1, maximum = 200)]
     limit: Option<i64>,
-    /// Offset (default 0).
+    /// Offset (default 0); with `cursor`, the rows skipped after the cursor's place.
     #[param(minimum = 0)]
     offset: Option<i64>,
     /// Cursor paging, for deep reads: empty for the first page, then the `next_cursor` of the
-    /// page before (instead of `offset`). Offered for the sorts title and created_at.
+    /// page before. Offered for the sorts title and created_at.
     #[param(max_length = 2048)]
     cursor: Option<String>,
 }
@@ -80,10 +80,20 @@ async fn list_albums(
                 catalog.list_albums(&filter, sort, page).await?,
                 AlbumOut::from,
             ),
-            Paging::Cursor { limit, cursor } => Page::from_chunk(
-                catalog
-                    .list_albums_after(&filter, sort, limit, &cursor)
-                    .await?,
+            Paging::Cursor {
+                limit,
+                cursor,
+                skip,
+            } => Page::from_chunk(
+                super::dto::chunk_after_skip(limit, cursor, skip, |limit, cursor| {
+                    let filter = &filter;
+                    async move {
+                        catalog
+                            .list_albums_after(filter, sort, limit, &cursor)
+                            .await
+                    }
+                })
+                .await?,
                 AlbumOut::from,
             ),
         },
@@ -134,11 +144,11 @@ pub struct ArtistQuery {
     /// Page size, 1–200 (default 50).
     #[param(minimum = 1, maximum = 200)]
     limit: Option<i64>,
-    /// Offset (default 0).
+    /// Offset (default 0); with `cursor`, the rows skipped after the cursor's place.
     #[param(minimum = 0)]
     offset: Option<i64>,
     /// Cursor paging, for deep reads: empty for the first page, then the `next_cursor` of the
-    /// page before (instead of `offset`).
+    /// page before.
     #[param(max_length = 2048)]
     cursor: Option<String>,
 }
@@ -158,8 +168,15 @@ async fn list_artists(
             Paging::Offset(page) => {
                 Page::from_core(catalog.list_artists(q, page).await?, ArtistOut::from)
             }
-            Paging::Cursor { limit, cursor } => Page::from_chunk(
-                catalog.list_artists_after(q, limit, &cursor).await?,
+            Paging::Cursor {
+                limit,
+                cursor,
+                skip,
+            } => Page::from_chunk(
+                super::dto::chunk_after_skip(limit, cursor, skip, |limit, cursor| async move {
+                    catalog.list_artists_after(q, limit, &cursor).await
+                })
+                .await?,
                 ArtistOut::from,
             ),
         },

@@ -26,6 +26,8 @@ pub(super) fn routes() -> OpenApiRouter<Library> {
         (status = 403, description = "Registration is disabled", body = ErrorBody),
         (status = 409, description = "The user name is taken", body = ErrorBody),
         (status = 422, description = "Invalid user name or a password shorter than 8 characters", body = ErrorBody),
+        (status = 429, description = "Too many sign-ins and registrations from this address (code `rate_limited`); nothing was created", body = ErrorBody,
+            headers(("Retry-After" = u64, description = "Whole seconds until a registration is taken again"))),
     ))]
 async fn register(
     State(library): State<Library>,
@@ -41,9 +43,12 @@ async fn register(
 
 /// Logs in with a user name and password (JSON, or form-encoded as OAuth2 password flow).
 ///
-/// Failures are throttled per account and per client address: past the limits
+/// Attempts are counted before the password is checked (and given back when it is right),
+/// per account and client address, per address, and per account: past the limits
 /// (`LOGIN_ACCOUNT_FAILURE_*`, `LOGIN_ADDRESS_FAILURE_*`), attempts are refused with a 429
-/// and `Retry-After`, without the password being checked, until the budget returns.
+/// and `Retry-After`, without the password being checked, until the budget returns. A client
+/// that proved itself from its address is refused only by its own budget. Password checks
+/// run one per core; with too many waiting, a 503 (code `busy`, `Retry-After`).
 #[utoipa::path(post, path = "/auth/login", tag = "auth", request_body = Credentials,
     responses(
         (status = 200, description = "Logged in", body = TokenOut),
@@ -80,7 +85,9 @@ async fn me(Auth(caller): Auth) -> axum::Json<UserOut> {
     responses((status = 200, description = "Changed; a new token", body = TokenOut),
         (status = 401, body = ErrorBody),
         (status = 403, description = "The current password is wrong", body = ErrorBody),
-        (status = 422, description = "The new password is too short or too long", body = ErrorBody)))]
+        (status = 422, description = "The new password is too short or too long", body = ErrorBody),
+        (status = 429, description = "Too many wrong current passwords from this address (code `rate_limited`); the password was not checked", body = ErrorBody,
+            headers(("Retry-After" = u64, description = "Whole seconds until a password is checked again")))))]
 async fn change_password(
     State(library): State<Library>,
     Auth(caller): Auth,

@@ -47,10 +47,15 @@ impl<T> Page<T> {
     }
 }
 
-/// How a list that offers cursor paging is read: by `offset`, or by `cursor` (not both).
+/// How a list that offers cursor paging is read: by `offset`, or by `cursor` (then an
+/// `offset` counts rows skipped after the cursor's place).
 pub(crate) enum Paging {
     Offset(musiclib_core::domain::Page),
-    Cursor { limit: i64, cursor: String },
+    Cursor {
+        limit: i64,
+        cursor: String,
+        skip: i64,
+    },
 }
 
 impl Paging {
@@ -60,19 +65,53 @@ impl Paging {
         cursor: Option<String>,
     ) -> Result<Paging, musiclib_core::Error> {
         match (cursor, offset) {
-            (Some(_), Some(_)) => Err(musiclib_core::Error::invalid(
-                "cursor",
-                "give offset or cursor, not both",
-            )),
-            (Some(cursor), None) => Ok(Paging::Cursor {
-                limit: limit.unwrap_or(musiclib_core::domain::Page::DEFAULT_LIMIT),
-                cursor,
-            }),
+            (Some(cursor), skip) => {
+                // The bounds of an offset page hold here too.
+                let page = musiclib_core::domain::Page::new(limit, skip)?;
+                Ok(Paging::Cursor {
+                    limit: page.limit(),
+                    cursor,
+                    skip: page.offset(),
+                })
+            }
             (None, offset) => Ok(Paging::Offset(musiclib_core::domain::Page::new(
                 limit, offset,
             )?)),
         }
     }
+}
+
+/// A page read by cursor after skipping `skip` rows from the cursor's place: `read(limit,
+/// cursor)` reads one chunk (at most 200 rows); the skip walks chunks until it is done or the
+/// list ends.
+pub(crate) async fn chunk_after_skip<T, F, Fut>(
+    limit: i64,
+    cursor: String,
+    skip: i64,
+    read: F,
+) -> Result<Chunk<T>, musiclib_core::Error>
+where
+    F: Fn(i64, String) -> Fut,
+    Fut: std::future::Future<Output = Result<Chunk<T>, musiclib_core::Error>>,
+{
+    let (mut cursor, mut left) = (cursor, skip);
+    while left > 0 {
+        let skipped = read(left.min(200), cursor).await?;
+        left -= skipped.items.len() as i64;
+        match skipped.next_cursor {
+            Some(next) if !skipped.items.is_empty() => cursor = next,
+            // The list ends before the skip does: an empty page.
+            _ => {
+                return Ok(Chunk {
+                    items: Vec::new(),
+                    total: skipped.total,
+                    limit,
+                    next_cursor: None,
+                })
+            }
+        }
+    }
+    read(limit, cursor).await
 }
 
 /// Paging parameters.

@@ -54,11 +54,11 @@ pub struct TrackQuery {
     /// Page size, 1–200 (default 50).
     #[param(minimum = 1, maximum = 200)]
     limit: Option<i64>,
-    /// Offset (default 0).
+    /// Offset (default 0); with `cursor`, the rows skipped after the cursor's place.
     #[param(minimum = 0)]
     offset: Option<i64>,
     /// Cursor paging, for deep reads: empty for the first page, then the `next_cursor` of the
-    /// page before (instead of `offset`). Offered for the sorts title, created_at and updated_at.
+    /// page before. Offered for the sorts title, created_at and updated_at.
     #[param(max_length = 2048)]
     cursor: Option<String>,
 }
@@ -114,10 +114,20 @@ async fn list_tracks(
                 catalog.list_tracks(&filter, sort, page).await?,
                 TrackOut::from,
             ),
-            Paging::Cursor { limit, cursor } => Page::from_chunk(
-                catalog
-                    .list_tracks_after(&filter, sort, limit, &cursor)
-                    .await?,
+            Paging::Cursor {
+                limit,
+                cursor,
+                skip,
+            } => Page::from_chunk(
+                super::dto::chunk_after_skip(limit, cursor, skip, |limit, cursor| {
+                    let filter = &filter;
+                    async move {
+                        catalog
+                            .list_tracks_after(filter, sort, limit, &cursor)
+                            .await
+                    }
+                })
+                .await?,
                 TrackOut::from,
             ),
         },
@@ -377,8 +387,7 @@ async fn enrich(
     params(("id" = String, Path, description = "Track id")),
     responses((status = 200, body = Vec<CandidateOut>), (status = 404, body = ErrorBody),
         (status = 422, description = "The audio cannot be fingerprinted", body = ErrorBody),
-        (status = 501, description = "Fingerprint lookups are off (no ACOUSTID_API_KEY)", body = ErrorBody),
-        (status = 503, description = "AcoustID is unavailable", body = ErrorBody)))]
+        (status = 503, description = "Fingerprint lookups are off (no ACOUSTID_API_KEY; code `unavailable`), or AcoustID cannot be reached", body = ErrorBody)))]
 async fn candidates(
     State(library): State<Library>,
     _auth: Auth,

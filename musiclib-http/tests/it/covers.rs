@@ -304,7 +304,9 @@ async fn candidates_need_an_api_key(backend: Backend) {
             Some(&token),
         )
         .await;
-    assert_eq!(status, StatusCode::NOT_IMPLEMENTED, "{body}");
+    // Not configured here: unavailable (501 is for what the API never does).
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["error"]["code"], "unavailable", "{body}");
     assert!(body["error"]["message"]
         .as_str()
         .unwrap()
