@@ -4,7 +4,9 @@
 #     server, the pinned yt-dlp for the remote source's tests),
 #   - starts a private PostgreSQL and an S3-compatible server (moto) on loopback,
 #   - generates the test corpus (shared/corpus/make-corpus.sh),
-#   - builds once and runs every test on SQLite + local disk and on PostgreSQL + S3,
+#   - checks the formatting (rustfmt) and the lints (clippy, warnings are errors),
+#   - builds once (the fuzz targets too) and runs every test on SQLite + local disk and on
+#     PostgreSQL + S3, going on past a failing test binary,
 #   - runs the examples and the Subsonic end-to-end test (a real client library from PyPI
 #     against the real binary, on both set-ups), schemathesis (pinned, from PyPI) against
 #     /api/v1/openapi.json, and checks the crates' dependency rules.
@@ -119,11 +121,29 @@ for adapter in musiclib-http musiclib-subsonic musiclib-media-http; do
   done
 done
 
+log "checking the formatting and the lints"
+for component in rustfmt clippy; do
+  if ! cargo "${component/rustfmt/fmt}" --version >/dev/null 2>&1; then
+    rustup component add "$component" >/dev/null
+  fi
+done
+cargo fmt --all --check
+# Lints first: they check the workspace's own code with the dependencies' metadata, and the
+# build below compiles each crate once more, for good (the fuzz targets included).
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+
 log "building"
 cargo build --workspace --all-targets --quiet
 
 log "running the tests (SQLite + local disk, PostgreSQL + S3)"
-cargo test --workspace --all-targets --quiet 2>&1 | tee "$state/test.log"
+# Every test binary runs whatever an earlier one did: one failure never hides the others.
+test_status=0
+cargo test --workspace --all-targets --no-fail-fast --quiet 2>&1 | tee "$state/test.log" || test_status=$?
+if [ "$test_status" -ne 0 ]; then
+  echo "failed tests:" >&2
+  grep -E '^test .* FAILED$|^    [a-z_:]+$' "$state/test.log" >&2 || true
+  exit "$test_status"
+fi
 
 log "running the examples"
 cargo run --quiet -p musiclib-examples --example embed_core -- "$MUSICLIB_TEST_CORPUS/library"

@@ -4,7 +4,8 @@
 # on the embedded deployment and, when PostgreSQL and S3 are given, on the scale-out one (two
 # `serve --no-worker` replicas sharing the clients, and a `worker`). Prints per request kind
 # the requests, errors, p50/p95/p99 in ms, then the throughput and each process's peak RSS
-# (VmHWM). Exits non-zero when any request failed.
+# (VmHWM). Exits non-zero when any request failed. A second embedded run measures a server that
+# imports a copy of the music while it is loaded (the issue 33 goal: under 300 MB throughout).
 #
 #   benches/api-load.sh [SECONDS] [CLIENTS] [MUSIC_FOLDER]
 #
@@ -116,6 +117,35 @@ echo
 echo "== embedded (SQLite + local disk, one serve)"
 # shellcheck disable=SC2086
 load --base "$base" $tokens --pid "$server" || status=1
+stop "$server"
+
+# Embedded, importing while loaded: the first copy of the music is in the library (imported by
+# `musiclib scan`, its enrichment and sound analysis still to do), a second copy lands in the
+# folder, and the server scans it while the clients listen. Its peak RSS is the whole run's:
+# start-up, the import, the worker's jobs and the load.
+import_root="$work/importing"
+mkdir -p "$import_root"
+cp -r "$folder" "$import_root/first"
+deployment=(LOCAL_MEDIA_IMPORT_PATH="$import_root" ADMIN_USERNAME=bench ADMIN_PASSWORD="$password" COVERART_ENABLED=false)
+data="$work/embedded-importing"
+env "${deployment[@]}" DATA_DIR="$data" RUST_LOG=error "$bin" scan 2>>"$work/musiclib.log" \
+  | grep -E '^Scanned|^  (imported|failed)' || true
+cp -r "$folder" "$import_root/second"
+port=$(free_port)
+base="http://127.0.0.1:$port"
+launch "$data" "127.0.0.1:$port" serve
+server=$launched
+wait_healthy "$base"
+tokens=$(user_tokens "$base")
+admin=$(admin_token "$base")
+scan_job=$(curl -sf -X POST "$base/api/v1/sources/local_folder/scan" -H "Authorization: Bearer $admin" | jq -r .job_id)
+echo
+echo "== embedded, importing while loaded (SQLite + local disk, one serve; scan job $scan_job)"
+# shellcheck disable=SC2086
+load --base "$base" $tokens --pid "$server" || status=1
+jobs_left=$(curl -sf "$base/metrics" -H "Authorization: Bearer $admin" \
+  | awk '/^musiclib_jobs\{/ && /state="(queued|running)"/ { sum += $NF } END { print sum + 0 }')
+echo "scan: $(curl -sf "$base/api/v1/jobs/$scan_job" -H "Authorization: Bearer $admin" | jq -c '{state, imported: .progress.imported}'); jobs still queued or running at the end: $jobs_left"
 stop "$server"
 
 if [ -n "${MUSICLIB_BENCH_POSTGRES_URL:-}" ] && [ -n "${MUSICLIB_BENCH_S3_ENDPOINT:-}" ]; then

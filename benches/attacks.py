@@ -6,8 +6,8 @@ descriptors, ffmpeg processes, files written, and the statuses clients got.
     benches/attacks.py BINARY [ATTACK...]
 
 Run it on two builds (the one before a fix and the one after) to compare; benches/attacks.sh
-builds the release binary and runs it. Attacks: signins, guesses, cover_bomb, big_bodies,
-idle_sockets, live_encodes, sidecar, secret_file. Standard library only; ffmpeg makes the
+runs it on the release binary. Attacks: signins, signins_spread, guesses, cover_bomb,
+big_bodies, idle_sockets, live_encodes, sidecar, secret_file. Standard library only; ffmpeg makes the
 audio.
 """
 
@@ -187,6 +187,23 @@ def signins():
             "POST", server.base + "/api/v1/auth/login",
             {"username": f"nobody{index}", "password": "some password"})[0])
         report("signins", requests=300, statuses=tally(statuses),
+               peak_rss_mib=round(server.peak_mib(), 1), idle_rss_mib=round(before, 1))
+    finally:
+        server.stop()
+
+
+def signins_spread():
+    """300 logins at once for names that do not exist, from 300 addresses (as a proxy in
+    TRUSTED_PROXIES reports them): no throttle budget stops them, only the password work's
+    bound."""
+    server = Server({"TRUSTED_PROXIES": "127.0.0.1"})
+    try:
+        before = server.peak_mib()
+        statuses = many(300, lambda index: call(
+            "POST", server.base + "/api/v1/auth/login",
+            {"username": f"nobody{index}", "password": "some password"},
+            headers={"X-Forwarded-For": f"10.{index // 250}.{index % 250}.1"})[0])
+        report("signins_spread", requests=300, statuses=tally(statuses),
                peak_rss_mib=round(server.peak_mib(), 1), idle_rss_mib=round(before, 1))
     finally:
         server.stop()
@@ -432,7 +449,8 @@ def sidecar():
 
 
 def secret_file():
-    """A legacy_secret_key file cut short: is it replaced (every app password lost)?"""
+    """A legacy_secret_key file cut short (10 characters): is it replaced (every app password
+    lost)?"""
     data = tempfile.mkdtemp()
     try:
         first = Server(data=data)
@@ -441,7 +459,7 @@ def secret_file():
         with open(path) as file:
             original = file.read().strip()
         with open(path, "w") as file:
-            file.write(original[:20])
+            file.write(original[:10])
         try:
             second = Server(data=data)
             second.stop(keep=True)
@@ -450,13 +468,14 @@ def secret_file():
             started = False
         with open(path) as file:
             after = file.read().strip()
-        report("secret_file", server_started=started, file_replaced=after != original[:20])
+        report("secret_file", server_started=started, file_replaced=after != original[:10])
     finally:
         shutil.rmtree(data, ignore_errors=True)
 
 
 ATTACKS = {
     "signins": signins,
+    "signins_spread": signins_spread,
     "guesses": guesses,
     "cover_bomb": cover_bomb,
     "big_bodies": big_bodies,

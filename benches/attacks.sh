@@ -4,7 +4,7 @@
 # ffmpeg processes, files written, statuses). Run it on the build before a fix and after to
 # compare: `MUSICLIB_BIN=/path/to/old/musiclib benches/attacks.sh`.
 #
-#   benches/attacks.sh [ATTACK...]     # signins guesses cover_bomb big_bodies idle_sockets
+#   benches/attacks.sh [ATTACK...]     # signins signins_spread guesses cover_bomb big_bodies idle_sockets
 #                                      # live_encodes sidecar secret_file (default: all)
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -36,13 +36,10 @@ if ! "$cargo_fuzz" --version 2>/dev/null | grep -qF "$cargo_fuzz_version"; then
     nice -n 10 cargo install cargo-fuzz --version "$cargo_fuzz_version" --locked --root "$tools"
 fi
 
-# The same versions as the workspace where the fuzz crate shares its dependencies (its own
-# lock file is not committed).
-if [ ! -f Cargo.lock ]; then
-    cp "$root/Cargo.lock" Cargo.lock
-fi
-
-build_flags=(--release --debug-assertions --sanitizer "$sanitizer")
+# The fuzz crate is a member of the workspace (its lock file is the workspace's); cargo-fuzz
+# builds it with flags of its own, in a target directory of its own, so the workspace's
+# builds are left as they are.
+build_flags=(--release --debug-assertions --sanitizer "$sanitizer" --target-dir "$fuzz_dir/target")
 
 if [ "$#" -gt 0 ]; then
     targets=("$@")

@@ -110,19 +110,24 @@ pub async fn serve(
         let activity = Arc::new(Activity::new());
         let service = {
             let activity = activity.clone();
-            let on_response = activity.clone();
             app.clone()
                 .map_request(move |request: hyper::Request<hyper::body::Incoming>| {
-                    activity.started();
                     let mut request = request.map(Body::new);
                     request
                         .extensions_mut()
                         .insert(ConnectInfo::<SocketAddr>(address));
                     request
                 })
-                .map_response(move |response: axum::response::Response| {
-                    let done = Finished(on_response.clone());
-                    response.map(|body| Body::new(Tracked { body, _done: done }))
+                .map_future(move |response| {
+                    // Open from here until the response's body is dropped (sent, or
+                    // abandoned), or until this future is (a request its client reset).
+                    let open = Open::start(activity.clone());
+                    async move {
+                        let response: axum::response::Response = response.await?;
+                        Ok::<_, std::convert::Infallible>(
+                            response.map(|body| Body::new(Tracked { body, _open: open })),
+                        )
+                    }
                 })
         };
         let builder = builder.clone();
@@ -132,8 +137,10 @@ pub async fn serve(
         tokio::spawn(async move {
             let _open = open;
             let _slot = slot;
-            let connection = builder
-                .serve_connection_with_upgrades(TokioIo::new(stream), TowerToHyperService::new(service));
+            let connection = builder.serve_connection_with_upgrades(
+                TokioIo::new(stream),
+                TowerToHyperService::new(service),
+            );
             tokio::pin!(connection);
             let mut stopping = false;
             // Until the first request: the header timeout, whatever protocol it speaks.
@@ -245,19 +252,26 @@ impl Activity {
     }
 }
 
-/// Marks a request finished when its response body is dropped (sent, or abandoned).
-struct Finished(Arc<Activity>);
+/// An open request of a connection, finished when dropped.
+struct Open(Arc<Activity>);
 
-impl Drop for Finished {
+impl Open {
+    fn start(activity: Arc<Activity>) -> Open {
+        activity.started();
+        Open(activity)
+    }
+}
+
+impl Drop for Open {
     fn drop(&mut self) {
         self.0.finished();
     }
 }
 
-/// A response body that marks its request finished when it is dropped.
+/// A response body that keeps its request open until it is dropped.
 struct Tracked {
     body: Body,
-    _done: Finished,
+    _open: Open,
 }
 
 impl http_body::Body for Tracked {

@@ -15,7 +15,7 @@ use crate::cli::{Cli, Command, UserCommand};
 use crate::settings::{RawSettings, Settings};
 
 fn main() -> std::process::ExitCode {
-    limit_malloc_arenas();
+    tune_allocator();
     let cli = Cli::parse_from(cli::fpcalc_style(std::env::args_os()));
     if let Command::Fingerprint {
         raw,
@@ -42,14 +42,27 @@ fn main() -> std::process::ExitCode {
 /// the live heap while threads seldom wait for each other's arena (measured with
 /// `benches/catalog-load.sh`, 100,000 tracks: after a full sync pull, 60 MB with two arenas,
 /// 76 MB with eight, 148 MB unbounded; Subsonic album lists of 500 at 4 connections, 84
-/// requests a second with two arenas, 149 with eight). `MALLOC_ARENA_MAX` in the environment
-/// still decides.
-fn limit_malloc_arenas() {
+/// requests a second with two arenas, 149 with eight).
+///
+/// Large blocks (2 MiB and more: a password hash's 19 MiB, a decoded cover, a file read for
+/// import) are mapped and unmapped each time, never kept in an arena: glibc otherwise raises
+/// that threshold to the largest block freed, and every arena keeps a password hash's worth
+/// of memory after one (ten wrong passwords in a row held 173 MB, `benches/attacks.sh
+/// guesses`; 78 MB with the threshold fixed). `MALLOC_ARENA_MAX` and `MALLOC_MMAP_THRESHOLD_`
+/// in the environment still decide.
+fn tune_allocator() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
-        // SAFETY: mallopt only sets an allocator parameter, before any other thread starts.
-        unsafe {
-            libc::mallopt(libc::M_ARENA_MAX, 8);
+    {
+        // SAFETY: mallopt only sets allocator parameters, before any other thread starts.
+        if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+            unsafe {
+                libc::mallopt(libc::M_ARENA_MAX, 8);
+            }
+        }
+        if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
+            unsafe {
+                libc::mallopt(libc::M_MMAP_THRESHOLD, 2 * 1024 * 1024);
+            }
         }
     }
 }

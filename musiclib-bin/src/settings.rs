@@ -433,7 +433,10 @@ impl std::fmt::Debug for Settings {
             .field("metrics_bind_address", &self.metrics_bind_address)
             .field("header_timeout", &self.header_timeout)
             .field("idle_timeout", &self.idle_timeout)
-            .field("max_connections_per_address", &self.max_connections_per_address)
+            .field(
+                "max_connections_per_address",
+                &self.max_connections_per_address,
+            )
             .field("worker_concurrency", &self.worker_concurrency)
             .field("enrich_concurrency", &self.enrich_concurrency)
             .field(
@@ -912,7 +915,10 @@ mod tests {
             let workers: Vec<_> = (0..8)
                 .map(|_| scope.spawn(|| persistent_secret(&racing).unwrap()))
                 .collect();
-            workers.into_iter().map(|worker| worker.join().unwrap()).collect()
+            workers
+                .into_iter()
+                .map(|worker| worker.join().unwrap())
+                .collect()
         });
         assert!(secrets.iter().all(|secret| *secret == secrets[0]));
         assert_eq!(std::fs::read(&racing).unwrap(), secrets[0]);
@@ -921,7 +927,10 @@ mod tests {
             .unwrap()
             .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
-        assert!(names.iter().all(|name| !name.starts_with(".secret-")), "{names:?}");
+        assert!(
+            names.iter().all(|name| !name.starts_with(".secret-")),
+            "{names:?}"
+        );
     }
 
     #[test]
@@ -946,7 +955,10 @@ mod tests {
         .unwrap();
         assert_eq!(set.idle_timeout, Duration::from_secs(5));
         assert_eq!(set.max_connections_per_address, 10);
-        assert!(set.config.trusted_proxies.contains("10.1.2.3".parse().unwrap()));
+        assert!(set
+            .config
+            .trusted_proxies
+            .contains("10.1.2.3".parse().unwrap()));
         assert_eq!(set.config.transcoding.max_live_encodes, 4);
         assert_eq!(set.config.transcoding.max_live_encodes_per_user, 1);
     }

@@ -176,7 +176,11 @@ async fn the_served_app_throttles_by_address_and_protects_browsers() {
     assert_eq!(envelope["subsonic-response"]["status"], "failed");
     assert_eq!(envelope["subsonic-response"]["error"]["code"], 0);
     // Alice's app proved itself from this address before the guesses: it is not locked out.
-    let still: Value = ping(format!("u=alice&p={app_password}")).await.json().await.unwrap();
+    let still: Value = ping(format!("u=alice&p={app_password}"))
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(still["subsonic-response"]["status"], "ok", "{still}");
 
     // CORS: a preflight from the allowed origin is answered; another origin gets nothing.

@@ -376,7 +376,9 @@ impl Accounts {
         let password = password.to_string();
         let checked = self
             .password_work
-            .run(move || verify_password(&password, hash.as_deref().unwrap_or_else(|| dummy_hash())))
+            .run(move || {
+                verify_password(&password, hash.as_deref().unwrap_or_else(|| dummy_hash()))
+            })
             .await;
         let valid = match checked {
             Ok(valid) => valid,

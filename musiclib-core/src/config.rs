@@ -97,7 +97,11 @@ impl TrustedProxies {
     /// separated by commas; empty for none.
     pub fn parse(text: &str) -> std::result::Result<TrustedProxies, String> {
         let mut networks = Vec::new();
-        for item in text.split(',').map(str::trim).filter(|item| !item.is_empty()) {
+        for item in text
+            .split(',')
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+        {
             let network = match item.parse::<ipnet::IpNet>() {
                 Ok(network) => network,
                 Err(_) => match item.parse::<std::net::IpAddr>() {
@@ -278,7 +282,10 @@ pub struct RecommendConfig {
 impl std::fmt::Debug for RecommendConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RecommendConfig")
-            .field("external_url", &self.external_url.as_deref().map(redact_url))
+            .field(
+                "external_url",
+                &self.external_url.as_deref().map(redact_url),
+            )
             .field("external", &self.external.is_some())
             .field("external_timeout", &self.external_timeout)
             .field("external_pause", &self.external_pause)
@@ -614,14 +621,20 @@ impl Config {
             plain("JOB_MAX_ATTEMPTS", self.jobs.max_attempts),
             plain("JOB_LEASE_SECONDS", self.jobs.lease.as_secs()),
             secret("ACOUSTID_API_KEY", enrichment.acoustid_api_key.is_some()),
-            plain("ACOUSTID_BASE_URL", redact_url(&enrichment.acoustid_base_url)),
+            plain(
+                "ACOUSTID_BASE_URL",
+                redact_url(&enrichment.acoustid_base_url),
+            ),
             plain("ACOUSTID_TRUST_SCORE", enrichment.acoustid_trust_score),
             plain(
                 "ACOUSTID_REQUESTS_PER_SECOND",
                 enrichment.acoustid_requests_per_second,
             ),
             plain("COVERART_ENABLED", enrichment.coverart_enabled),
-            plain("COVERART_BASE_URL", redact_url(&enrichment.coverart_base_url)),
+            plain(
+                "COVERART_BASE_URL",
+                redact_url(&enrichment.coverart_base_url),
+            ),
             plain("LRCLIB_BASE_URL", redact_url(&enrichment.lrclib_base_url)),
             secret("LASTFM_API_KEY", self.scrobbling.lastfm_api_key.is_some()),
             secret(
@@ -783,9 +796,18 @@ pub fn redact_url(url: &str) -> String {
 fn is_secret_parameter(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
     matches!(key.as_str(), "t" | "s" | "p" | "sk")
-        || ["pass", "pwd", "token", "key", "secret", "sig", "auth", "credential"]
-            .iter()
-            .any(|word| key.contains(word))
+        || [
+            "pass",
+            "pwd",
+            "token",
+            "key",
+            "secret",
+            "sig",
+            "auth",
+            "credential",
+        ]
+        .iter()
+        .any(|word| key.contains(word))
 }
 
 /// The blob storage backend (setting `STORAGE_BACKEND`).
@@ -1066,10 +1088,16 @@ mod tests {
         assert!(TrustedProxies::parse("10.0.0.0/33").is_err());
         assert!(TrustedProxies::parse("proxy.example").is_err());
         assert_eq!(
-            TrustedProxies::parse("10.1.2.3/8").unwrap().as_setting().as_deref(),
+            TrustedProxies::parse("10.1.2.3/8")
+                .unwrap()
+                .as_setting()
+                .as_deref(),
             Some("10.0.0.0/8")
         );
-        assert_eq!(TrustedProxies::parse(" ").unwrap(), TrustedProxies::default());
+        assert_eq!(
+            TrustedProxies::parse(" ").unwrap(),
+            TrustedProxies::default()
+        );
     }
 
     #[test]

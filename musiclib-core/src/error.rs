@@ -338,9 +338,7 @@ impl Error {
             Error::QueueUnavailable(_)
             | Error::Unavailable(_)
             | Error::TranscoderUnavailable
-            | Error::Busy { .. } => {
-                ErrorKind::Unavailable
-            }
+            | Error::Busy { .. } => ErrorKind::Unavailable,
             Error::NotSupported(_) => ErrorKind::NotSupported,
             Error::Database(error) if error.is_connection() => ErrorKind::Unavailable,
             Error::Database(error) if error.is_full() => ErrorKind::InsufficientStorage,

@@ -137,8 +137,16 @@ mod tests {
             .await;
         let client = super::http_client();
         let get = |name: &str| client.get(format!("{}/{name}", server.uri())).send();
-        assert_eq!(super::read_capped(get("small").await.unwrap(), 1000).await.unwrap().len(), 100);
-        let refused = super::read_capped(get("large").await.unwrap(), 1000).await.unwrap_err();
+        assert_eq!(
+            super::read_capped(get("small").await.unwrap(), 1000)
+                .await
+                .unwrap()
+                .len(),
+            100
+        );
+        let refused = super::read_capped(get("large").await.unwrap(), 1000)
+            .await
+            .unwrap_err();
         assert!(refused.contains("larger than 1000"), "{refused}");
         // Without a Content-Length: a chunked body is cut as it passes the bound.
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -161,7 +169,11 @@ mod tests {
                 }
             }
         });
-        let endless = client.get(format!("http://{address}/")).send().await.unwrap();
+        let endless = client
+            .get(format!("http://{address}/"))
+            .send()
+            .await
+            .unwrap();
         let refused = super::read_capped(endless, 64 * 1024).await.unwrap_err();
         assert!(refused.contains("larger than"), "{refused}");
     }
@@ -186,11 +198,21 @@ mod tests {
             .mount(&server)
             .await;
         let client = super::same_origin_client();
-        let here = client.get(format!("{}/here?apiKey=k", server.uri())).send().await.unwrap();
+        let here = client
+            .get(format!("{}/here?apiKey=k", server.uri()))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(here.text().await.unwrap(), "ok");
-        let away = client.get(format!("{}/away?apiKey=k", server.uri())).send().await;
+        let away = client
+            .get(format!("{}/away?apiKey=k", server.uri()))
+            .send()
+            .await;
         assert!(away.is_err(), "followed a redirect to another host");
-        let reached = elsewhere.received_requests().await.expect("requests are recorded");
+        let reached = elsewhere
+            .received_requests()
+            .await
+            .expect("requests are recorded");
         assert!(reached.is_empty(), "{reached:?}");
     }
 

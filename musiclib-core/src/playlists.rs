@@ -318,7 +318,12 @@ impl Playlists {
         id: &PlaylistId,
         edit: PlaylistEdit,
     ) -> Result<Playlist> {
-        let name = edit.changes.name.as_deref().map(validate_name).transpose()?;
+        let name = edit
+            .changes
+            .name
+            .as_deref()
+            .map(validate_name)
+            .transpose()?;
         validate_description(edit.changes.description.clone().flatten().as_deref())?;
         let mut tx = self.db.begin().await?;
         let row = self.lock_owned(&mut tx, caller, id).await?;
@@ -348,8 +353,16 @@ impl Playlists {
         let mut tracks = current;
         if !positions.is_empty() {
             let before = tracks.clone();
-            self.apply_change(&mut tx, id, version, before, Change::Remove { positions: positions.clone() })
-                .await?;
+            self.apply_change(
+                &mut tx,
+                id,
+                version,
+                before,
+                Change::Remove {
+                    positions: positions.clone(),
+                },
+            )
+            .await?;
             version += 1;
             tracks = self.track_ids(&mut tx, id).await?;
         }

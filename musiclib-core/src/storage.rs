@@ -320,7 +320,9 @@ mod tests {
         let root = folder.path().canonicalize().unwrap();
         std::fs::create_dir(root.join("album")).unwrap();
         std::fs::write(root.join("album/song.mp3"), "audio").unwrap();
-        let link = |target: &Path, name: &str| std::os::unix::fs::symlink(target, root.join(name)).unwrap();
+        let link = |target: &Path, name: &str| {
+            std::os::unix::fs::symlink(target, root.join(name)).unwrap()
+        };
         link(&outside.path().join("secret"), "escape.lrc");
         link(Path::new("/proc/self/environ"), "environ.lrc");
         link(Path::new("/dev/zero"), "zero.lrc");

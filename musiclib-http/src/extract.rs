@@ -51,7 +51,12 @@ pub(crate) fn client_address(parts: &Parts, library: &Library) -> Option<IpAddr>
         .get_all("x-forwarded-for")
         .iter()
         .filter_map(|value| value.to_str().ok());
-    Some(library.config().trusted_proxies.client(peer.ip(), forwarded))
+    Some(
+        library
+            .config()
+            .trusted_proxies
+            .client(peer.ip(), forwarded),
+    )
 }
 
 /// The client's address ([`client_address`]), for the sign-in throttle.
@@ -206,7 +211,10 @@ pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiErro
     let malformed = |error: serde_json::Error| {
         ApiError::invalid(
             "body",
-            format!("malformed JSON: {}", clean_serde_message(&error.to_string())),
+            format!(
+                "malformed JSON: {}",
+                clean_serde_message(&error.to_string())
+            ),
         )
     };
     // Well-formed first (a pass that keeps nothing): what fails after is a field's fault.

@@ -32,7 +32,9 @@ pub(crate) struct PasswordWork {
 impl PasswordWork {
     /// One slot per available core.
     pub(crate) fn per_core() -> PasswordWork {
-        PasswordWork::with_slots(std::thread::available_parallelism().map_or(2, |cores| cores.get()))
+        PasswordWork::with_slots(
+            std::thread::available_parallelism().map_or(2, |cores| cores.get()),
+        )
     }
 
     pub(crate) fn with_slots(slots: usize) -> PasswordWork {

@@ -349,7 +349,10 @@ mod tests {
         let throttle = throttle(10, 1000);
         let alice = who(Door::Login, Some("alice"), HOME);
         let attempts: Vec<_> = (0..60).map(|_| throttle.begin(alice)).collect();
-        assert_eq!(attempts.iter().filter(|attempt| attempt.is_ok()).count(), 10);
+        assert_eq!(
+            attempts.iter().filter(|attempt| attempt.is_ok()).count(),
+            10
+        );
         // A busy server gives an undecided attempt back.
         let mut attempts = attempts.into_iter().flatten();
         attempts.next().unwrap().cancelled();
@@ -371,20 +374,11 @@ mod tests {
         );
         // An API key names no account: the address alone decides.
         assert_eq!(fail(&throttle, who(Door::Login, None, HOME)), Some(2));
-        assert_eq!(
-            fail(&throttle, who(Door::Login, Some("fresh"), WORK)),
-            None
-        );
+        assert_eq!(fail(&throttle, who(Door::Login, Some("fresh"), WORK)), None);
         // Without an address, only the account counts.
-        assert_eq!(
-            fail(&throttle, who(Door::Login, Some("fresh"), None)),
-            None
-        );
+        assert_eq!(fail(&throttle, who(Door::Login, Some("fresh"), None)), None);
         tokio::time::advance(Duration::from_secs(2)).await;
-        assert_eq!(
-            fail(&throttle, who(Door::Login, Some("fresh"), HOME)),
-            None
-        );
+        assert_eq!(fail(&throttle, who(Door::Login, Some("fresh"), HOME)), None);
     }
 
     #[tokio::test(start_paused = true)]
@@ -457,7 +451,10 @@ mod tests {
             proven: true,
             ..who(Door::Login, Some("bob"), HOME)
         };
-        throttle.begin(proven).expect("bob proved himself").succeeded();
+        throttle
+            .begin(proven)
+            .expect("bob proved himself")
+            .succeeded();
     }
 
     #[test]

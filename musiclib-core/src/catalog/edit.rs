@@ -73,17 +73,11 @@ fn non_empty(field: &str, raw: &str) -> Result<String> {
     if raw.chars().count() > crate::text::MAX_TEXT_CHARS {
         return Err(Error::invalid(
             field,
-            format!(
-                "must be at most {} characters",
-                crate::text::MAX_TEXT_CHARS
-            ),
+            format!("must be at most {} characters", crate::text::MAX_TEXT_CHARS),
         ));
     }
     if crate::text::has_control(raw) {
-        return Err(Error::invalid(
-            field,
-            "must not contain control characters",
-        ));
+        return Err(Error::invalid(field, "must not contain control characters"));
     }
     let value = raw.trim();
     if value.is_empty() {

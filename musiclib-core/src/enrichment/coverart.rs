@@ -33,7 +33,10 @@ impl Image {
     /// without decoding it (a small PNG can claim 12000 × 12000 pixels).
     pub fn checked(bytes: bytes::Bytes) -> Result<Image, String> {
         if bytes.len() > MAX_IMAGE_BYTES {
-            return Err(format!("the image is larger than {} MiB", MAX_IMAGE_BYTES >> 20));
+            return Err(format!(
+                "the image is larger than {} MiB",
+                MAX_IMAGE_BYTES >> 20
+            ));
         }
         let kind = ImageKind::sniff(&bytes)
             .ok_or_else(|| "not a JPEG, PNG, GIF or WebP image".to_string())?;
@@ -51,7 +54,10 @@ pub(crate) fn check_dimensions(bytes: &[u8]) -> Result<(usize, usize), String> {
     if width == 0 || height == 0 {
         return Err("the image has no pixels".into());
     }
-    if width > MAX_IMAGE_EDGE || height > MAX_IMAGE_EDGE || width.saturating_mul(height) > MAX_IMAGE_PIXELS {
+    if width > MAX_IMAGE_EDGE
+        || height > MAX_IMAGE_EDGE
+        || width.saturating_mul(height) > MAX_IMAGE_PIXELS
+    {
         return Err(format!(
             "the image is {width} × {height} pixels: a cover is at most {MAX_IMAGE_EDGE} a side and {MAX_IMAGE_PIXELS} in all"
         ));

@@ -533,7 +533,7 @@ impl Ingest {
     async fn store_audio(&self, key: &str, content: Content) -> std::result::Result<(), String> {
         let blobs = self.storage.blobs();
         let stored = match content {
-            Content::Bytes(bytes) => blobs.put_bytes(key, bytes.into()).await,
+            Content::Bytes(bytes) => blobs.put_bytes(key, bytes).await,
             Content::File(opened, _) => blobs.put_file(key, opened.path()).await.map(drop),
         };
         stored.map_err(|error| format!("could not store the file: {}", crate::error_chain(&error)))
@@ -816,7 +816,7 @@ fn is_fatal(error: &Error) -> bool {
 /// What a file read for import holds: its bytes (small files), or the open file and its
 /// size.
 enum Content {
-    Bytes(Vec<u8>),
+    Bytes(bytes::Bytes),
     File(crate::storage::FolderFile, u64),
 }
 
@@ -855,7 +855,8 @@ fn read_and_probe(
             .read_to_end(&mut bytes)
             .map_err(|error| format!("cannot read the file: {error}"))?;
         let sha256 = hex::encode(Sha256::digest(&bytes));
-        let facts = probe::probe_bytes(&bytes, relative)?;
+        let bytes = bytes::Bytes::from(bytes);
+        let facts = probe::probe_shared(&bytes, relative)?;
         Ok((facts, sha256, Content::Bytes(bytes)))
     } else {
         let sha256 = crate::storage::sha256_file(opened.path())

@@ -97,6 +97,12 @@ pub struct AudioFacts {
 /// Probes audio held in memory. `name_hint` (a file name) helps only for formats that cannot
 /// be told apart by content.
 pub fn probe_bytes(bytes: &[u8], name_hint: &str) -> Result<AudioFacts, String> {
+    probe_shared(&bytes::Bytes::copy_from_slice(bytes), name_hint)
+}
+
+/// [`probe_bytes`] of audio already held as [`bytes::Bytes`]: the decoder check reads the same
+/// buffer (a file in memory is never copied to be probed).
+pub(crate) fn probe_shared(bytes: &bytes::Bytes, name_hint: &str) -> Result<AudioFacts, String> {
     let options = ParseOptions::new().read_cover_art(true);
     let tagged = Probe::new(Bounded::new(Cursor::new(bytes), bytes.len() as u64))
         .options(options)
@@ -107,7 +113,7 @@ pub fn probe_bytes(bytes: &[u8], name_hint: &str) -> Result<AudioFacts, String> 
     let facts = facts_of(&tagged)?;
     musiclib_fingerprint::mp4::check_sample_tables_in_bytes(bytes)
         .map_err(|reason| format!("the file is damaged: {reason}"))?;
-    guard_decoder(|| check_decodable(Cursor::new(bytes.to_vec()), &facts, name_hint))?;
+    guard_decoder(|| check_decodable(Cursor::new(bytes.clone()), &facts, name_hint))?;
     Ok(facts)
 }
 

@@ -191,7 +191,8 @@ impl Media {
                     return Ok(None);
                 }
             };
-            self.store_thumbnail(album, &thumb_key, bytes.clone()).await?;
+            self.store_thumbnail(album, &thumb_key, bytes.clone())
+                .await?;
             Ok(Some(bytes))
         };
         let built = self.state.thumbnail_builds.run(&thumb_key, build).await?;
@@ -223,8 +224,8 @@ impl Media {
             }
             Err(error) => return Err(error),
         };
-        let stale = Timestamp::now().as_micros() - last_access
-            > ACCESS_STAMP_EVERY.as_micros() as i64;
+        let stale =
+            Timestamp::now().as_micros() - last_access > ACCESS_STAMP_EVERY.as_micros() as i64;
         if stale {
             self.db
                 .sql("UPDATE thumbnails SET last_access_at = {now} WHERE storage_uri = $1")

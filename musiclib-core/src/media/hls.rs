@@ -413,9 +413,7 @@ impl Media {
                 Some(_) => None,
                 None => Some(library.cpu.acquire().await),
             };
-            let outcome = library
-                .encode_hls(&id, &task_live, duration, &sender)
-                .await;
+            let outcome = library.encode_hls(&id, &task_live, duration, &sender).await;
             if let Err(error) = &outcome {
                 tracing::warn!(track_id = %id, error = %crate::error_chain(error), "HLS encode failed");
                 sender.send_modify(|progress| {
@@ -701,6 +699,53 @@ mod tests {
         assert_eq!(plan_segments(MAX_SEGMENTED_SECONDS).len(), MAX_SEGMENTS);
         assert!(parse_segment_name("seg-100000.ts").is_err());
         assert_eq!(plan_segments(f64::INFINITY), vec![0.0]);
+    }
+
+    /// A 26-hour recording has 15,600 cuts: written into one `-segment_times` argument they
+    /// would pass Linux's 128 KiB bound on an argument, and ffmpeg would not start.
+    #[test]
+    fn long_tracks_are_cut_by_ffmpeg_itself_never_in_one_long_argument() {
+        for duration in [
+            10.0,
+            600.3,
+            48_000.7,
+            93_600.2,
+            MAX_SEGMENTED_SECONDS,
+            599_999.7,
+        ] {
+            let lengths = plan_segments(duration);
+            let arguments = cut_arguments(&lengths);
+            let longest = arguments.iter().map(String::len).max().unwrap();
+            assert!(
+                longest <= 64 * 1024,
+                "{duration}: an argument of {longest} bytes"
+            );
+            assert!(lengths.len() <= MAX_SEGMENTS);
+            if lengths.len() - 1 > MAX_LISTED_CUTS {
+                // Cut every six seconds, the end at the plan's end.
+                assert_eq!(
+                    arguments[..2],
+                    ["-segment_time".to_string(), "6".to_string()]
+                );
+                let end: f64 = arguments[3].parse().unwrap();
+                assert!((end - lengths.iter().sum::<f64>()).abs() < 0.001);
+                assert!(lengths[..lengths.len() - 1]
+                    .iter()
+                    .all(|length| *length == SEGMENT_SECONDS));
+                let last = *lengths.last().unwrap();
+                assert!(
+                    last >= TAIL_MARGIN_SECONDS && last <= SEGMENT_SECONDS,
+                    "{duration}: {last}"
+                );
+            } else {
+                assert_eq!(arguments[0], "-segment_times");
+                assert_eq!(arguments[1].split(',').count(), lengths.len() - 1);
+            }
+        }
+        // A tail under the margin is left out of a long encode, never predicted.
+        let lengths = plan_segments(93_600.2);
+        assert_eq!(lengths.len(), 15_600);
+        assert_eq!(*lengths.last().unwrap(), SEGMENT_SECONDS);
     }
 
     #[test]

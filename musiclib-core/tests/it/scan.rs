@@ -407,3 +407,84 @@ backend_test! {
         );
     }
 }
+
+backend_test! {
+    #[services]
+    async fn long_tags_are_cut_and_one_refused_file_never_stops_its_batch(backend: Backend) {
+        let corpus = corpus();
+        let folder = tempfile::tempdir().unwrap();
+        let sources = [
+            "library/Aurora Lane/Northern Lights (2019)/01 - First Light.flac",
+            "library/Incoming/Aurora Lane - Polar Drift.mp3",
+            "library/Los Señores del Ritmo/Canción de Mañana (2021)/04 - Adiós, Verano.mp3",
+            "library/Various Artists/Summer Mix 2022/CD 1/01 - Sunset Boulevard.ogg",
+        ];
+        for (index, source) in sources.iter().enumerate() {
+            let extension = Path::new(source).extension().unwrap().to_str().unwrap();
+            let path = folder.path().join(format!("{index}.{extension}"));
+            std::fs::copy(corpus.join(source), &path).unwrap();
+            // 2,000 characters of four-byte letters (no two alike: PostgreSQL cannot compress
+            // them): a title and an artist far past what an index row holds.
+            let long: String = (0..2000u32).map(|at| char::from_u32(0x1D400 + (at * 7919) % 900).unwrap_or('x')).collect();
+            let title = match index {
+                2 => "Poison".to_string(),
+                _ => format!("{index} {long}"),
+            };
+            set_text_tags(&path, &title, &long);
+        }
+        let root = folder.path().to_path_buf();
+        let library = TestLibrary::builder(backend)
+            .config(move |config| config.local_media_import_path = Some(root))
+            .build()
+            .await;
+        // The database refuses one of the files (a trigger, as a constraint of its own would).
+        let refuse = match backend {
+            Backend::Embedded => vec![
+                "CREATE TRIGGER poison BEFORE INSERT ON tracks WHEN NEW.title = 'Poison'
+                 BEGIN SELECT RAISE(ABORT, 'poisoned row'); END",
+            ],
+            Backend::ScaleOut => vec![
+                "CREATE FUNCTION poison() RETURNS trigger AS $$ BEGIN
+                     IF NEW.title = 'Poison' THEN RAISE EXCEPTION 'poisoned row'; END IF;
+                     RETURN NEW; END $$ LANGUAGE plpgsql",
+                "CREATE TRIGGER poison BEFORE INSERT ON tracks FOR EACH ROW EXECUTE FUNCTION poison()",
+            ],
+        };
+        for statement in refuse {
+            musiclib_core::testing::execute(&library, statement, &[]).await;
+        }
+        let report = library.ingest().scan_local_folder(|_| {}).await.expect("the scan goes on");
+        assert_eq!(report.imported, 3, "{report:#?}");
+        assert_eq!(report.failed, 1, "{report:#?}");
+        assert_eq!(report.errors[0].path, "2.mp3", "{report:#?}");
+        let tracks = folder_tracks(&library).await;
+        assert_eq!(tracks.len(), 3);
+        for track in tracks.values() {
+            assert_eq!(track.title.chars().count(), musiclib_core::text::MAX_TEXT_CHARS, "{}", track.source_id);
+            let artist = track.artist_name.as_deref().unwrap();
+            assert_eq!(artist.chars().count(), musiclib_core::text::MAX_TEXT_CHARS);
+        }
+        // The refused file's blob did not stay behind.
+        let blobs = musiclib_core::testing::blob_keys(&library, "audio/").await;
+        assert_eq!(blobs.len(), 3, "{blobs:?}");
+        // A second scan tries the refused file again, and only it.
+        let again = library.ingest().scan_local_folder(|_| {}).await.expect("the scan goes on");
+        assert_eq!((again.imported, again.failed, again.already_imported), (0, 1, 3), "{again:#?}");
+    }
+}
+
+/// Sets the title and artist (and album artist, album) tags of the file at `path`.
+fn set_text_tags(path: &Path, title: &str, artist: &str) {
+    use lofty::config::WriteOptions;
+    use lofty::prelude::*;
+    use lofty::tag::Tag;
+    let mut tagged = lofty::read_from_path(path).unwrap();
+    if tagged.primary_tag().is_none() {
+        tagged.insert_tag(Tag::new(tagged.primary_tag_type()));
+    }
+    let tag = tagged.primary_tag_mut().unwrap();
+    tag.set_title(title.to_string());
+    tag.set_artist(artist.to_string());
+    tag.set_album(artist.to_string());
+    tag.save_to_path(path, WriteOptions::default()).unwrap();
+}

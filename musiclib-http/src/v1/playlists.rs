@@ -75,10 +75,17 @@ impl From<Playlist> for PlaylistOut {
 #[serde(deny_unknown_fields)]
 pub struct PlaylistCreate {
     /// 1–200 characters, no control characters (surrounding spaces are trimmed).
-    #[schema(min_length = 1, max_length = 200, pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$")]
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+    )]
     name: String,
     /// At most 2,000 characters; no control characters but tabs and line breaks.
-    #[schema(max_length = 2000, pattern = r"^[^\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F]*$")]
+    #[schema(
+        max_length = 2000,
+        pattern = r"^[^\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F]*$"
+    )]
     description: Option<String>,
     /// Readable by other users (default false).
     #[serde(default)]
@@ -95,7 +102,11 @@ pub struct PlaylistCreate {
 #[serde(deny_unknown_fields)]
 pub struct PlaylistUpdate {
     /// 1–200 characters, no control characters (surrounding spaces are trimmed).
-    #[schema(min_length = 1, max_length = 200, pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$")]
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+    )]
     name: Option<String>,
     /// At most 2,000 characters; no control characters but tabs and line breaks. `null`
     /// clears it.

@@ -236,7 +236,11 @@ async fn get_track(
 #[serde(deny_unknown_fields)]
 pub struct TrackPatchIn {
     /// Title, 1–150 characters, no control characters (surrounding spaces are trimmed).
-    #[schema(min_length = 1, max_length = 150, pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$")]
+    #[schema(
+        min_length = 1,
+        max_length = 150,
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+    )]
     title: Option<String>,
     /// Genre (at most 150 characters, no control characters; empty clears it).
     #[schema(max_length = 150, pattern = r"^[^\x00-\x1F\x7F-\x9F]*$")]
@@ -297,7 +301,11 @@ async fn delete_track(
 pub struct TrackMetadataIn {
     /// Title (required), 1–150 characters, no control characters (surrounding spaces are
     /// trimmed).
-    #[schema(min_length = 1, max_length = 150, pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$")]
+    #[schema(
+        min_length = 1,
+        max_length = 150,
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+    )]
     title: String,
     /// Track artist (at most 150 characters, no control characters).
     #[schema(max_length = 150, pattern = r"^[^\x00-\x1F\x7F-\x9F]*$")]

@@ -209,7 +209,10 @@ async fn covers_and_candidates(backend: Backend) {
     let (_, second_headers, second) = thumbnail(120).await;
     assert_eq!(first, second);
     assert_eq!(first_headers[header::ETAG], second_headers[header::ETAG]);
-    assert!(first_headers[header::ETAG].to_str().unwrap().ends_with("-128\""));
+    assert!(first_headers[header::ETAG]
+        .to_str()
+        .unwrap()
+        .ends_with("-128\""));
     for size in (16..=1200).step_by(37) {
         let (status, _, _) = thumbnail(size).await;
         assert_eq!(status, StatusCode::OK, "size {size}");
@@ -217,7 +220,10 @@ async fn covers_and_candidates(backend: Backend) {
     let album = musiclib_core::AlbumId::parse(&album_id).unwrap();
     let thumbnails =
         musiclib_core::testing::blob_keys(&app.library, &format!("covers/thumbs/{album}/")).await;
-    assert!(!thumbnails.is_empty() && thumbnails.len() <= 5, "{thumbnails:?}");
+    assert!(
+        !thumbnails.is_empty() && thumbnails.len() <= 5,
+        "{thumbnails:?}"
+    );
     // They count toward a bounded cache: with room for one, the others are evicted.
     app.library.media().evict_thumbnails(1).await.unwrap();
     let thumbnails =
