@@ -51,6 +51,34 @@ def peak_rss_mb(pid):
     return float("nan")
 
 
+def memory_kb(pid):
+    """RssAnon and RssFile of `pid` now, in kB (heap and the files it maps)."""
+    values = {}
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            name, _, rest = line.partition(":")
+            if name in ("RssAnon", "RssFile"):
+                values[name] = int(rest.split()[0])
+    return values
+
+
+async def sample_memory(pids, peaks, stop):
+    """Keeps, per pid, the largest RssAnon and RssFile seen (twice a second)."""
+    while not stop.is_set():
+        for pid in pids:
+            try:
+                now = memory_kb(pid)
+            except OSError:
+                continue
+            peak = peaks.setdefault(pid, {})
+            for name, value in now.items():
+                peak[name] = max(peak.get(name, 0), value)
+        try:
+            await asyncio.wait_for(stop.wait(), 0.5)
+        except asyncio.TimeoutError:
+            pass
+
+
 def percentile(sorted_values, fraction):
     if not sorted_values:
         return float("nan")
@@ -162,6 +190,8 @@ async def main():
         errors = collections.Counter()
         started = time.monotonic()
         deadline = started + args.seconds
+        peaks, stop = {}, asyncio.Event()
+        sampler = asyncio.create_task(sample_memory(args.pid, peaks, stop))
         await asyncio.gather(
             *(
                 client(
@@ -178,6 +208,8 @@ async def main():
             )
         )
         elapsed = time.monotonic() - started
+        stop.set()
+        await sampler
 
     total = sum(len(latencies) for latencies in results.values())
     failed = sum(errors.values())
@@ -201,7 +233,12 @@ async def main():
     for (kind, reason), count in errors.most_common(10):
         print(f"  error {kind}: {reason} x{count}")
     for pid in args.pid:
-        print(f"server pid {pid}: peak RSS (VmHWM) {peak_rss_mb(pid):.1f} MB")
+        peak = peaks.get(pid, {})
+        print(
+            f"server pid {pid}: peak RSS (VmHWM) {peak_rss_mb(pid):.1f} MB; during the load, "
+            f"at most {peak.get('RssAnon', 0) / 1024:.1f} MB of heap (RssAnon) and "
+            f"{peak.get('RssFile', 0) / 1024:.1f} MB of mapped files (RssFile)"
+        )
     return 1 if failed else 0
 
 

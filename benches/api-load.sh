@@ -20,7 +20,8 @@
 #   MUSICLIB_BENCH_S3_ENDPOINT   an S3 endpoint (http:// allowed), with
 #   MUSICLIB_BENCH_S3_BUCKET (default musiclib-bench; must exist), MUSICLIB_BENCH_S3_ACCESS_KEY_ID
 #   and MUSICLIB_BENCH_S3_SECRET_ACCESS_KEY (default test/test, as moto takes)
-# Other settings: MUSICLIB_BENCH_USERS (accounts the clients share, default 20),
+# Other settings: MUSICLIB_BENCH_ONLY=importing (the importing run alone),
+# MUSICLIB_BENCH_USERS (accounts the clients share, default 20),
 # MUSICLIB_BENCH_THINK_MS (mean pause between a client's requests, default 50),
 # MUSICLIB_BIN (default target/release/musiclib: build it with `cargo build --release -p musiclib-bin`).
 #
@@ -98,7 +99,11 @@ load() { "$venv/bin/python" "$repo/benches/api-load.py" --clients "$clients" --s
 echo "musiclib $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?') ($bin), $(nproc) cores, load client on the same machine"
 status=0
 
+# MUSICLIB_BENCH_ONLY=importing runs the importing run alone.
+only="${MUSICLIB_BENCH_ONLY:-}"
+
 # Embedded: SQLite and local files, one `serve` with its in-process workers.
+if [ "$only" != importing ]; then
 deployment=(LOCAL_MEDIA_IMPORT_PATH="$folder" ADMIN_USERNAME=bench ADMIN_PASSWORD="$password" COVERART_ENABLED=false)
 data="$work/embedded"
 env "${deployment[@]}" DATA_DIR="$data" RUST_LOG=error "$bin" scan 2>>"$work/musiclib.log" \
@@ -118,6 +123,7 @@ echo "== embedded (SQLite + local disk, one serve)"
 # shellcheck disable=SC2086
 load --base "$base" $tokens --pid "$server" || status=1
 stop "$server"
+fi
 
 # Embedded, importing while loaded: the first copy of the music is in the library (imported by
 # `musiclib scan`, its enrichment and sound analysis still to do), a second copy lands in the
@@ -148,6 +154,9 @@ jobs_left=$(curl -sf "$base/metrics" -H "Authorization: Bearer $admin" \
 echo "scan: $(curl -sf "$base/api/v1/jobs/$scan_job" -H "Authorization: Bearer $admin" | jq -c '{state, imported: .progress.imported}'); jobs still queued or running at the end: $jobs_left"
 stop "$server"
 
+if [ "$only" = importing ]; then
+  exit "$status"
+fi
 if [ -n "${MUSICLIB_BENCH_POSTGRES_URL:-}" ] && [ -n "${MUSICLIB_BENCH_S3_ENDPOINT:-}" ]; then
   need_packages psql:postgresql-client
   database="musiclib_bench_$(date +%s)"

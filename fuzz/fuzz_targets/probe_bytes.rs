@@ -7,7 +7,13 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    for hint in ["upload.mp3", "upload.flac", "upload.m4a", "upload.ogg", "upload.wav"] {
+    for hint in [
+        "upload.mp3",
+        "upload.flac",
+        "upload.m4a",
+        "upload.ogg",
+        "upload.wav",
+    ] {
         let _ = musiclib_core::ingest::probe::probe_bytes(data, hint);
     }
 });

@@ -37,7 +37,7 @@ fn spawn(args: &[&str], env: &[(&str, String)]) -> Process {
 }
 
 async fn wait_healthy(client: &reqwest::Client, base: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(120);
     while Instant::now() < deadline {
         if let Ok(response) = client.get(format!("{base}/health")).send().await {
             if response.status().is_success() {
@@ -97,9 +97,9 @@ async fn status(client: &reqwest::Client, read_from: &str, token: &str, id: &str
     track["metadata_status"].clone()
 }
 
-/// Waits until the track's enrichment job has run.
+/// Waits until the track's enrichment job has run (the deadline only guards against a hang).
 async fn wait_enriched(client: &reqwest::Client, read_from: &str, token: &str, id: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(180);
     loop {
         let status = status(client, read_from, token, id).await;
         if status == "enriched" {
@@ -217,12 +217,23 @@ async fn scale_out_replicas_and_a_separate_worker() {
     );
     // Replicas started with --no-worker run no job: the upload's enrichment waits.
     let (token, id) = register_and_upload(&client, &base_a).await;
+    // Time for a replica to claim it, if one did (each polls the queue every second).
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(
         status(&client, &base_b, &token, &id).await,
         "pending",
         "a replica ran a job"
     );
+    // Not even started: no attempt, no worker ever held a job.
+    let jobs = musiclib_core::testing::jobs_at(&database_url).await;
+    assert!(!jobs.is_empty(), "the upload queued its enrichment");
+    for job in &jobs {
+        assert_eq!(
+            (job.state.as_str(), job.attempts, job.worker_id.as_deref()),
+            ("queued", 0, None),
+            "a replica claimed a job: {job:?}"
+        );
+    }
     // The separate worker process runs it, and the other replica sees the outcome.
     let _worker = spawn(&["worker"], &shared_env(data_w.path(), free_port()));
     wait_enriched(&client, &base_b, &token, &id).await;

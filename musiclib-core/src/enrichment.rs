@@ -299,7 +299,10 @@ impl Enrichment {
             &mut decision.album_artist,
             &mut decision.genre,
         ] {
-            *text = text.as_deref().map(crate::text::cap).filter(|text| !text.is_empty());
+            *text = text
+                .as_deref()
+                .map(crate::text::cap)
+                .filter(|text| !text.is_empty());
         }
         let failure = (!decision.identified).then(|| no_identity_reason(&tags, &current, &lookup));
 

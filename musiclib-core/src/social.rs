@@ -28,6 +28,11 @@ use crate::db::Db;
 use crate::playlists::Playlists;
 use crate::scrobbling::Forwarder;
 
+/// Each user's current likes, kept at the version (newest like stamp, newest tombstone) they
+/// were read at.
+type LikesCache =
+    crate::cache::VersionedCache<String, (Option<i64>, Option<i64>), events::CurrentLikes>;
+
 /// The social and sync service.
 #[derive(Clone, Debug)]
 pub struct Social {
@@ -38,9 +43,7 @@ pub struct Social {
     forwarder: Forwarder,
     /// Each user's current likes, newest first, with the version they were read at
     /// (`events.rs`).
-    likes: std::sync::Arc<
-        crate::cache::VersionedCache<String, (Option<i64>, Option<i64>), events::CurrentLikes>,
-    >,
+    likes: std::sync::Arc<LikesCache>,
     /// Each user's play count and the places its history pages start, with the version
     /// they were read at (`events.rs`).
     history_places:

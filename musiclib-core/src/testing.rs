@@ -330,31 +330,31 @@ pub async fn drain_jobs(library: &Library) -> usize {
     ran
 }
 
-/// Runs queued jobs with `concurrency` workers at once until none is ready (and none of
-/// the workers is busy), as a server's worker pool would: concurrent enrichment jobs share
-/// AcoustID batches.
+/// Runs queued jobs with `concurrency` workers at once until the queue has no queued or
+/// running job (a job still running elsewhere may enqueue more, and a retry waits for its
+/// time), as a server's worker pool would: concurrent enrichment jobs share AcoustID batches.
 pub async fn drain_jobs_concurrently(library: &Library, concurrency: usize) -> usize {
+    let queue = library.jobs().queue().clone();
     let mut tasks = Vec::new();
     for index in 0..concurrency {
         let worker = crate::jobs::Worker::new(library.clone(), &format!("test{index}"));
+        let queue = queue.clone();
         tasks.push(tokio::spawn(async move {
             let mut ran = 0;
-            let mut idle_rounds = 0;
-            // Keep polling a little after going idle: a job may still be running elsewhere
-            // and enqueue more.
-            while idle_rounds < 3 {
+            loop {
                 match worker.run_once().await.expect("run job") {
-                    crate::jobs::Outcome::Ran(_) => {
-                        ran += 1;
-                        idle_rounds = 0;
-                    }
+                    crate::jobs::Outcome::Ran(_) => ran += 1,
                     crate::jobs::Outcome::Empty => {
-                        idle_rounds += 1;
-                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        // Nothing ready for this worker: done once nothing is queued (a
+                        // retry waiting for its time counts) and no worker holds a job.
+                        let counts = queue.counts().await.expect("count jobs");
+                        if counts.queued == 0 && counts.running == 0 {
+                            return ran;
+                        }
+                        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
                     }
                 }
             }
-            ran
         }));
     }
     let mut ran = 0;
@@ -649,6 +649,59 @@ pub fn png_claiming(width: u32, height: u32) -> Vec<u8> {
     png.extend_from_slice(b"IDAT");
     png.extend_from_slice(&[0, 0, 0, 0]);
     png
+}
+
+/// A job's row as stored in the database of another process (a server a test froze or
+/// killed), read without asking that process: see [`jobs_at`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobRow {
+    /// The job's id.
+    pub id: String,
+    /// Its kind's stored name.
+    pub kind: String,
+    /// `queued`, `running`, `succeeded` or `failed`.
+    pub state: String,
+    /// Attempts started.
+    pub attempts: i64,
+    /// The worker holding (or that last held) it.
+    pub worker_id: Option<String>,
+}
+
+/// Every job in the database at `database_url` (`sqlite://…` or `postgres://…`), oldest first,
+/// read directly: for tests of the real binary that must see the queue while its server is
+/// stopped (SIGSTOP) or gone.
+pub async fn jobs_at(database_url: &str) -> Vec<JobRow> {
+    let db = Db::connect(database_url)
+        .await
+        .expect("connect to the server's database");
+    type Row = (String, String, String, i64, Option<String>);
+    let rows: Vec<Row> = db
+        .sql("SELECT id, kind, state, attempts, worker_id FROM jobs ORDER BY created_at, id")
+        .fetch_all(db.pool())
+        .await
+        .expect("read the jobs");
+    db.close().await;
+    rows.into_iter()
+        .map(|(id, kind, state, attempts, worker_id)| JobRow {
+            id,
+            kind,
+            state,
+            attempts,
+            worker_id,
+        })
+        .collect()
+}
+
+/// When the lease on job `id` runs out, in microseconds on the database clock (`None` when no
+/// worker holds it): for tests that watch heartbeats, and expire leases with [`execute`]
+/// instead of waiting for the clock.
+pub async fn job_lease_until(library: &Library, id: &JobId) -> Option<i64> {
+    let db = library.db();
+    db.sql("SELECT lease_until FROM jobs WHERE id = $1")
+        .bind(id)
+        .fetch_scalar::<Option<i64>, _>(db.pool())
+        .await
+        .expect("read a job's lease")
 }
 
 /// Runs one statement with text arguments (for tests that put rows in a state the API

@@ -206,7 +206,10 @@ async fn handle(
     };
     let head_params = Params::parse(query, Some(body::complete_pairs(&head, rest.is_some())));
     if method == "getOpenSubsonicExtensions" {
-        return response::ok(Some(api::system::extensions(&library)), &format_of(&head_params));
+        return response::ok(
+            Some(api::system::extensions(&library)),
+            &format_of(&head_params),
+        );
     }
     let caller = match authenticate(&library, &head_params, client).await {
         Ok(caller) => caller,

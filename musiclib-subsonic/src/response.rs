@@ -536,7 +536,10 @@ mod tests {
             "{text:?}"
         );
         assert!(text.contains("bad\u{fffd}name\u{fffd}\u{fffd}"), "{text}");
-        assert!(text.contains("a\u{fffd}b") && text.contains("x\u{fffd}y"), "{text}");
+        assert!(
+            text.contains("a\u{fffd}b") && text.contains("x\u{fffd}y"),
+            "{text}"
+        );
         // It parses as XML, with the characters XML allows kept.
         let mut reader = quick_xml::Reader::from_str(&text);
         let mut events = 0;
@@ -547,7 +550,10 @@ mod tests {
             }
         }
         assert!(events > 3);
-        assert!(text.contains("tab&#9;and&#10;lines&#13; kept") || text.contains("tab\tand"), "{text}");
+        assert!(
+            text.contains("tab&#9;and&#10;lines&#13; kept") || text.contains("tab\tand"),
+            "{text}"
+        );
         // JSON escapes them as it always did.
         let json = body(ok(Some(payload), &Format::Json));
         assert!(serde_json::from_str::<Json>(&json).is_ok());

@@ -40,6 +40,15 @@ impl Process {
         let _ = self.child.wait();
     }
 
+    /// Sends `signal` (a name `kill -s` takes: `STOP`, `CONT`, …) to it.
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args(["-s", signal, &self.pid().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -s {signal} {} failed", self.pid());
+    }
+
     /// Whether it has exited.
     pub fn exited(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(Some(_)))
@@ -277,6 +286,41 @@ impl Cluster {
         if let Some(mut process) = process {
             process.kill9();
         }
+    }
+
+    /// Freezes the process in `role` (SIGSTOP): from now until [`Cluster::kill`] it runs
+    /// nothing, so what a test reads of its work (rows, blobs) is what the kill will cut.
+    /// (Embedded, the API stops answering too: read the database with [`Cluster::jobs`].)
+    pub fn freeze(&mut self, role: Role) {
+        self.process(role)
+            .expect("the process to freeze runs")
+            .signal("STOP");
+    }
+
+    /// The database of the deployment, reached directly (never through a test's proxy).
+    pub fn direct_database_url(&self) -> String {
+        match &self.database_url {
+            Some(url) => url.clone(),
+            None => format!(
+                "sqlite://{}",
+                self.data_dir(Role::Api).join("musiclib.db").display()
+            ),
+        }
+    }
+
+    /// Every job as stored, read from the database without asking the server (which may be
+    /// frozen).
+    pub async fn jobs(&self) -> Vec<musiclib_core::testing::JobRow> {
+        musiclib_core::testing::jobs_at(&self.direct_database_url()).await
+    }
+
+    /// The job `id` as stored (see [`Cluster::jobs`]).
+    pub async fn job_row(&self, id: &str) -> musiclib_core::testing::JobRow {
+        self.jobs()
+            .await
+            .into_iter()
+            .find(|job| job.id == id)
+            .unwrap_or_else(|| panic!("no job {id} in the database"))
     }
 
     /// Starts the process in `role` again (or for the first time) and waits for the API.
@@ -1003,6 +1047,8 @@ pub fn peak_rss(pid: u32) -> u64 {
 pub struct Proxy {
     pub port: u16,
     up: Arc<tokio::sync::watch::Sender<bool>>,
+    /// Whether the accept loop listens: it says so once it has acted on `up`.
+    listening: tokio::sync::watch::Receiver<bool>,
     connections: Arc<Mutex<tokio::task::JoinSet<()>>>,
     /// Connections accepted in all.
     pub accepted: Arc<AtomicU64>,
@@ -1013,6 +1059,7 @@ impl Proxy {
     pub async fn start(target: SocketAddr) -> Proxy {
         let port = free_port();
         let (up, mut up_changes) = tokio::sync::watch::channel(true);
+        let (listening_now, listening) = tokio::sync::watch::channel(true);
         let connections = Arc::new(Mutex::new(tokio::task::JoinSet::new()));
         let accepted = Arc::new(AtomicU64::new(0));
         let listener = listen(port);
@@ -1026,8 +1073,15 @@ impl Proxy {
                             accepted = open.accept() => {
                                 listener = Some(open);
                                 let Ok((inbound, _)) = accepted else { continue };
+                                // Checked under the lock `cut` aborts the connections with,
+                                // after it marked the proxy down: a connection accepted as the
+                                // cut came is either refused here or aborted by it.
+                                let mut connections = task_connections.lock().unwrap();
+                                if !*up_changes.borrow() {
+                                    continue;
+                                }
                                 task_accepted.fetch_add(1, Ordering::Relaxed);
-                                task_connections.lock().unwrap().spawn(async move {
+                                connections.spawn(async move {
                                     let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await else {
                                         return;
                                     };
@@ -1041,8 +1095,11 @@ impl Proxy {
                                 }
                                 if *up_changes.borrow_and_update() {
                                     listener = Some(open);
+                                } else {
+                                    // Down: the listener goes, so connecting is refused.
+                                    drop(open);
+                                    listening_now.send_replace(false);
                                 }
-                                // Down: the listener is dropped here, so connecting is refused.
                             }
                         }
                     }
@@ -1052,6 +1109,7 @@ impl Proxy {
                         }
                         if *up_changes.borrow_and_update() {
                             listener = Some(listen(port));
+                            listening_now.send_replace(true);
                         }
                     }
                 }
@@ -1060,24 +1118,32 @@ impl Proxy {
         Proxy {
             port,
             up: Arc::new(up),
+            listening,
             connections,
             accepted,
         }
     }
 
     /// The dependency goes away: every connection through the proxy is dropped, and new ones
-    /// are refused until [`Proxy::restore`].
+    /// are refused until [`Proxy::restore`]. Returns once the port is closed.
     pub async fn cut(&self) {
         self.up.send_replace(false);
         self.connections.lock().unwrap().abort_all();
-        // Let the accept loop drop its listener.
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        self.listening
+            .clone()
+            .wait_for(|listening| !*listening)
+            .await
+            .expect("the proxy's accept loop runs");
     }
 
-    /// The dependency is back on the same address.
+    /// The dependency is back on the same address. Returns once the port accepts again.
     pub async fn restore(&self) {
         self.up.send_replace(true);
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        self.listening
+            .clone()
+            .wait_for(|listening| *listening)
+            .await
+            .expect("the proxy's accept loop runs");
     }
 }
 
@@ -1126,5 +1192,155 @@ impl Flag {
     }
     pub fn is_set(&self) -> bool {
         self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// An AcoustID stand-in (`ACOUSTID_BASE_URL`) that holds every request it receives, without
+/// answering, until [`HeldAcoustId::release`]; then (and for every later request) it answers
+/// `POST /v2/lookup` with no match. While it holds, an enrichment that reached its lookup is
+/// certainly still running: a test can kill its process knowing the job is cut.
+pub struct HeldAcoustId {
+    pub url: String,
+    requests: Arc<AtomicU64>,
+    released: tokio::sync::watch::Sender<bool>,
+}
+
+impl HeldAcoustId {
+    pub async fn start() -> HeldAcoustId {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let requests = Arc::new(AtomicU64::new(0));
+        let (released, release) = tokio::sync::watch::channel(false);
+        let task_requests = requests.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let (requests, mut release) = (task_requests.clone(), release.clone());
+                tokio::spawn(async move {
+                    let _ = HeldAcoustId::serve(stream, &requests, &mut release).await;
+                });
+            }
+        });
+        HeldAcoustId {
+            url,
+            requests,
+            released,
+        }
+    }
+
+    /// Requests received (held or answered).
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::SeqCst)
+    }
+
+    /// Answers the held requests and every later one.
+    pub fn release(&self) {
+        self.released.send_replace(true);
+    }
+
+    async fn serve(
+        mut stream: tokio::net::TcpStream,
+        requests: &AtomicU64,
+        release: &mut tokio::sync::watch::Receiver<bool>,
+    ) -> std::io::Result<()> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut request = Vec::new();
+        let mut buffer = [0u8; 8192];
+        // The head, then as much body as it announces.
+        let (head_end, length) = loop {
+            let read = stream.read(&mut buffer).await?;
+            if read == 0 {
+                return Ok(());
+            }
+            request.extend_from_slice(&buffer[..read]);
+            if let Some(end) = request.windows(4).position(|window| window == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&request[..end]).to_ascii_lowercase();
+                let length = head
+                    .lines()
+                    .find_map(|line| line.strip_prefix("content-length:"))
+                    .and_then(|value| value.trim().parse::<usize>().ok())
+                    .unwrap_or(0);
+                break (end + 4, length);
+            }
+        };
+        while request.len() < head_end + length {
+            let read = stream.read(&mut buffer).await?;
+            if read == 0 {
+                return Ok(());
+            }
+            request.extend_from_slice(&buffer[..read]);
+        }
+        let lookup = request.starts_with(b"POST /v2/lookup");
+        requests.fetch_add(1, Ordering::SeqCst);
+        let _ = release.wait_for(|released| *released).await;
+        let (status, body) = if lookup {
+            (
+                "200 OK",
+                r#"{"status":"ok","results":[],"fingerprints":[]}"#,
+            )
+        } else {
+            (
+                "404 Not Found",
+                r#"{"status":"error","error":{"code":1,"message":"not found"}}"#,
+            )
+        };
+        let answer = format!(
+            "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(answer.as_bytes()).await?;
+        stream.shutdown().await
+    }
+}
+
+/// A gate in front of ffmpeg: `FFMPEG_PATH` names a script (called `ffmpeg`) that waits while
+/// the gate is closed, then runs the real ffmpeg in its place (`exec`, so the death signal the
+/// server sets on it still holds). A test closes the gate, waits until an encode is held at it
+/// ([`FfmpegGate::held`]), and knows the encode has not run.
+pub struct FfmpegGate {
+    pub program: PathBuf,
+    closed: PathBuf,
+}
+
+impl FfmpegGate {
+    /// The gate, open, in `dir` (outside every `DATA_DIR`, so the script's own path does not
+    /// name one).
+    pub fn new(dir: &Path) -> FfmpegGate {
+        use std::os::unix::fs::PermissionsExt;
+        let bin = dir.join("gated-bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let program = bin.join("ffmpeg");
+        let closed = dir.join("ffmpeg-gate-closed");
+        std::fs::write(
+            &program,
+            format!(
+                // (`-version`, the check that ffmpeg runs, is never held.)
+                "#!/bin/sh\nif [ \"$1\" != -version ]; then\n  while [ -e '{}' ]; do sleep 0.05; done\nfi\nexec ffmpeg \"$@\"\n",
+                closed.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        FfmpegGate { program, closed }
+    }
+
+    pub fn close(&self) {
+        std::fs::write(&self.closed, b"").unwrap();
+    }
+
+    pub fn open(&self) {
+        let _ = std::fs::remove_file(&self.closed);
+    }
+
+    /// The encodes held at the gate for a process whose data is in `data_dir`: the script
+    /// still runs (it has not become ffmpeg) and its arguments name that folder.
+    pub fn held(&self, data_dir: &Path) -> Vec<String> {
+        let script = self.program.to_string_lossy().into_owned();
+        processes_naming(data_dir)
+            .into_iter()
+            .filter(|process| process.contains(&script))
+            .collect()
     }
 }

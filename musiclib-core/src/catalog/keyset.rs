@@ -673,8 +673,12 @@ mod tests {
         assert_eq!(page(1_300, 7), Some((Vec::new(), 1_200)));
         // At another clock the order is read again (here: rows that are no ids, so none).
         assert_eq!(page(500, 8), None);
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        assert!(places.marking.lock().unwrap().is_empty());
+        // The walk it started ends (the deadline only guards against a hang).
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while !places.marking.lock().unwrap().is_empty() {
+            assert!(std::time::Instant::now() < deadline, "the walk never ended");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         assert!(places.orders.get(&"list".to_string(), &8).is_none());
         assert_eq!(page(500, 7), Some((text(&order[500..550]), 1_200)));
     }

@@ -734,7 +734,7 @@ mod tests {
                     .all(|length| *length == SEGMENT_SECONDS));
                 let last = *lengths.last().unwrap();
                 assert!(
-                    last >= TAIL_MARGIN_SECONDS && last <= SEGMENT_SECONDS,
+                    (TAIL_MARGIN_SECONDS..=SEGMENT_SECONDS).contains(&last),
                     "{duration}: {last}"
                 );
             } else {

@@ -105,6 +105,20 @@ pub(crate) struct Sound {
     scheduled: Arc<AtomicBool>,
     /// Builds so far (for tests).
     builds: Arc<AtomicUsize>,
+    /// Least time between two builds ([`REBUILD_INTERVAL`]; tests set their own, see
+    /// `Recommend::set_sound_rebuild_interval`). A scheduled rebuild waiting for it sees a
+    /// change at once.
+    rebuild_interval: Arc<tokio::sync::watch::Sender<Duration>>,
+}
+
+#[cfg(feature = "test-support")]
+impl super::Recommend {
+    /// Sets the least time between two background builds of the sound index (5 s by
+    /// default; a rebuild already waiting uses the new one at once): a test holds the old
+    /// index for an hour, then lets the rebuild run, instead of racing the clock.
+    pub fn set_sound_rebuild_interval(&self, interval: Duration) {
+        self.sound().set_rebuild_interval(interval);
+    }
 }
 
 /// Clears the scheduled flag when the background rebuild ends, however it ends.
@@ -126,6 +140,7 @@ impl Sound {
             building: Arc::default(),
             scheduled: Arc::default(),
             builds: Arc::default(),
+            rebuild_interval: Arc::new(tokio::sync::watch::Sender::new(REBUILD_INTERVAL)),
         }
     }
 
@@ -133,6 +148,12 @@ impl Sound {
     #[cfg(feature = "test-support")]
     pub(crate) fn builds(&self) -> usize {
         self.builds.load(Ordering::SeqCst)
+    }
+
+    /// Sets the least time between two builds (a rebuild already waiting uses it at once).
+    #[cfg(feature = "test-support")]
+    pub(crate) fn set_rebuild_interval(&self, interval: Duration) {
+        self.rebuild_interval.send_replace(interval);
     }
 
     pub(crate) fn enabled(&self) -> bool {
@@ -495,10 +516,24 @@ impl Sound {
         let this = self.clone();
         tokio::spawn(async move {
             let _unschedule = Unschedule(this.scheduled.clone());
-            let wait = this.building.lock().await.map_or(Duration::ZERO, |at| {
-                REBUILD_INTERVAL.saturating_sub(at.elapsed())
-            });
-            tokio::time::sleep(wait).await;
+            let mut interval = this.rebuild_interval.subscribe();
+            loop {
+                let wait = this.building.lock().await.map_or(Duration::ZERO, |at| {
+                    interval.borrow_and_update().saturating_sub(at.elapsed())
+                });
+                if wait.is_zero() {
+                    break;
+                }
+                // Until the interval has passed since the last build, or it changes.
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => break,
+                    changed = interval.changed() => {
+                        if changed.is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
             if let Err(error) = this.rebuild().await {
                 tracing::warn!(error = %crate::error_chain(&error), "cannot rebuild the sound index");
             }

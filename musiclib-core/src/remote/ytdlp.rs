@@ -928,13 +928,28 @@ mod tests {
         let mut config = YtDlpConfig::new(&program);
         config.min_interval = Duration::ZERO;
         let source = YtDlpSource::new(config, "ffmpeg".into());
-        let search = tokio::time::timeout(Duration::from_secs(1), source.search("x", 1)).await;
-        assert!(search.is_err(), "the run hangs until stopped");
-        let pid: u32 = std::fs::read_to_string(&pid_file)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        // Runs until the helper has started (it writes its pid), then is stopped (dropped).
+        // (The deadline only guards against a hang.)
+        let mut search = Box::pin(source.search("x", 1));
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let pid: u32 = loop {
+            tokio::select! {
+                answer = &mut search => panic!("the run ended by itself (ok: {})", answer.is_ok()),
+                _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+            }
+            let written = std::fs::read_to_string(&pid_file).unwrap_or_default();
+            if let Some(pid) = written
+                .strip_suffix('\n')
+                .and_then(|pid| pid.trim().parse().ok())
+            {
+                break pid;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the helper never started"
+            );
+        };
+        drop(search);
         let alive = || {
             std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
                 !stat
@@ -945,7 +960,7 @@ mod tests {
                     .starts_with('Z')
             })
         };
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
         while alive() && std::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

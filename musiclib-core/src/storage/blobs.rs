@@ -458,12 +458,49 @@ struct MappedFiles {
 /// A file's device and inode: what tells a replaced file from the one that was mapped.
 type FileIdentity = (u64, u64);
 
-/// A map as the owner of [`Bytes`].
-struct MapOwner(Arc<memmap2::Mmap>);
+/// A range of a map as the owner of [`Bytes`]. When the last of its bytes is dropped (the
+/// response that sent them is over), its pages are taken out of this process's resident set
+/// (`MADV_DONTNEED`): they stay in the page cache, and a later read maps them again at no
+/// cost, but the process does not count every page any listener ever read as its own (200
+/// listeners of a 170 MB library held 357 MB of mapped files otherwise).
+struct MappedRange {
+    map: Arc<memmap2::Mmap>,
+    start: usize,
+    end: usize,
+}
 
-impl AsRef<[u8]> for MapOwner {
+impl AsRef<[u8]> for MappedRange {
     fn as_ref(&self) -> &[u8] {
-        &self.0
+        &self.map[self.start..self.end]
+    }
+}
+
+impl Drop for MappedRange {
+    fn drop(&mut self) {
+        #[cfg(target_os = "linux")]
+        {
+            let page = rustix::param::page_size();
+            let from = self.start / page * page;
+            let to = self
+                .end
+                .div_ceil(page)
+                .saturating_mul(page)
+                .min(self.map.len());
+            if to > from {
+                // SAFETY: the map is a shared, read-only map of a blob file, which is never
+                // written once renamed into place (see `get_range_stream`): dropping its pages
+                // from this process only makes a later access fault them in again from the
+                // page cache, with the same bytes. Other ranges reading these pages meanwhile
+                // see the same content.
+                let _ = unsafe {
+                    self.map.unchecked_advise_range(
+                        memmap2::UncheckedAdvice::DontNeed,
+                        from,
+                        to - from,
+                    )
+                };
+            }
+        }
     }
 }
 
@@ -511,7 +548,11 @@ impl MappedFiles {
                 map
             }
         };
-        Ok(Bytes::from_owner(MapOwner(map)).slice(range.start as usize..range.end as usize))
+        Ok(Bytes::from_owner(MappedRange {
+            map,
+            start: range.start as usize,
+            end: range.end as usize,
+        }))
     }
 }
 

@@ -522,13 +522,21 @@ async fn lookups_are_batched_and_throttled_to_three_per_second() {
     }
     let elapsed = started.elapsed();
     let seen = mock.answered();
-    assert_eq!(mock.refused(), 0, "the mock never had to refuse a request");
+    // Every fingerprint went in exactly one answered request, in batches.
+    assert_eq!(
+        seen.iter().map(|(_, size)| *size).sum::<usize>(),
+        100,
+        "{seen:?}"
+    );
     assert!(seen.len() <= 6, "{} requests for 100 lookups", seen.len());
     assert!(seen.iter().all(|(_, size)| *size <= acoustid::MAX_BATCH));
-    // The first request goes at once; later ones are spaced by a third of a second.
+    // The first request goes at once; every later one, answered or refused (the mock sees
+    // arrivals, which a loaded machine can bunch up; a refused request is sent again), left
+    // a third of a second after the one before: the client kept to three a second.
+    let sent = seen.len() + mock.refused();
     assert!(
-        elapsed >= Duration::from_millis(333 * (seen.len() as u64 - 1)),
-        "{elapsed:?}"
+        elapsed >= Duration::from_millis(333 * (sent as u64 - 1)),
+        "{sent} requests in {elapsed:?}"
     );
 }
 
@@ -544,9 +552,9 @@ backend_test! {
                 config.enrichment.acoustid_api_key = Some("k".into());
                 config.enrichment.acoustid_base_url = uri;
                 config.enrichment.coverart_enabled = false;
-                // One request every 4 s: the first goes alone, the others wait and batch
-                // (decoding all six takes well under that).
-                config.enrichment.acoustid_requests_per_second = 0.25;
+                // One request every 10 s: the first goes alone, the others wait and batch
+                // (decoding all six takes well under that, even on a loaded machine).
+                config.enrichment.acoustid_requests_per_second = 0.1;
             })
             .build()
             .await;

@@ -8,11 +8,33 @@ use std::time::Duration;
 use crate::backend_test;
 use crate::support::*;
 use musiclib_core::jobs::{JobState, Outcome, Worker};
-use musiclib_core::testing::{enqueue_raw, queue};
+use musiclib_core::testing::{enqueue_raw, execute, job_lease_until, queue};
 use musiclib_core::{JobId, TrackId};
 
 async fn job(library: &TestLibrary, id: &JobId) -> musiclib_core::jobs::Job {
     queue(library).get(id).await.unwrap()
+}
+
+/// Leases and backoffs are on the database clock: a test moves the job's times instead of
+/// waiting for it.
+async fn expire_lease(library: &TestLibrary, id: &JobId) {
+    let changed = execute(
+        library,
+        "UPDATE jobs SET lease_until = 0 WHERE id = $1 AND state = 'running'",
+        &[&id.to_string()],
+    )
+    .await;
+    assert_eq!(changed, 1, "job {id} is not running");
+}
+
+async fn make_due(library: &TestLibrary, id: &JobId) {
+    let changed = execute(
+        library,
+        "UPDATE jobs SET run_at = 0 WHERE id = $1 AND state = 'queued'",
+        &[&id.to_string()],
+    )
+    .await;
+    assert_eq!(changed, 1, "job {id} is not queued");
 }
 
 backend_test! {
@@ -20,11 +42,11 @@ backend_test! {
         let library = TestLibrary::new(backend).await;
         let job_id = enqueue_raw(&library, "no_such_kind", serde_json::json!({}), None).await;
 
-        // A worker claims it with a short lease and dies.
-        let claimed = queue(&library).claim("dead-worker", Duration::from_millis(100)).await.unwrap().unwrap();
+        // A worker claims it and dies.
+        let claimed = queue(&library).claim("dead-worker", Duration::from_secs(60)).await.unwrap().unwrap();
         assert_eq!(claimed.id, job_id);
         assert!(queue(&library).claim("other", Duration::from_secs(60)).await.unwrap().is_none(), "leased jobs are not shared");
-        tokio::time::sleep(Duration::from_millis(150)).await;
+        expire_lease(&library, &job_id).await;
 
         // Another worker takes it over once the lease ran out.
         let worker = Worker::new(library.library.clone(), "live");
@@ -44,17 +66,23 @@ backend_test! {
     async fn heartbeats_keep_the_lease_and_only_the_holder_renews_it(backend: Backend) {
         let library = TestLibrary::new(backend).await;
         let job_id = enqueue_raw(&library, "no_such_kind", serde_json::json!({}), None).await;
-        let lease = Duration::from_millis(300);
+        let lease = Duration::from_secs(60);
         queue(&library).claim("holder", lease).await.unwrap().unwrap();
-        // Renewed every 100 ms for a second, three times the lease: never claimable by another.
-        for _ in 0..10 {
-            tokio::time::sleep(Duration::from_millis(100)).await;
+        // Renewed three times while the clock runs a lease and a half (each round moves the lease
+        // half of it back): each heartbeat moves it forward again, never claimable by another.
+        for _ in 0..3 {
+            execute(&library, "UPDATE jobs SET lease_until = lease_until - 30000000 WHERE id = $1", &[&job_id.to_string()]).await;
+            let before = job_lease_until(&library, &job_id).await.expect("leased");
             assert!(queue(&library).heartbeat(&job_id, "holder", lease).await.unwrap());
+            let after = job_lease_until(&library, &job_id).await.expect("leased");
+            assert!(after > before, "the heartbeat did not renew the lease: {before} -> {after}");
             assert!(queue(&library).claim("other", lease).await.unwrap().is_none(), "a renewed lease was taken");
         }
+        let before = job_lease_until(&library, &job_id).await;
         assert!(!queue(&library).heartbeat(&job_id, "stranger", lease).await.unwrap(), "only the holder renews");
+        assert_eq!(job_lease_until(&library, &job_id).await, before, "a stranger moved the lease");
         // Heartbeats stop (the holder died): the job is taken over once the lease runs out.
-        tokio::time::sleep(lease + Duration::from_millis(100)).await;
+        expire_lease(&library, &job_id).await;
         let taken = queue(&library).claim("other", lease).await.unwrap().expect("an expired lease is claimable");
         assert_eq!((taken.id, taken.attempts), (job_id.clone(), 2));
         assert!(!queue(&library).heartbeat(&job_id, "holder", lease).await.unwrap(), "the old holder lost it");
@@ -65,8 +93,8 @@ backend_test! {
     async fn a_failed_attempt_waits_out_its_backoff(backend: Backend) {
         let library = TestLibrary::builder(backend)
             .config(|config| {
-                config.jobs.retry_base = Duration::from_millis(600);
-                config.jobs.retry_max = Duration::from_secs(10);
+                config.jobs.retry_base = Duration::from_secs(3600);
+                config.jobs.retry_max = Duration::from_secs(10 * 3600);
                 // A scan of a folder that is gone fails as "unavailable": worth retrying.
                 config.local_media_import_path = Some("/nonexistent/musiclib-test-music".into());
             })
@@ -80,15 +108,17 @@ backend_test! {
         assert!(failed.error.as_deref().unwrap().contains("does not exist"), "{:?}", failed.error);
         // The first retry is the base delay later, on the database clock.
         let delay = failed.run_at.as_micros() - failed.updated_at.as_micros();
-        assert!((590_000..=610_000).contains(&delay), "backoff of {delay} µs");
+        assert!((3_599_990_000..=3_600_010_000).contains(&delay), "backoff of {delay} µs");
         assert_eq!(worker.run_once().await.unwrap(), Outcome::Empty, "claimable before its run_at");
-        tokio::time::sleep(Duration::from_millis(700)).await;
+        // Its time comes.
+        make_due(&library, &job_id).await;
         assert_eq!(worker.run_once().await.unwrap(), Outcome::Ran(job_id.clone()));
         // The second retry waits twice as long.
         let again = job(&library, &job_id).await;
-        assert_eq!(again.attempts, 2);
+        assert_eq!((again.state, again.attempts), (JobState::Queued, 2), "{again:?}");
         let delay = again.run_at.as_micros() - again.updated_at.as_micros();
-        assert!((1_190_000..=1_210_000).contains(&delay), "backoff of {delay} µs");
+        assert!((7_199_990_000..=7_200_010_000).contains(&delay), "backoff of {delay} µs");
+        assert_eq!(worker.run_once().await.unwrap(), Outcome::Empty, "claimable before its run_at");
     }
 }
 
@@ -99,8 +129,11 @@ backend_test! {
         for attempt in 1..=3 {
             let job = queue(&library).claim("flaky", Duration::from_secs(10)).await.unwrap().expect("claimable");
             assert_eq!(job.attempts, attempt);
-            queue(&library).fail(&job.id, "flaky", "dependency down", Some(Duration::from_millis(10))).await.unwrap();
-            tokio::time::sleep(Duration::from_millis(30)).await;
+            queue(&library).fail(&job.id, "flaky", "dependency down", Some(Duration::from_secs(3600))).await.unwrap();
+            if attempt < 3 {
+                assert!(queue(&library).claim("flaky", Duration::from_secs(10)).await.unwrap().is_none(), "claimable during its backoff");
+                make_due(&library, &job_id).await;
+            }
         }
         let job = job(&library, &job_id).await;
         assert_eq!(job.state, JobState::Failed, "{job:?}");
@@ -115,10 +148,11 @@ backend_test! {
         let library = TestLibrary::builder(backend).config(|config| config.jobs.max_attempts = 2).build().await;
         let job_id = enqueue_raw(&library, "enrich_task", serde_json::json!({}), None).await;
         for attempt in 1..=2 {
-            let job = queue(&library).claim(&format!("doomed{attempt}"), Duration::from_millis(80)).await.unwrap().expect("claimable");
+            let job = queue(&library).claim(&format!("doomed{attempt}"), Duration::from_secs(60)).await.unwrap().expect("claimable");
             assert_eq!(job.attempts, attempt);
-            // The worker dies: no heartbeat, no report.
-            tokio::time::sleep(Duration::from_millis(120)).await;
+            assert!(queue(&library).claim("other", Duration::from_secs(60)).await.unwrap().is_none(), "leased jobs are not shared");
+            // The worker dies: no heartbeat, no report; its lease runs out.
+            expire_lease(&library, &job_id).await;
         }
         // The next claim finds the job out of attempts and fails it for good.
         assert!(queue(&library).claim("survivor", Duration::from_secs(10)).await.unwrap().is_none());

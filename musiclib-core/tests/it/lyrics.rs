@@ -304,7 +304,7 @@ backend_test! {
         )
         .unwrap();
         copy(FLAC, "huge.flac");
-        let mut huge = "[00:01.00] big\n".repeat(1);
+        let mut huge = "[00:01.00] big\n".to_string();
         huge.push_str(&"x".repeat(2 * 1024 * 1024));
         std::fs::write(import.path().join("huge.lrc"), huge).unwrap();
         // A link that stays inside the folder is a sidecar like any other.

@@ -14,6 +14,210 @@ use crate::support::*;
 
 const TRACKS: usize = 180;
 
+/// One key of a documented sort order, as a row holds it.
+#[derive(Debug, Clone)]
+enum Key {
+    /// Compared lower-cased, in the database's collation (`lower(...)`, as the sorts do).
+    Text(Option<String>),
+    Number(Option<i64>),
+}
+
+/// The keys of a track in the documented order of `key` (`catalog::query::track_order`),
+/// then its id (every column in the sort's direction).
+fn track_keys(key: TrackSortKey, t: &musiclib_core::domain::Track) -> (Vec<Key>, String) {
+    use Key::{Number, Text};
+    let keys = match key {
+        TrackSortKey::Title => vec![Text(Some(t.title.clone()))],
+        TrackSortKey::Artist => vec![
+            Text(t.artist_name.clone()),
+            Text(t.album_title.clone()),
+            Number(t.disc_number),
+            Number(t.track_number),
+        ],
+        TrackSortKey::Album => vec![
+            Text(t.album_title.clone()),
+            Number(t.disc_number),
+            Number(t.track_number),
+        ],
+        TrackSortKey::Year => vec![Number(t.year)],
+        TrackSortKey::TrackNumber => vec![Number(t.disc_number), Number(t.track_number)],
+        TrackSortKey::Duration => vec![Number(t.duration_ms)],
+        TrackSortKey::CreatedAt => vec![Number(Some(t.created_at.as_micros()))],
+        TrackSortKey::UpdatedAt => vec![Number(Some(t.updated_at.as_micros()))],
+    };
+    (keys, t.id.to_string())
+}
+
+/// The keys of an album in the documented order of `key` (`catalog::query::album_order`),
+/// then its id; by artist, the albums without one come last either way (checked apart).
+fn album_keys(key: AlbumSortKey, a: &musiclib_core::domain::Album) -> (Vec<Key>, String) {
+    use Key::{Number, Text};
+    let title = Text(Some(musiclib_core::text::name_key(&a.title)));
+    let keys = match key {
+        AlbumSortKey::Title => vec![title],
+        AlbumSortKey::Artist => vec![
+            Text(a.artist_name.clone()),
+            Text(a.artist_id.as_ref().map(|id| id.to_string())),
+            title,
+        ],
+        AlbumSortKey::Year => vec![Number(a.year), title],
+        AlbumSortKey::CreatedAt => vec![Number(Some(a.created_at.as_micros()))],
+    };
+    (keys, a.id.to_string())
+}
+
+/// How the database orders each pair of texts, lower-cased (its collation: byte order on
+/// SQLite, the database's own on PostgreSQL, which may order spaces and punctuation
+/// otherwise).
+async fn text_orders(
+    library: &TestLibrary,
+    pairs: Vec<(String, String)>,
+) -> std::collections::HashMap<(String, String), std::cmp::Ordering> {
+    let mut orders = std::collections::HashMap::new();
+    let pairs: Vec<(String, String)> = pairs
+        .into_iter()
+        .collect::<std::collections::HashSet<_>>()
+        .into_iter()
+        .collect();
+    for chunk in pairs.chunks(300) {
+        let placeholder = |n: usize| match library.backend {
+            Backend::Embedded => format!("?{n}"),
+            Backend::ScaleOut => format!("${n}"),
+        };
+        let rows: Vec<String> = (0..chunk.len())
+            .map(|index| {
+                format!(
+                    "SELECT CAST({index} AS BIGINT) AS n, CAST({} AS TEXT) AS a, CAST({} AS TEXT) AS b",
+                    placeholder(2 * index + 1),
+                    placeholder(2 * index + 2)
+                )
+            })
+            .collect();
+        let sql = format!(
+            "SELECT n, CAST(CASE WHEN lower(a) < lower(b) THEN -1 WHEN lower(a) = lower(b) THEN 0 ELSE 1 END AS BIGINT)
+             FROM ({}) p ORDER BY n",
+            rows.join(" UNION ALL ")
+        );
+        let mut query = sqlx::query_as::<_, (i64, i64)>(sqlx::AssertSqlSafe(sql));
+        for (a, b) in chunk {
+            query = query.bind(a.clone()).bind(b.clone());
+        }
+        let answers = query
+            .fetch_all(musiclib_core::testing::pool(library))
+            .await
+            .expect("compare texts");
+        assert_eq!(answers.len(), chunk.len());
+        for (position, ((index, order), pair)) in answers.into_iter().zip(chunk).enumerate() {
+            assert_eq!(index as usize, position, "the answers in the pairs' order");
+            orders.insert(pair.clone(), order.cmp(&0));
+        }
+    }
+    orders
+}
+
+/// Asserts `rows` (keys, id) are in their documented order: each key ascending (or all
+/// descending), NULLs after values ascending on PostgreSQL and before them on SQLite (the
+/// other way round descending), ties broken by the id.
+async fn assert_in_order(
+    library: &TestLibrary,
+    rows: &[(Vec<Key>, String)],
+    descending: bool,
+    what: &str,
+) {
+    use std::cmp::Ordering;
+    let mut pairs = Vec::new();
+    for pair in rows.windows(2) {
+        for (a, b) in pair[0].0.iter().zip(&pair[1].0) {
+            if let (Key::Text(Some(a)), Key::Text(Some(b))) = (a, b) {
+                pairs.push((a.clone(), b.clone()));
+            }
+        }
+    }
+    let texts = text_orders(library, pairs).await;
+    let nulls_first = library.backend == Backend::Embedded;
+    let nullable = |a: Option<()>, b: Option<()>| match (a, b) {
+        (None, None) => Ordering::Equal,
+        (None, Some(_)) if nulls_first => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (Some(_), None) if nulls_first => Ordering::Greater,
+        (Some(_), None) => Ordering::Less,
+        (Some(_), Some(_)) => Ordering::Equal,
+    };
+    for (index, pair) in rows.windows(2).enumerate() {
+        let ((keys_a, id_a), (keys_b, id_b)) = (&pair[0], &pair[1]);
+        let mut order = Ordering::Equal;
+        for (a, b) in keys_a.iter().zip(keys_b) {
+            order = match (a, b) {
+                (Key::Text(Some(a)), Key::Text(Some(b))) => texts[&(a.clone(), b.clone())],
+                (Key::Text(a), Key::Text(b)) => {
+                    nullable(a.as_ref().map(|_| ()), b.as_ref().map(|_| ()))
+                }
+                (Key::Number(Some(a)), Key::Number(Some(b))) => a.cmp(b),
+                (Key::Number(a), Key::Number(b)) => nullable(a.map(|_| ()), b.map(|_| ())),
+                _ => unreachable!("keys of one order"),
+            };
+            if order != Ordering::Equal {
+                break;
+            }
+        }
+        // (Ids are UUIDs of one shape: every collation orders them as their bytes.)
+        let order = order.then_with(|| id_a.cmp(id_b));
+        let expected = if descending {
+            Ordering::Greater
+        } else {
+            Ordering::Less
+        };
+        assert_eq!(
+            order,
+            expected,
+            "{what}: rows {index} and {} out of order: {pair:?}",
+            index + 1
+        );
+    }
+}
+
+/// [`assert_in_order`] for tracks in the order of `sort`.
+async fn assert_tracks_in_order(
+    library: &TestLibrary,
+    tracks: &[musiclib_core::domain::Track],
+    sort: Sort<TrackSortKey>,
+    what: &str,
+) {
+    let rows: Vec<_> = tracks.iter().map(|t| track_keys(sort.key, t)).collect();
+    assert_in_order(library, &rows, sort.descending, what).await;
+}
+
+/// [`assert_in_order`] for albums in the order of `sort`: by artist, those without one last.
+async fn assert_albums_in_order(
+    library: &TestLibrary,
+    albums: &[musiclib_core::domain::Album],
+    sort: Sort<AlbumSortKey>,
+    what: &str,
+) {
+    let with_artist = albums.iter().take_while(|a| a.artist_id.is_some()).count();
+    let (first, rest) = if sort.key == AlbumSortKey::Artist {
+        assert!(
+            rest_without_artist(&albums[with_artist..]),
+            "{what}: albums without artist not last"
+        );
+        albums.split_at(with_artist)
+    } else {
+        (albums, &albums[albums.len()..])
+    };
+    let rows: Vec<_> = first.iter().map(|a| album_keys(sort.key, a)).collect();
+    assert_in_order(library, &rows, sort.descending, what).await;
+    // Those without an artist: by title, then id, in the sort's direction.
+    let rows: Vec<_> = rest
+        .iter()
+        .map(|a| album_keys(AlbumSortKey::Title, a))
+        .collect();
+    assert_in_order(library, &rows, sort.descending, what).await;
+}
+
+fn rest_without_artist(albums: &[musiclib_core::domain::Album]) -> bool {
+    albums.iter().all(|a| a.artist_id.is_none())
+}
+
 /// Every page of `read` (pages of `size`), concatenated, with the total each page reported.
 async fn all_pages<T, F, Fut>(size: i64, count: usize, read: F) -> (Vec<T>, Vec<i64>)
 where
@@ -77,6 +281,7 @@ backend_test! {
                     .unwrap();
                 assert_eq!(whole.total, TRACKS as i64);
                 assert_eq!(whole.items.len(), TRACKS);
+                assert_tracks_in_order(&library, &whole.items, sort, &format!("sort {name} descending {descending}")).await;
                 let everything = TrackFilter::default();
                 let (paged, totals) = all_pages(37, TRACKS, |page| {
                     catalog.list_tracks(&everything, Some(sort), page)
@@ -144,6 +349,7 @@ backend_test! {
                     .unwrap();
                 assert_eq!(whole.items.len(), TRACKS / 10);
                 assert!(whole.items.iter().all(|album| album.track_count == 10));
+                assert_albums_in_order(&library, &whole.items, sort, &format!("albums {key:?} {descending}")).await;
                 let every_album = AlbumFilter::default();
                 let (paged, _) = all_pages(4, whole.items.len(), |page| {
                     catalog.list_albums(&every_album, Some(sort), page)
@@ -332,6 +538,7 @@ backend_test! {
                         .list_tracks(filter, Some(sort), Page::new(Some(200), None).unwrap())
                         .await
                         .unwrap();
+                    assert_tracks_in_order(&library, &whole.items, sort, &format!("{filter:?} {name} {descending}")).await;
                     let walked = all_chunks(|cursor| async move {
                         catalog.list_tracks_after(filter, Some(sort), 17, &cursor).await
                     })
@@ -371,6 +578,7 @@ backend_test! {
                     .list_albums(&AlbumFilter::default(), Some(sort), Page::new(Some(200), None).unwrap())
                     .await
                     .unwrap();
+                assert_albums_in_order(&library, &whole.items, sort, &format!("albums {key:?} {descending}")).await;
                 let walked = all_chunks(|cursor| async move {
                     catalog.list_albums_after(&AlbumFilter::default(), Some(sort), 4, &cursor).await
                 })
@@ -491,6 +699,7 @@ backend_test! {
                             .items,
                     );
                 }
+                assert_tracks_in_order(&library, &whole, sort, &format!("{name} {descending} round {round}")).await;
                 let whole = ids(&whole);
                 assert_eq!(whole.len(), MANY);
                 for offset in [4_177_i64, 501, 999, 1_000, 500, 5_059, 5_060, 5_500, 9_000, 2_700] {
@@ -529,11 +738,11 @@ backend_test! {
                             .list_albums(&AlbumFilter::default(), Some(sort), Page::new(Some(200), Some(offset)).unwrap())
                             .await
                             .unwrap()
-                            .items
-                            .into_iter()
-                            .map(|album| album.id.to_string()),
+                            .items,
                     );
                 }
+                assert_albums_in_order(&library, &whole, sort, &format!("albums {key:?} round {round}")).await;
+                let whole: Vec<String> = whole.iter().map(|album| album.id.to_string()).collect();
                 let count = whole.len() as i64;
                 assert!(count > 500, "{count} albums");
                 for offset in [count - 1, 500, 501, count, 1_000, 2_000] {
@@ -592,6 +801,9 @@ backend_test! {
                 for offset in [1_234_i64, 500, 501, 4_999, 5_000, 5_099, 5_100, 6_000, 700] {
                     let page = Page::new(Some(50), Some(offset)).unwrap();
                     let got = catalog.list_tracks(&everything, Some(sort), page).await.unwrap();
+                    // The documented order, NULLs placed as each database does; and the very
+                    // rows an offset read gives.
+                    assert_tracks_in_order(&library, &got.items, sort, &format!("{name} {descending} round {round} offset {offset}")).await;
                     let ids: Vec<String> = got.items.iter().map(|t| t.id.to_string()).collect();
                     let expected = musiclib_core::testing::track_ids_by_offset(&library, sort, page).await;
                     assert_eq!(ids, expected, "{name} {descending} round {round} offset {offset}");
@@ -630,6 +842,7 @@ backend_test! {
                 for offset in [500_i64, 505, 509, 510, 2, 204, 700] {
                     let page = Page::new(Some(2), Some(offset)).unwrap();
                     let got = catalog.list_albums(&AlbumFilter::default(), Some(sort), page).await.unwrap();
+                    assert_albums_in_order(&library, &got.items, sort, &format!("albums {key:?} {descending} round {round} offset {offset}")).await;
                     let ids: Vec<String> = got.items.iter().map(|album| album.id.to_string()).collect();
                     let expected = musiclib_core::testing::album_ids_by_offset(&library, sort, page).await;
                     assert_eq!(ids, expected, "albums {key:?} {descending} round {round} offset {offset}");

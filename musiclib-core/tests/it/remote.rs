@@ -434,10 +434,9 @@ backend_test! {
             assert!(Instant::now() < deadline, "no progress seen: {now:?}");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        let cancelled_at = Instant::now();
         remote.cancel_download(&ann, &download.id).await.unwrap();
-        tokio::time::timeout(Duration::from_secs(20), worker).await.expect("the job stops").unwrap();
-        assert!(cancelled_at.elapsed() < Duration::from_secs(20));
+        // (A hang guard: the slow download would take far longer.)
+        tokio::time::timeout(Duration::from_secs(60), worker).await.expect("the job stops").unwrap();
         let cancelled = remote.download(&ann, &download.id).await.unwrap();
         assert_eq!(cancelled.state, DownloadState::Cancelled);
         let job = musiclib_core::testing::queue(&library).get(cancelled.job_id.as_ref().unwrap()).await.unwrap();
@@ -668,19 +667,20 @@ backend_test! {
             let ann = ann.clone();
             let id = saved.track.id.clone();
             tokio::spawn(async move {
-                library.remote().materialize_and_wait(&ann, &id, Duration::from_secs(90)).await
+                // An hour: only the failed attempt can end the wait.
+                library.remote().materialize_and_wait(&ann, &id, Duration::from_secs(3600)).await
             })
         };
         while !waiting.is_finished() {
             musiclib_core::testing::drain_jobs(&library).await;
-            assert!(started.elapsed() < Duration::from_secs(30), "the stream still waits");
+            // (A hang guard: a stream that waited for the retry would wait ten minutes.)
+            assert!(started.elapsed() < Duration::from_secs(120), "the stream still waits");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let error = waiting.await.unwrap().unwrap_err();
         assert_eq!(error.kind(), ErrorKind::Unavailable);
         let message = error.to_string();
         assert!(message.contains("503") && message.contains("another attempt follows"), "{message}");
-        assert!(started.elapsed() < Duration::from_secs(30));
     }
 }
 
@@ -702,10 +702,10 @@ backend_test! {
     async fn a_slow_source_is_reported_beside_the_others_hits(backend: Backend) {
         let bytes = corpus_file(&corpus(), FLAC);
         let server = subsonic_server(&[("s1", "Polar Drift", None)], &bytes).await;
-        // The Subsonic server takes 5 s to answer a search: past the 1 s allowed.
+        // The Subsonic server takes ten minutes to answer a search: past the 1 s allowed.
         Mock::given(method("GET"))
             .and(path("/rest/search3"))
-            .respond_with(musiclib_core::testing::subsonic_ok(serde_json::json!({"searchResult3": {}})).set_delay(Duration::from_secs(5)))
+            .respond_with(musiclib_core::testing::subsonic_ok(serde_json::json!({"searchResult3": {}})).set_delay(Duration::from_secs(600)))
             .with_priority(1)
             .mount(&server)
             .await;
@@ -725,13 +725,14 @@ backend_test! {
         let ann = user(&library, "ann").await;
         let started = Instant::now();
         let found = library.remote().search(&ann, "polar drift", None).await.unwrap();
-        assert!(started.elapsed() < Duration::from_secs(4), "the slow source was waited for");
+        // (A hang guard: waiting for the slow source would take ten minutes.)
+        assert!(started.elapsed() < Duration::from_secs(60), "the slow source was waited for");
         let outcome = |name: &str| found.sources.iter().find(|source| source.source == name).unwrap().clone();
         let (ytdlp, subsonic) = (outcome("remote"), outcome("subsonic"));
         assert!(ytdlp.ok && ytdlp.count == 1 && ytdlp.error.is_none(), "{ytdlp:?}");
         assert!(!subsonic.ok && subsonic.count == 0, "{subsonic:?}");
         assert_eq!(subsonic.error.as_deref(), Some("no answer within 1 s"));
-        assert!(subsonic.took_ms >= 900 && subsonic.took_ms < 4000, "{subsonic:?}");
+        assert!(subsonic.took_ms >= 900 && subsonic.took_ms < 60_000, "{subsonic:?}");
         assert_eq!(found.hits.len(), 1);
         assert_eq!(found.hits[0].hit.source_id, "vid-1");
         assert_eq!(found.hits[0].hit.artist.as_deref(), Some("Aurora Lane"));

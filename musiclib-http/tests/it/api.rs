@@ -525,7 +525,55 @@ fn openapi_document_is_generated() {
 both_backends!(cursor_paging, |backend| async move {
     let app = App::new(TestLibrary::new(backend).await).await;
     musiclib_core::testing::insert_library_tracks(&app.library, 45, 5).await;
+    // Some tracks added a second earlier, some later: ties and distinct times to sort by.
+    musiclib_core::testing::execute(
+        &app.library,
+        "UPDATE tracks SET created_at = created_at - 1000000 WHERE track_number <= 3",
+        &[],
+    )
+    .await;
+    musiclib_core::testing::execute(
+        &app.library,
+        "UPDATE tracks SET created_at = created_at + 1000000 WHERE track_number >= 8",
+        &[],
+    )
+    .await;
     let token = app.register("pager").await;
+    // `-created_at`: newest first, ties by id (descending too): exactly `created_at` reversed.
+    let keys = |page: &Value| -> Vec<(i64, String)> {
+        page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|track| {
+                let created = track["created_at"].as_str().unwrap();
+                (
+                    musiclib_core::Timestamp::parse_rfc3339(created)
+                        .unwrap()
+                        .as_micros(),
+                    track["id"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let (_, newest) = app
+        .get("/api/v1/tracks?sort=-created_at&limit=200", Some(&token))
+        .await;
+    let (_, oldest) = app
+        .get("/api/v1/tracks?sort=created_at&limit=200", Some(&token))
+        .await;
+    let (newest, mut oldest) = (keys(&newest), keys(&oldest));
+    assert_eq!(newest.len(), 45);
+    assert!(
+        newest.windows(2).all(|pair| pair[0] > pair[1]),
+        "not newest first: {newest:?}"
+    );
+    assert!(
+        newest.windows(2).any(|pair| pair[0].0 > pair[1].0),
+        "no two times differ: {newest:?}"
+    );
+    oldest.reverse();
+    assert_eq!(oldest, newest);
     for list in ["tracks?sort=-created_at&", "albums?", "artists?"] {
         // Offsets and cursors walk the same rows; a cursor page has no offset.
         let (status, whole) = app
@@ -566,8 +614,39 @@ both_backends!(cursor_paging, |backend| async move {
             "offset pages carry no cursor"
         );
     }
+    // With a cursor, an offset skips that many rows after its place.
+    let ids = |page: &Value| -> Vec<String> {
+        page["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|item| item["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (_, whole) = app.get("/api/v1/tracks?limit=200", Some(&token)).await;
+    let (status, skipped) = app
+        .get("/api/v1/tracks?cursor=&offset=3&limit=2", Some(&token))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{skipped}");
+    assert_eq!(ids(&skipped), ids(&whole)[3..5].to_vec());
+    let next = skipped["next_cursor"].as_str().unwrap();
+    let (_, after) = app
+        .get(
+            &format!("/api/v1/tracks?cursor={next}&limit=1"),
+            Some(&token),
+        )
+        .await;
+    assert_eq!(ids(&after), ids(&whole)[5..6].to_vec());
+    let (status, past) = app
+        .get("/api/v1/tracks?cursor=&offset=100000", Some(&token))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        ids(&past).is_empty() && past.get("next_cursor").is_none(),
+        "{past}"
+    );
     for (query, field) in [
-        ("tracks?cursor=&offset=3", "cursor"),
+        ("tracks?cursor=&offset=-1", "offset"),
         ("tracks?cursor=bm9wZQ", "cursor"),
         ("tracks?sort=year&cursor=", "cursor"),
         ("tracks?cursor=&limit=201", "limit"),

@@ -41,6 +41,14 @@ async fn set_up(
         .config(move |config| config.enrichment.lrclib_base_url = base)
         .build()
         .await;
+    set_up_on(library, tracks).await
+}
+
+/// [`set_up`] on a library already pointed at its LRCLIB.
+async fn set_up_on(
+    library: TestLibrary,
+    tracks: &[(&str, &str, &str, i64)],
+) -> (App, String, Vec<String>) {
     let app = App::new(library).await;
     musiclib_core::testing::insert_synthetic_tracks(&app.library, tracks.len()).await;
     let token = app.register("reader").await;
@@ -90,7 +98,11 @@ async fn refetch(app: &App, token: &str, id: &str) -> Value {
 }
 
 async fn requests(server: &MockServer) -> usize {
-    server.received_requests().await.unwrap_or_default().len()
+    server
+        .received_requests()
+        .await
+        .expect("the mock records requests")
+        .len()
 }
 
 /// Moves a track's record back in time.
@@ -375,30 +387,120 @@ both_backends!(
 both_backends!(
     fifty_requests_make_one_fetch,
     |backend: Backend| async move {
-        let server = MockServer::start().await;
-        Mock::given(method("GET"))
-            .and(path("/api/get"))
-            .respond_with(answer(200, "get_synced.json").set_delay(Duration::from_millis(300)))
-            .mount(&server)
+        // LRCLIB holds its answer until all fifty requests are out and it has been asked.
+        let lrclib = HeldLrclib::start(fixture("get_synced.json")).await;
+        let library = TestLibrary::builder(backend)
+            .config({
+                let url = lrclib.url.clone();
+                move |config| config.enrichment.lrclib_base_url = url
+            })
+            .build()
             .await;
-        let (app, token, ids) = set_up(
-            backend,
-            &server,
+        let (app, token, ids) = set_up_on(
+            library,
             &[("Polar Drift", "Aurora Lane", "Northern Lights", 142)],
         )
         .await;
         let app = std::sync::Arc::new(app);
+        let started = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let mut tasks = Vec::new();
         for _ in 0..50 {
             let (app, token, id) = (app.clone(), token.clone(), ids[0].clone());
-            tasks.push(tokio::spawn(async move { lyrics(&app, &token, &id).await }));
+            let started = started.clone();
+            tasks.push(tokio::spawn(async move {
+                started.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                lyrics(&app, &token, &id).await
+            }));
         }
+        // (Hang guard only.)
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while started.load(std::sync::atomic::Ordering::SeqCst) < 50 || lrclib.asked() == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the requests never went out"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // Every request has started and none can have its answer: one fetch is held.
+        assert!(
+            tasks.iter().all(|task| !task.is_finished()),
+            "a request was answered without LRCLIB"
+        );
+        assert_eq!(lrclib.asked(), 1, "a second fetch while the first was held");
+        lrclib.release();
         for task in tasks {
             assert_eq!(task.await.unwrap()["status"], "found");
         }
-        assert_eq!(requests(&server).await, 1);
+        assert_eq!(lrclib.asked(), 1);
     }
 );
+
+/// An LRCLIB (`GET /api/get`) that holds every request, unanswered, until released; then
+/// answers each with `body`.
+struct HeldLrclib {
+    url: String,
+    asked: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    release: tokio::sync::watch::Sender<bool>,
+}
+
+impl HeldLrclib {
+    async fn start(body: String) -> HeldLrclib {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (release, released) = tokio::sync::watch::channel(false);
+        let task_asked = asked.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let (asked, mut released, body) =
+                    (task_asked.clone(), released.clone(), body.clone());
+                tokio::spawn(async move {
+                    // A GET: its head is the whole request.
+                    let mut request = Vec::new();
+                    let mut buffer = [0u8; 4096];
+                    while !request.windows(4).any(|window| window == b"\r\n\r\n") {
+                        match stream.read(&mut buffer).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(read) => request.extend_from_slice(&buffer[..read]),
+                        }
+                    }
+                    let lookup = request.starts_with(b"GET /api/get");
+                    asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    if released.wait_for(|released| *released).await.is_err() {
+                        return;
+                    }
+                    let (status, body) = if lookup {
+                        ("200 OK", body.as_str())
+                    } else {
+                        (
+                            "404 Not Found",
+                            r#"{"code":404,"name":"TrackNotFound","message":"Failed to find specified track"}"#,
+                        )
+                    };
+                    let response = format!(
+                        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = stream.write_all(response.as_bytes()).await;
+                });
+            }
+        });
+        HeldLrclib {
+            url,
+            asked,
+            release,
+        }
+    }
+
+    fn asked(&self) -> usize {
+        self.asked.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn release(&self) {
+        self.release.send_replace(true);
+    }
+}
 
 both_backends!(
     not_found_turns_found_after_seven_days_or_on_refetch,

@@ -9,7 +9,7 @@
 //! `/api/v1`) and sends a valid request, so what a row tests is the permission, not the input.
 //! Rows run in order against one world; a row that destroys or changes something addresses a
 //! copy per role. Where every signed-in role gets the same refusal (a placeholder has no audio
-//! to stream, an outside service is not configured), the row's case says why.
+//! to stream), the row's case says why; outside services the rows reach are mocks.
 
 use std::collections::BTreeSet;
 
@@ -38,6 +38,8 @@ struct World {
     /// Tracks without audio (placeholders) uploaded by the owner, one per role; the first
     /// is never deleted, and has lyrics.
     tracks: Vec<String>,
+    /// A track with audio (a tone the owner uploaded).
+    audio_track: String,
     /// The album and artist of the tracks; the album has a cover.
     album: String,
     artist: String,
@@ -208,9 +210,9 @@ fn rows() -> Vec<Row> {
         ),
         row(
             "GET /tracks/{id}/metadata/candidates",
-            "fingerprint candidates (501 for everyone: no ACOUSTID_API_KEY in tests)",
-            |w, _| format!("/tracks/{}/metadata/candidates", w.tracks[0]),
-            [401, 501, 501, 501],
+            "fingerprint candidates (read-only: anyone signed in; AcoustID is a mock here)",
+            |w, _| format!("/tracks/{}/metadata/candidates", w.audio_track),
+            ANY_USER,
         ),
         row(
             "POST /tracks/{id}/optimize",
@@ -297,19 +299,37 @@ fn rows() -> Vec<Row> {
         // Streaming.
         row(
             "GET /stream/{id}",
-            "stream a track (409 for everyone: a placeholder has no audio)",
+            "stream a track",
+            |w, _| format!("/stream/{}", w.audio_track),
+            ANY_USER,
+        ),
+        row(
+            "GET /stream/{id}",
+            "stream a placeholder (409 for everyone: it has no audio)",
             |w, _| format!("/stream/{}", w.tracks[0]),
             [401, 409, 409, 409],
         ),
         row(
             "GET /stream/{id}/hls/playlist.m3u8",
-            "an HLS playlist (409 for everyone: a placeholder has no audio)",
+            "an HLS playlist",
+            |w, _| format!("/stream/{}/hls/playlist.m3u8", w.audio_track),
+            ANY_USER,
+        ),
+        row(
+            "GET /stream/{id}/hls/playlist.m3u8",
+            "a placeholder's HLS playlist (409 for everyone: it has no audio)",
             |w, _| format!("/stream/{}/hls/playlist.m3u8", w.tracks[0]),
             [401, 409, 409, 409],
         ),
         row(
             "GET /stream/{id}/hls/{segment}",
-            "an HLS segment (409 for everyone: a placeholder has no audio)",
+            "an HLS segment",
+            |w, _| format!("/stream/{}/hls/seg-00000.ts", w.audio_track),
+            ANY_USER,
+        ),
+        row(
+            "GET /stream/{id}/hls/{segment}",
+            "a placeholder's HLS segment (409 for everyone: it has no audio)",
             |w, _| format!("/stream/{}/hls/seg-00000.ts", w.tracks[0]),
             [401, 409, 409, 409],
         ),
@@ -658,6 +678,12 @@ async fn world(app: &App, owner: &str, owner_id: &str) -> World {
         "[00:01.00]La la la",
     )
     .await;
+    // A track with audio (a tone no row uploads again).
+    let (status, uploaded) = app
+        .upload(owner, "tone.wav", &musiclib_core::testing::wav_tone(7))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{uploaded}");
+    let audio_track = uploaded["id"].as_str().unwrap().to_string();
     let album = listed[0]["album_id"].as_str().unwrap().to_string();
     let artist = listed[0]["artist_id"].as_str().unwrap().to_string();
     let cover_key = format!("covers/{album}.png");
@@ -729,6 +755,7 @@ async fn world(app: &App, owner: &str, owner_id: &str) -> World {
         downloads,
         download_track,
         tracks,
+        audio_track,
         album,
         artist,
         job: job["job_id"].as_str().unwrap().to_string(),
@@ -739,8 +766,25 @@ async fn world(app: &App, owner: &str, owner_id: &str) -> World {
 }
 
 both_backends!(
-    every_operation_by_every_role,
+    services every_operation_by_every_role,
     |backend: Backend| async move {
+        // AcoustID answers every lookup with its fixture (the candidates row).
+        let acoustid = wiremock::MockServer::start().await;
+        let lookup = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../shared/fixtures/acoustid/lookup_high_score.json"),
+        )
+        .unwrap();
+        wiremock::Mock::given(wiremock::matchers::method("POST"))
+            .and(wiremock::matchers::path("/v2/lookup"))
+            .respond_with(
+                wiremock::ResponseTemplate::new(200)
+                    .insert_header("Content-Type", "application/json")
+                    .set_body_string(lookup),
+            )
+            .mount(&acoustid)
+            .await;
+        let acoustid_url = acoustid.uri();
         let folder = tempfile::tempdir().unwrap();
         let path = folder.path().to_path_buf();
         let audio = musiclib_core::testing::wav_tone(1);
@@ -756,6 +800,8 @@ both_backends!(
         let library = TestLibrary::builder(backend)
             .config(move |config| {
                 config.local_media_import_path = Some(path);
+                config.enrichment.acoustid_api_key = Some("test-key".into());
+                config.enrichment.acoustid_base_url = acoustid_url;
                 config.remote.subsonic = Some(musiclib_core::config::SubsonicSourceConfig {
                     url,
                     username: "friend".into(),

@@ -215,13 +215,12 @@ both_backends!(
     the_http_recommender_is_mixed_in_and_left_out_when_slow,
     |backend: Backend| async move {
         let server = MockServer::start().await;
-        let (app, token, ids) = set_up_with(
+        let (app, _, ids) = set_up_with(
             backend,
             Some(format!("{}/suggest", server.uri())),
             Duration::from_secs(1),
         )
         .await;
-        let seed = &ids[0];
         // A listener without likes: the heuristics have nothing to say, so the batch holds
         // the suggestion wherever the random samples fall.
         let suggested = &ids[299];
@@ -255,22 +254,37 @@ both_backends!(
             "{item}"
         );
 
-        // Slow (5 s against its 1 s timeout): the heuristics answer alone, without waiting for
-        // it (well within its timeout).
-        Mock::given(method("POST"))
-            .and(path("/suggest"))
-            .and(body_partial_json(
-                json!({"seeds": [{"track_id": seed}], "count": 10}),
-            ))
-            .respond_with(
-                ResponseTemplate::new(200)
-                    .set_delay(Duration::from_secs(5))
-                    .set_body_json(json!({"suggestions": [{"track_id": suggested}]})),
+        // Slow: a recommender that holds its answer (with all of a minute to give it). The
+        // heuristics answer alone, without waiting for it: the radio answers while the
+        // recommender still holds the request.
+        let held = HeldRecommender::start(json!({"suggestions": [{"track_id": suggested}]})).await;
+        let (slow, slow_token, slow_ids) =
+            set_up_with(backend, Some(held.url.clone()), Duration::from_secs(60)).await;
+        let (status, batch) = slow
+            .json(
+                "POST",
+                "/api/v1/radio",
+                Some(&slow_token),
+                json!({"seed_track_id": slow_ids[0], "count": 10}),
             )
-            .expect(1)
-            .mount(&server)
             .await;
-        let started = Instant::now();
+        assert_eq!(status, StatusCode::OK, "{batch}");
+        assert_eq!(item_ids(&batch).len(), 10);
+        assert!(without_external(&batch), "{batch}");
+        held.wait_asked(1).await;
+        assert_eq!(
+            held.answered(),
+            0,
+            "the radio answered before the recommender"
+        );
+        held.release();
+
+        // Paused once its call times out (1 s here; it never answers in time): the next batch
+        // does not ask it.
+        let held = HeldRecommender::start(json!({"suggestions": [{"track_id": suggested}]})).await;
+        let (app, token, ids) =
+            set_up_with(backend, Some(held.url.clone()), Duration::from_secs(1)).await;
+        let seed = &ids[0];
         let (status, batch) = app
             .json(
                 "POST",
@@ -279,27 +293,16 @@ both_backends!(
                 json!({"seed_track_id": seed, "count": 10}),
             )
             .await;
-        let elapsed = started.elapsed();
-        assert!(
-            elapsed < Duration::from_secs(1),
-            "waited {elapsed:?} for a slow recommender"
-        );
         assert_eq!(status, StatusCode::OK);
         assert_eq!(item_ids(&batch).len(), 10);
-        assert!(
-            batch["items"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .all(|item| !item["reasons"]
-                    .as_array()
-                    .unwrap()
-                    .contains(&json!("external"))),
-            "{batch}"
-        );
-        // Paused once its call times out: the next batch does not ask it (`expect(1)` above).
+        assert!(without_external(&batch), "{batch}");
         wait_until_paused(&app).await;
-        let (status, _) = app
+        let ExternalStatus::Paused { reason, .. } = app.library.recommend().external_status()
+        else {
+            panic!("not paused")
+        };
+        assert!(reason.contains("no answer within 1000 ms"), "{reason}");
+        let (status, batch) = app
             .json(
                 "POST",
                 "/api/v1/radio",
@@ -308,11 +311,108 @@ both_backends!(
             )
             .await;
         assert_eq!(status, StatusCode::OK);
+        assert!(without_external(&batch), "{batch}");
+        assert_eq!(held.asked(), 1, "a paused recommender was asked");
+        assert_eq!(held.answered(), 0);
+        held.release();
         server.verify().await;
     }
 );
 
-/// Waits (up to 10 s) until the external recommender is paused.
+/// A recommender (`POST /suggest`) that holds every request, unanswered, until
+/// [`HeldRecommender::release`]; then answers `answer`.
+struct HeldRecommender {
+    url: String,
+    asked: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    answered: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    release: tokio::sync::watch::Sender<bool>,
+}
+
+impl HeldRecommender {
+    async fn start(answer: Value) -> HeldRecommender {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/suggest", listener.local_addr().unwrap());
+        let asked = std::sync::Arc::new(AtomicUsize::new(0));
+        let answered = std::sync::Arc::new(AtomicUsize::new(0));
+        let (release, released) = tokio::sync::watch::channel(false);
+        let (task_asked, task_answered) = (asked.clone(), answered.clone());
+        let body = answer.to_string();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let (asked, answered) = (task_asked.clone(), task_answered.clone());
+                let (mut released, body) = (released.clone(), body.clone());
+                tokio::spawn(async move {
+                    // The whole request: its head, then the body it announces.
+                    let mut request = Vec::new();
+                    let mut buffer = [0u8; 4096];
+                    loop {
+                        let Ok(read) = stream.read(&mut buffer).await else {
+                            return;
+                        };
+                        if read == 0 {
+                            return;
+                        }
+                        request.extend_from_slice(&buffer[..read]);
+                        let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") else {
+                            continue;
+                        };
+                        let head = String::from_utf8_lossy(&request[..end]).to_ascii_lowercase();
+                        let length: usize = head
+                            .lines()
+                            .find_map(|line| line.strip_prefix("content-length:"))
+                            .and_then(|value| value.trim().parse().ok())
+                            .unwrap_or(0);
+                        if request.len() >= end + 4 + length {
+                            break;
+                        }
+                    }
+                    asked.fetch_add(1, Ordering::SeqCst);
+                    if released.wait_for(|released| *released).await.is_err() {
+                        return;
+                    }
+                    let response = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if stream.write_all(response.as_bytes()).await.is_ok() {
+                        answered.fetch_add(1, Ordering::SeqCst);
+                    }
+                });
+            }
+        });
+        HeldRecommender {
+            url,
+            asked,
+            answered,
+            release,
+        }
+    }
+
+    fn asked(&self) -> usize {
+        self.asked.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn answered(&self) -> usize {
+        self.answered.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Waits until it has been asked `count` times (the deadline only guards against a hang).
+    async fn wait_asked(&self, count: usize) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.asked() < count {
+            assert!(Instant::now() < deadline, "the recommender was never asked");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    fn release(&self) {
+        self.release.send_replace(true);
+    }
+}
+
+/// Waits until the external recommender is paused (the deadline only guards against a hang).
 async fn wait_until_paused(app: &App) {
     let paused = async {
         while !matches!(
@@ -322,7 +422,7 @@ async fn wait_until_paused(app: &App) {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     };
-    tokio::time::timeout(Duration::from_secs(10), paused)
+    tokio::time::timeout(Duration::from_secs(60), paused)
         .await
         .expect("the recommender is paused");
 }
@@ -364,7 +464,8 @@ both_backends!(
                 .expect(if failure == "refused" { 0 } else { 1 })
                 .mount(&server)
                 .await;
-            let (app, token, ids) = set_up(backend, Some(url)).await;
+            // All the time in the world: the failure, not the timeout, leaves it out.
+            let (app, token, ids) = set_up_with(backend, Some(url), Duration::from_secs(30)).await;
             for round in 0..2 {
                 let (status, batch) = app
                     .json(

@@ -82,7 +82,7 @@ async fn lastfm_requests(server: &MockServer, method: &str) -> Vec<HashMap<Strin
     server
         .received_requests()
         .await
-        .unwrap_or_default()
+        .expect("the mock records requests")
         .iter()
         .filter(|request| request.url.path() == "/2.0/")
         .map(form)
@@ -94,7 +94,7 @@ async fn listenbrainz_requests(server: &MockServer) -> Vec<Value> {
     server
         .received_requests()
         .await
-        .unwrap_or_default()
+        .expect("the mock records requests")
         .iter()
         .filter(|request| request.url.path() == "/1/submit-listens")
         .map(|request| {
@@ -146,9 +146,10 @@ async fn set_up(
             config.scrobbling.lastfm_api_secret = Some(API_SECRET.into());
             config.scrobbling.lastfm_base_url = format!("{base}/2.0/");
             config.scrobbling.listenbrainz_base_url = base;
-            // Retries wait long enough that a test sees the failure before the retry.
-            config.jobs.retry_base = Duration::from_millis(400);
-            config.jobs.retry_max = Duration::from_millis(400);
+            // Retries wait an hour: a test sees the failure, then makes the retry due itself
+            // (`make_retries_due`).
+            config.jobs.retry_base = Duration::from_secs(3600);
+            config.jobs.retry_max = Duration::from_secs(3600);
         })
         .build()
         .await;
@@ -182,6 +183,34 @@ async fn set_up(
         .map(|track| track["id"].as_str().unwrap().to_string())
         .collect();
     (app, alice, Caller { user }, ids)
+}
+
+/// Makes every queued job due now: the retries' backoff has passed.
+async fn make_retries_due(app: &App) {
+    musiclib_core::testing::execute(
+        &app.library,
+        "UPDATE jobs SET run_at = 0 WHERE state = 'queued'",
+        &[],
+    )
+    .await;
+}
+
+/// Posts a play to `/history`, which must be recorded as new (201).
+async fn post_play(app: &App, token: &str, play: Value) {
+    let (status, body) = app.json("POST", "/api/v1/history", Some(token), play).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}
+
+/// The client ids of `token`'s history, newest first.
+async fn history(app: &App, token: &str) -> Vec<String> {
+    let (status, page) = app.get("/api/v1/history?limit=200", Some(token)).await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    page["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no items: {page}"))
+        .iter()
+        .map(|play| play["client_event_id"].as_str().unwrap().to_string())
+        .collect()
 }
 
 fn play(id: &str, track: &str, minute: u32, seconds: f64) -> Value {
@@ -316,21 +345,12 @@ both_backends!(plays_are_scrobbled_once, |backend: Backend| async move {
         )
         .await;
     assert_eq!(status, StatusCode::OK);
-    app.json(
-        "POST",
-        "/api/v1/history",
-        Some(&alice),
-        play("off", &ids[3], 30, 120.0),
-    )
-    .await;
+    post_play(&app, &alice, play("off", &ids[3], 30, 120.0)).await;
     let bob = app.register("bob").await;
-    app.json(
-        "POST",
-        "/api/v1/history",
-        Some(&bob),
-        play("b1", &ids[3], 30, 120.0),
-    )
-    .await;
+    post_play(&app, &bob, play("b1", &ids[3], 30, 120.0)).await;
+    // Both recorded, only not sent.
+    assert!(history(&app, &alice).await.contains(&"off".to_string()));
+    assert_eq!(history(&app, &bob).await, ["b1"]);
     drain_jobs(&app.library).await;
     assert_eq!(lastfm_requests(&server, "track.scrobble").await.len(), 3);
     assert_eq!(listenbrainz_requests(&server).await.len(), 3);
@@ -362,13 +382,7 @@ both_backends!(
             .mount(&server)
             .await;
         mount_success(&server).await;
-        app.json(
-            "POST",
-            "/api/v1/history",
-            Some(&alice),
-            play("h1", &ids[0], 0, 120.0),
-        )
-        .await;
+        post_play(&app, &alice, play("h1", &ids[0], 0, 120.0)).await;
         drain_jobs(&app.library).await;
         let (_, failing) = app.get("/api/v1/settings/scrobbling", Some(&alice)).await;
         assert_eq!(failing["lastfm"]["state"], "failing", "{failing}");
@@ -380,8 +394,12 @@ both_backends!(
             "{failing}"
         );
         assert_eq!(failing["listenbrainz"]["state"], "failing", "{failing}");
-        // The retry is due after the jobs' backoff (400 ms here).
-        tokio::time::sleep(Duration::from_millis(600)).await;
+        // The retry waits for the jobs' backoff: nothing is sent before.
+        drain_jobs(&app.library).await;
+        assert_eq!(lastfm_requests(&server, "track.scrobble").await.len(), 1);
+        assert_eq!(listenbrainz_requests(&server).await.len(), 1);
+        // Once it is due, the retry goes.
+        make_retries_due(&app).await;
         drain_jobs(&app.library).await;
         let scrobbles = lastfm_requests(&server, "track.scrobble").await;
         assert_eq!(scrobbles.len(), 2);
@@ -406,13 +424,7 @@ both_backends!(
                 "code": 401, "error": "Invalid authorization token."})))
             .mount(&server)
             .await;
-        app.json(
-            "POST",
-            "/api/v1/history",
-            Some(&alice),
-            play("h2", &ids[1], 5, 120.0),
-        )
-        .await;
+        post_play(&app, &alice, play("h2", &ids[1], 5, 120.0)).await;
         drain_jobs(&app.library).await;
         let (_, revoked) = app.get("/api/v1/settings/scrobbling", Some(&alice)).await;
         assert_eq!(revoked["lastfm"]["state"], "revoked", "{revoked}");
@@ -426,13 +438,12 @@ both_backends!(
             2,
             "one attempt each, no retries"
         );
-        app.json(
-            "POST",
-            "/api/v1/history",
-            Some(&alice),
-            play("h3", &ids[2], 10, 120.0),
-        )
-        .await;
+        post_play(&app, &alice, play("h3", &ids[2], 10, 120.0)).await;
+        assert_eq!(history(&app, &alice).await, ["h3", "h2", "h1"]);
+        drain_jobs(&app.library).await;
+        assert_eq!(server.received_requests().await.unwrap().len(), 2);
+        // Not even a retry waiting: nothing is sent while revoked.
+        make_retries_due(&app).await;
         drain_jobs(&app.library).await;
         assert_eq!(server.received_requests().await.unwrap().len(), 2);
 
@@ -531,13 +542,7 @@ both_backends!(
         let (_, state) = app.get("/api/v1/settings/scrobbling", Some(&alice)).await;
         assert_eq!(state["listenbrainz"]["state"], "ok", "{state}");
         // Nothing is left queued: a new play goes alone.
-        app.json(
-            "POST",
-            "/api/v1/history",
-            Some(&alice),
-            play("later", &ids[0], 30, 120.0),
-        )
-        .await;
+        post_play(&app, &alice, play("later", &ids[0], 30, 120.0)).await;
         drain_jobs(&app.library).await;
         let listens = listenbrainz_requests(&server).await;
         assert_eq!(listens.len(), 5);

@@ -20,7 +20,10 @@ fn parse(body: &[u8]) -> Value {
 fn counted_post(method: &str, head: String, padding: usize) -> (Request<Body>, Arc<AtomicUsize>) {
     let pulled = Arc::new(AtomicUsize::new(0));
     let mut chunks: Vec<Vec<u8>> = vec![head.into_bytes()];
-    let filler = b"&x=".iter().copied().chain(std::iter::repeat_n(b'y', 16 * 1024 - 3));
+    let filler = b"&x="
+        .iter()
+        .copied()
+        .chain(std::iter::repeat_n(b'y', 16 * 1024 - 3));
     let filler: Vec<u8> = filler.collect();
     for _ in 0..padding / filler.len() {
         chunks.push(filler.clone());
@@ -55,9 +58,16 @@ both_backends!(form_bodies_are_read_within_bounds, |backend| async move {
     let (request, pulled) = counted_post("ping", "f=json".into(), 4 * 1024 * 1024);
     let (status, _, body) = app.send_parts(request).await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(parse(&body)["error"]["code"], 10, "the credentials are missing");
+    assert_eq!(
+        parse(&body)["error"]["code"],
+        10,
+        "the credentials are missing"
+    );
     let read = pulled.load(Ordering::SeqCst);
-    assert!(read < 128 * 1024, "{read} bytes pulled before the caller was known");
+    assert!(
+        read < 128 * 1024,
+        "{read} bytes pulled before the caller was known"
+    );
 
     // Wrong credentials first: refused after that first part, the rest never read.
     let wrong = format!("{}&f=json", Fixture::token_auth("ann", "not her password"));
@@ -77,7 +87,10 @@ both_backends!(form_bodies_are_read_within_bounds, |backend| async move {
         .header(header::CONTENT_LENGTH, 5 * 1024 * 1024)
         .body(Body::from(format!("{}&f=json", app.auth())))
         .unwrap();
-    assert_eq!(app.send_parts(declared).await.0, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(
+        app.send_parts(declared).await.0,
+        StatusCode::PAYLOAD_TOO_LARGE
+    );
 });
 
 both_backends!(playlist_edits_change_all_or_nothing, |backend| async move {
@@ -91,7 +104,12 @@ both_backends!(playlist_edits_change_all_or_nothing, |backend| async move {
         .await;
     let id = created["playlist"]["id"].as_str().unwrap().to_string();
     let playlist_id = musiclib_core::PlaylistId::parse(&id).unwrap();
-    let before = app.library.playlists().get(&app.caller, &playlist_id).await.unwrap();
+    let before = app
+        .library
+        .playlists()
+        .get(&app.caller, &playlist_id)
+        .await
+        .unwrap();
     let unknown = musiclib_core::TrackId::new();
 
     // Replacing the songs with a list that names an unknown one: refused, nothing changed.
@@ -103,9 +121,17 @@ both_backends!(playlist_edits_change_all_or_nothing, |backend| async move {
         )
         .await;
     assert_eq!(replaced["status"], "failed", "{replaced}");
-    let after = app.library.playlists().get(&app.caller, &playlist_id).await.unwrap();
+    let after = app
+        .library
+        .playlists()
+        .get(&app.caller, &playlist_id)
+        .await
+        .unwrap();
     assert_eq!(after.track_ids, before.track_ids);
-    assert_eq!((after.name.as_str(), after.version), ("Keep", before.version));
+    assert_eq!(
+        (after.name.as_str(), after.version),
+        ("Keep", before.version)
+    );
 
     // An update that removes, renames and adds an unknown song: likewise.
     let updated = app
@@ -125,9 +151,17 @@ both_backends!(playlist_edits_change_all_or_nothing, |backend| async move {
         )
         .await;
     assert_eq!(updated["status"], "failed", "{updated}");
-    let after = app.library.playlists().get(&app.caller, &playlist_id).await.unwrap();
+    let after = app
+        .library
+        .playlists()
+        .get(&app.caller, &playlist_id)
+        .await
+        .unwrap();
     assert_eq!(after.track_ids, before.track_ids);
-    assert_eq!((after.name.as_str(), after.version), ("Keep", before.version));
+    assert_eq!(
+        (after.name.as_str(), after.version),
+        ("Keep", before.version)
+    );
 
     // Valid edits still work, each add and remove one version.
     app.json(
@@ -135,11 +169,20 @@ both_backends!(playlist_edits_change_all_or_nothing, |backend| async move {
         &format!("playlistId={id}&name=Trip&songIndexToRemove=0&songIdToAdd={first}"),
     )
     .await;
-    let after = app.library.playlists().get(&app.caller, &playlist_id).await.unwrap();
+    let after = app
+        .library
+        .playlists()
+        .get(&app.caller, &playlist_id)
+        .await
+        .unwrap();
     assert_eq!(after.name, "Trip");
     assert_eq!(after.version, before.version + 2);
     assert_eq!(
-        after.track_ids.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        after
+            .track_ids
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
         vec![second.clone(), first.clone()]
     );
 });

@@ -17,7 +17,7 @@ async fn listens(server: &MockServer) -> Vec<Value> {
     server
         .received_requests()
         .await
-        .unwrap_or_default()
+        .expect("the mock records requests")
         .iter()
         .filter(|request| request.url.path() == "/1/submit-listens")
         .map(|request| serde_json::from_slice(&request.body).unwrap())
