@@ -69,6 +69,14 @@ pub(crate) struct DroppedCover {
     key: String,
 }
 
+#[cfg(feature = "test-support")]
+impl Catalog {
+    /// Whether no background walk of a list (its places, its order) is running.
+    pub fn places_settled(&self) -> bool {
+        self.places.walks_settled()
+    }
+}
+
 impl Catalog {
     pub(crate) fn new(db: Db, storage: Storage) -> Catalog {
         Catalog {

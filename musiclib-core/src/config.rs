@@ -272,6 +272,9 @@ pub struct RecommendConfig {
     pub external_timeout: Duration,
     /// How long a failing external recommender is left out.
     pub external_pause: Duration,
+    /// How long a radio request waits for the external recommender once its own signals are
+    /// read ([`crate::recommend::EXTERNAL_GRACE`]; tests on a loaded machine give it more).
+    pub external_grace: Duration,
     /// Whether tracks' audio is analysed for `sounds_like` (`SOUND_ANALYSIS`).
     pub sound_analysis: bool,
     /// How often workers look for work for the recommendation jobs (tracks to analyse,
@@ -289,6 +292,7 @@ impl std::fmt::Debug for RecommendConfig {
             .field("external", &self.external.is_some())
             .field("external_timeout", &self.external_timeout)
             .field("external_pause", &self.external_pause)
+            .field("external_grace", &self.external_grace)
             .field("sound_analysis", &self.sound_analysis)
             .field("sweep_interval", &self.sweep_interval)
             .finish()
@@ -302,6 +306,7 @@ impl Default for RecommendConfig {
             external: None,
             external_timeout: Duration::from_millis(150),
             external_pause: Duration::from_secs(30),
+            external_grace: crate::recommend::EXTERNAL_GRACE,
             sound_analysis: true,
             sweep_interval: Duration::from_secs(60),
         }

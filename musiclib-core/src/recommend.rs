@@ -141,6 +141,8 @@ pub struct Recommend {
     signals: signals::Signals,
     sound: sound::Sound,
     external: Option<external::Guarded>,
+    /// How long a batch waits for the external recommender once its own signals are read.
+    external_grace: std::time::Duration,
 }
 
 impl std::fmt::Debug for Recommend {
@@ -169,6 +171,7 @@ impl Recommend {
             })
             .map(|recommender| external::Guarded::new(recommender, config));
         Recommend {
+            external_grace: config.external_grace,
             signals: signals::Signals::new(db.clone()),
             sound: sound::Sound::new(db.clone(), config.sound_analysis, cpu),
             db,
@@ -269,7 +272,7 @@ impl Recommend {
         // The heuristics are done: the external suggestions that came, or those that come
         // within the grace.
         if let Some(external) = external {
-            if let Ok(Ok(suggested)) = tokio::time::timeout(EXTERNAL_GRACE, external).await {
+            if let Ok(Ok(suggested)) = tokio::time::timeout(self.external_grace, external).await {
                 candidates.extend(suggested);
             }
         }

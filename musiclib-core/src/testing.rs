@@ -704,6 +704,20 @@ pub async fn job_lease_until(library: &Library, id: &JobId) -> Option<i64> {
         .expect("read a job's lease")
 }
 
+/// Waits until no background walk of the catalogue's lists (the places and orders deep pages
+/// start from) is running, with a generous deadline: a test that reads deep pages after a
+/// change waits for the walks the change set off instead of sleeping.
+pub async fn wait_for_list_walks(library: &Library) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while !library.catalog().places_settled() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the catalogue's background walks did not end in 120 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Runs one statement with text arguments (for tests that put rows in a state the API
 /// cannot, without depending on sqlx).
 pub async fn execute(library: &Library, statement: &str, args: &[&str]) -> u64 {

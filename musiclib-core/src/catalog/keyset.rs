@@ -611,6 +611,12 @@ impl Places {
         });
     }
 
+    /// Whether no background walk (of marks or of an order) is running.
+    #[cfg(any(test, feature = "test-support"))]
+    pub(crate) fn walks_settled(&self) -> bool {
+        self.marking.lock().expect("poisoned").is_empty()
+    }
+
     /// Runs `walk` (a walk of the list `list`) in the background unless one is running: a
     /// library being imported changes at every track, and a walk for every deep page would
     /// cost more than the offsets it saves. What a walk finds after the clock was read is no

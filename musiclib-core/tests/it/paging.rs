@@ -724,7 +724,7 @@ backend_test! {
                         .await
                         .unwrap();
                 }
-                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+                musiclib_core::testing::wait_for_list_walks(&library).await;
             }
         }
         // Albums (about ten tracks each) by title and by creation, likewise.
@@ -760,7 +760,7 @@ backend_test! {
                     let got: Vec<String> = legacy.iter().map(|album| album.id.to_string()).collect();
                     assert_eq!(got, whole[start..end], "{kind:?} round {round} offset {offset}");
                 }
-                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+                musiclib_core::testing::wait_for_list_walks(&library).await;
             }
         }
     }
@@ -831,7 +831,7 @@ backend_test! {
                         .await
                         .unwrap();
                 }
-                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+                musiclib_core::testing::wait_for_list_walks(&library).await;
             }
         }
         musiclib_core::testing::execute(&library, "UPDATE albums SET year = NULL WHERE title LIKE 'L%'", &[]).await;
@@ -847,7 +847,7 @@ backend_test! {
                     let expected = musiclib_core::testing::album_ids_by_offset(&library, sort, page).await;
                     assert_eq!(ids, expected, "albums {key:?} {descending} round {round} offset {offset}");
                 }
-                tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+                musiclib_core::testing::wait_for_list_walks(&library).await;
             }
         }
     }
