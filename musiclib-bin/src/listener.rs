@@ -42,6 +42,10 @@ use crate::shutdown::Shutdown;
 const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(30);
 const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// How long an idle connection told to close may take to close (an HTTP/2 peer answers a
+/// ping first); past it, it is dropped.
+const CLOSING_GRACE: Duration = Duration::from_secs(5);
+
 /// What bounds the listener's connections.
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -146,6 +150,11 @@ pub async fn serve(
             // Until the first request: the header timeout, whatever protocol it speaks.
             let first = tokio::time::sleep(limits.header_timeout);
             tokio::pin!(first);
+            // Once an idle connection is told to close: how long its peer has to let it (an
+            // HTTP/2 peer that never answers the closing ping would hold it open).
+            let closing = tokio::time::sleep(Duration::MAX);
+            tokio::pin!(closing);
+            let mut idle_closing = false;
             loop {
                 let idle_check = tokio::time::sleep(activity.idle_check(limits.idle_timeout));
                 tokio::select! {
@@ -165,8 +174,14 @@ pub async fn serve(
                     () = idle_check, if activity.seen() && !stopping => {
                         if activity.idle_for() >= limits.idle_timeout {
                             stopping = true;
+                            idle_closing = true;
+                            closing.as_mut().reset(tokio::time::Instant::now() + CLOSING_GRACE);
                             connection.as_mut().graceful_shutdown();
                         }
+                    }
+                    () = &mut closing, if idle_closing => {
+                        tracing::debug!(%address, "an idle connection did not close in time; dropped");
+                        return;
                     }
                     changed = stop.changed(), if !stopping => {
                         if changed.is_err() || *stop.borrow() {

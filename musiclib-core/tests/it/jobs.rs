@@ -247,3 +247,80 @@ backend_test! {
         assert_eq!(library.jobs().get(&alice, &scan).await.unwrap_err().code(), "not_found");
     }
 }
+
+backend_test! {
+    #[services]
+    async fn a_worker_that_loses_its_lease_stops_the_job(backend: Backend) {
+        // An ffmpeg that answers `-version` and otherwise writes its pid and runs until killed:
+        // a rendition build that never ends by itself.
+        let tools = tempfile::tempdir().unwrap();
+        let pid_file = tools.path().join("ffmpeg.pid");
+        let ffmpeg = tools.path().join("ffmpeg");
+        std::fs::write(
+            &ffmpeg,
+            format!(
+                "#!/bin/sh\n[ \"$1\" = -version ] && exit 0\necho $$ > '{}'\nexec sleep 600\n",
+                pid_file.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&ffmpeg, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let library = TestLibrary::builder(backend)
+            .config(move |config| {
+                config.transcoding.ffmpeg = ffmpeg;
+                // Heartbeats every second.
+                config.jobs.lease = Duration::from_secs(3);
+            })
+            .build()
+            .await;
+        let caller = user(&library, "owner").await;
+        let track = library
+            .ingest()
+            .upload_track(&caller, Some("tone.wav"), musiclib_core::testing::wav_tone(3).as_slice())
+            .await
+            .unwrap()
+            .track;
+        // The upload's own jobs first (its enrichment), so the worker below takes the build.
+        musiclib_core::testing::drain_jobs(&library).await;
+        let job_id = library.media().request_optimize(&track.id, &caller.user.id).await.unwrap();
+        let worker = Worker::new(library.library.clone(), "slow");
+        let running = tokio::spawn(async move { worker.run_once().await });
+        // Once its ffmpeg runs, another worker takes the job over (the lease was lost while
+        // this one was stalled, say).
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        while !pid_file.exists() {
+            assert!(std::time::Instant::now() < deadline, "ffmpeg never started");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+        let taken = execute(
+            &library,
+            "UPDATE jobs SET worker_id = 'thief' WHERE id = $1 AND state = 'running'",
+            &[&job_id.to_string()],
+        )
+        .await;
+        assert_eq!(taken, 1);
+        // The first worker stops at its next heartbeat, without waiting for its ffmpeg, and
+        // writes nothing over the new holder's job.
+        let outcome = tokio::time::timeout(Duration::from_secs(120), running)
+            .await
+            .expect("the worker went on with a job it lost")
+            .unwrap()
+            .unwrap();
+        assert_eq!(outcome, Outcome::Ran(job_id.clone()));
+        let job = job(&library, &job_id).await;
+        assert_eq!(job.state, JobState::Running, "{job:?}");
+        assert_eq!(job.attempts, 1);
+        // Its ffmpeg was killed with the handler.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while std::path::Path::new(&format!("/proc/{pid}")).exists()
+            && !std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default().contains(") Z ")
+        {
+            assert!(std::time::Instant::now() < deadline, "ffmpeg {pid} outlived its job");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // No rendition was published by the worker that lost the job.
+        let renditions = musiclib_core::testing::blob_keys(&library, "renditions/").await;
+        assert!(renditions.is_empty(), "{renditions:?}");
+    }
+}
