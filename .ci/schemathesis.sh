@@ -12,7 +12,7 @@ state="$repo/target/ci"
 venv="$state/schemathesis"
 version=4.32.5
 if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$version"; then
-  python3 -m venv "$venv"
+  "$venv/bin/pip" --version >/dev/null 2>&1 || python3 -m venv --clear "$venv"
   "$venv/bin/pip" install -q "schemathesis==$version"
 fi
 

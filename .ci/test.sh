@@ -47,7 +47,8 @@ if [ -z "$moto" ] || ! "$moto" --help >/dev/null 2>&1; then
 fi
 
 # yt-dlp (the `remote` source), pinned, from PyPI: the tests run the real program.
-export MUSICLIB_TEST_YTDLP="$(.ci/ytdlp.sh "$state/ytdlp")"
+MUSICLIB_TEST_YTDLP="$(.ci/ytdlp.sh "$state/ytdlp")"
+export MUSICLIB_TEST_YTDLP
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 

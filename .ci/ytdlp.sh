@@ -19,7 +19,8 @@ if ! "$venv/bin/yt-dlp" --version 2>/dev/null | grep -qx "$version"; then
     echo "python3 with venv and ensurepip is required (Debian: apt-get install python3-venv)" >&2
     exit 1
   }
-  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  # A venv that was moved (its scripts name the old place) is made again.
+  "$venv/bin/pip" --version >/dev/null 2>&1 || python3 -m venv --clear "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check \
     "yt-dlp[default,deno]==$version"
 fi

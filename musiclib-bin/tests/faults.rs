@@ -14,7 +14,7 @@
 //!   cleanly (503), cleanup refuses and deletes nothing, everything works again.
 //! - `full_disk`: `DATA_DIR` on a 24 MB file system: uploads and imports fail with 507
 //!   `insufficient_storage`, leave nothing half-written, and the database stays usable.
-//! - Claims of the README: a deleted account is refused by another replica within 5 s; an
+//! - Claims of the docs: a deleted account is refused by another replica within 5 s; an
 //!   upload or import of a file over the in-memory limit never holds it in memory.
 //!
 //! Dependencies go down through `support::Proxy`; the processes run with 5 s job leases
@@ -639,9 +639,20 @@ async fn kill_mid_cleanup(setup: Setup) {
         blobs.keys("audio").await.len() < before
     })
     .await;
-    // Frozen, the worker deletes nothing more: what is left now is what the kill leaves.
+    // Frozen, the worker sends nothing more; a delete it had already sent (to S3) may still
+    // land, so the count is read until it holds still: what is left then is what the kill
+    // leaves.
     cluster.freeze(Role::Worker);
-    let left_at_kill = blobs.keys("audio").await.len();
+    let mut left_at_kill = blobs.keys("audio").await.len();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = blobs.keys("audio").await.len();
+        if now == left_at_kill || Instant::now() > deadline {
+            break;
+        }
+        left_at_kill = now;
+    }
     assert!(
         left_at_kill > 3,
         "the cleanup ended before the kill ({left_at_kill} left)"
