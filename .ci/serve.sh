@@ -2,7 +2,7 @@
 # Runs the musiclib server on the embedded default (SQLite file and local disk under ./data,
 # in-process job worker), installing a Rust toolchain and ffmpeg first when they are missing
 # (and the pinned yt-dlp when REMOTE_ENABLED=true).
-# Extra arguments go to `musiclib serve`; settings come from the environment (see the README).
+# Extra arguments go to `musiclib serve`; settings come from the environment (docs/configuration.md).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . .ci/toolchain.sh

@@ -94,7 +94,7 @@ run_backend() {
       echo "$name: $body" >&2; exit 1
     fi
     # The first search reads every track's search text into memory, in the background
-    # (README, "/search/library"), and the first deep page of a list finds its places (its
+    # (docs/api.md, "/search/library"), and the first deep page of a list finds its places (its
     # marks or its order: one walk of the list, about a second at 1,000,000 tracks); the
     # figures are of the requests after that (5 s for the search names at 1,000,000 tracks).
     [[ "$target" != */search/library* ]] || sleep $((tracks >= 1000000 ? 5 : 2))

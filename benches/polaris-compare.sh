@@ -106,7 +106,7 @@ while IFS='|' read -r name ours theirs max_offset our_queries their_queries; do
   probe="${theirs//\{offset\}/0}"
   curl -sf -o /dev/null "$polaris${probe//\{q\}/${their_queries%%,*}}" -H "Authorization: Bearer $polaris_token" -H 'Accept-Version: 8' \
     || { echo "$name: Polaris $probe failed" >&2; exit 1; }
-  # The first search reads the search text into memory in the background (README).
+  # The first search reads the search text into memory in the background (docs/api.md).
   [[ "$ours" != */search/library* ]] || sleep 2
   read -r _ e1 a50 a95 a99 < <(drive "$base" "$([[ "$ours" == /rest/* ]] || echo "$token")" "" "$ours" "$max_offset" "$our_queries")
   read -r _ e2 b50 b95 b99 < <(drive "$polaris" "$polaris_token" "Accept-Version: 8" "$theirs" "$max_offset" "$their_queries")
