@@ -27,7 +27,7 @@ async fn main() -> Result<()> {
     );
 
     // Jobs normally run in a background worker; here we drain the queue in place.
-    let worker = Worker::new(library.clone(), "example");
+    let worker = Worker::new(library.registry(), "example");
     while let Outcome::Ran(_) = worker.run_once().await? {}
 
     let albums = library

@@ -36,7 +36,7 @@ async fn run(source: std::path::PathBuf, count: usize) {
     let folder = tempfile::tempdir().unwrap();
     let mut files: Vec<_> = walk(&source)
         .into_iter()
-        .filter(|path| musiclib_core::ingest::probe::has_audio_extension(path))
+        .filter(|path| musiclib_core::probe::has_audio_extension(path))
         .collect();
     files.sort();
     files.truncate(count);
@@ -72,12 +72,12 @@ async fn run(source: std::path::PathBuf, count: usize) {
     for index in 0..2 + musiclib_core::jobs::DEFAULT_ENRICH_CONCURRENCY {
         let worker = if index >= 2 {
             Worker::for_pool(
-                library.library.clone(),
+                library.library.registry(),
                 &format!("bench{index}"),
                 Pool::Network,
             )
         } else {
-            Worker::new(library.library.clone(), &format!("bench{index}"))
+            Worker::new(library.library.registry(), &format!("bench{index}"))
         };
         let mut stopped = stopped.clone();
         workers.push(tokio::spawn(worker.run(async move {

@@ -295,7 +295,7 @@ async fn timed_import(
     musiclib_core::testing::drain_jobs(&library).await;
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let workers = musiclib_core::jobs::spawn_workers(
-        &library,
+        library.registry(),
         musiclib_core::jobs::WorkerPlan {
             general: 2,
             network: 2,

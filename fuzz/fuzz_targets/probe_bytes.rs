@@ -14,6 +14,6 @@ fuzz_target!(|data: &[u8]| {
         "upload.ogg",
         "upload.wav",
     ] {
-        let _ = musiclib_core::ingest::probe::probe_bytes(data, hint);
+        let _ = musiclib_core::probe::probe_bytes(data, hint);
     }
 });

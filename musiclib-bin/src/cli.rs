@@ -6,7 +6,8 @@ use clap::{Parser, Subcommand};
 
 /// musiclib: a self-hosted music library server.
 ///
-/// Settings come from environment variables (see the README), optionally from a TOML file.
+/// Settings come from environment variables (docs/configuration.md), optionally from a TOML
+/// file.
 #[derive(Debug, Parser)]
 #[command(name = "musiclib", version, about)]
 pub struct Cli {

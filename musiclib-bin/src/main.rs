@@ -85,20 +85,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Command::Scan => wiring::scan(settings).await,
             Command::Fingerprint { .. } => unreachable!("handled before settings are read"),
             Command::Config => {
-                // The same list as GET /api/v1/admin/settings, secrets redacted.
-                for setting in settings.config.effective() {
+                // Every declared setting: the library's as GET /api/v1/admin/settings shows
+                // them, then the program's; secrets redacted.
+                for setting in settings.shown() {
                     println!("{}={}", setting.name, setting.value.unwrap_or_default());
                 }
-                println!("BIND_ADDRESS={}", settings.bind_address);
-                println!(
-                    "METRICS_BIND_ADDRESS={}",
-                    settings
-                        .metrics_bind_address
-                        .map(|address| address.to_string())
-                        .unwrap_or_default()
-                );
-                println!("WORKER_CONCURRENCY={}", settings.worker_concurrency);
-                println!("ENRICH_CONCURRENCY={}", settings.enrich_concurrency);
                 Ok(())
             }
         }

@@ -7,317 +7,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
+use musiclib_core::config::declared::{self, SETTINGS};
+use musiclib_core::config::EffectiveSetting;
 use musiclib_core::config::{
     CorsOrigins, RemoteConfig, RetryPolicy, S3Config, SignInThrottleConfig, StorageConfig,
     SubsonicSourceConfig, YtDlpConfig, YtSearch,
 };
 use musiclib_core::Config;
-
-/// Every setting, with its default and meaning (the README's table is this list).
-pub const SETTINGS: &[(&str, &str, &str)] = &[
-    (
-        "DATA_DIR",
-        "./data",
-        "Directory of local state: the SQLite file, local media, generated secrets",
-    ),
-    (
-        "DATABASE_URL",
-        "sqlite://$DATA_DIR/musiclib.db",
-        "sqlite://… (embedded) or postgres://… (scale-out)",
-    ),
-    (
-        "BIND_ADDRESS",
-        "127.0.0.1:8000",
-        "Address the API listens on",
-    ),
-    (
-        "METRICS_BIND_ADDRESS",
-        "",
-        "A second address (e.g. 127.0.0.1:9090) serving GET /metrics without authentication, for a scraper on a private network, from `serve` and `worker` alike; unset: /metrics only on BIND_ADDRESS, for admins",
-    ),
-    (
-        "HTTP_HEADER_TIMEOUT_SECONDS",
-        "30",
-        "Time a client has to send a request's head (1-3600); a slower one is disconnected (slow-loris clients). It bounds a connection's first request (a socket that sends nothing is closed after it) and an HTTP/1 connection's wait for its next request",
-    ),
-    (
-        "HTTP_IDLE_TIMEOUT_SECONDS",
-        "60",
-        "An HTTP/2 connection with no request open for this long is closed (1-3600); its peer is also pinged every 30 s and dropped when it does not answer",
-    ),
-    (
-        "MAX_CONNECTIONS_PER_ADDRESS",
-        "256",
-        "Connections one client address may hold open at once (1-65536); more are closed at once. Trusted proxies (TRUSTED_PROXIES) are not limited",
-    ),
-    (
-        "TRUSTED_PROXIES",
-        "",
-        "Reverse proxies (addresses or networks, comma-separated: 127.0.0.1,10.0.0.0/8) whose X-Forwarded-For names the client, for the sign-in throttle; empty: the connection's address is the client's",
-    ),
-    ("STORAGE_BACKEND", "local", "local or s3"),
-    (
-        "LOCAL_STORAGE_PATH",
-        "$DATA_DIR/media",
-        "Root of the local blob store",
-    ),
-    ("S3_BUCKET", "", "Bucket (required when STORAGE_BACKEND=s3)"),
-    (
-        "S3_ENDPOINT",
-        "",
-        "Endpoint of an S3-compatible server (empty: AWS)",
-    ),
-    ("S3_REGION", "us-east-1", "Region"),
-    (
-        "S3_ACCESS_KEY_ID",
-        "",
-        "Access key id (empty: the AWS credential chain)",
-    ),
-    ("S3_SECRET_ACCESS_KEY", "", "Secret access key"),
-    ("S3_ALLOW_HTTP", "false", "Allow a plain-HTTP endpoint"),
-    ("S3_PREFIX", "", "Key prefix inside the bucket"),
-    (
-        "LOCAL_MEDIA_IMPORT_PATH",
-        "",
-        "Folder imported by POST /sources/local_folder/scan and `musiclib scan`",
-    ),
-    (
-        "ALLOW_REGISTRATION",
-        "true",
-        "Whether POST /auth/register is open",
-    ),
-    (
-        "ADMIN_USERNAME",
-        "",
-        "With ADMIN_PASSWORD: superuser created at start-up when there is no user",
-    ),
-    ("ADMIN_PASSWORD", "", "Password of ADMIN_USERNAME"),
-    (
-        "JWT_SECRET",
-        "generated in $DATA_DIR/jwt_secret",
-        "Signing key of access tokens; set the same value on every replica",
-    ),
-    ("TOKEN_TTL_HOURS", "168", "Lifetime of an access token"),
-    (
-        "LEGACY_SECRET_KEY",
-        "generated in $DATA_DIR/legacy_secret_key",
-        "Key the Subsonic app passwords are encrypted with; never stored in the database",
-    ),
-    (
-        "LOGIN_ACCOUNT_FAILURE_BURST",
-        "10",
-        "Failed sign-ins one account name may have in a row (login and Subsonic counted apart); then sign-ins are refused (429, Retry-After) without checking the password",
-    ),
-    (
-        "LOGIN_ACCOUNT_FAILURE_INTERVAL_SECONDS",
-        "6",
-        "Past the burst, one more failed sign-in per account per this many seconds",
-    ),
-    (
-        "LOGIN_ADDRESS_FAILURE_BURST",
-        "30",
-        "Failed sign-ins one client address (an IPv6 /64) may have in a row, over all names",
-    ),
-    (
-        "LOGIN_ADDRESS_FAILURE_INTERVAL_SECONDS",
-        "2",
-        "Past the burst, one more failed sign-in per address per this many seconds",
-    ),
-    (
-        "CORS_ALLOWED_ORIGINS",
-        "",
-        "Origins whose web pages may call the server (CORS): comma-separated scheme://host[:port], or *; empty: none",
-    ),
-    (
-        "MAX_UPLOAD_BYTES",
-        "1073741824",
-        "Largest accepted upload (413 above)",
-    ),
-    (
-        "CLEANUP_GRACE_SECONDS",
-        "3600",
-        "How old a stored file no row references must be before storage cleanup deletes it (younger ones may belong to a write in progress)",
-    ),
-    (
-        "WORKER_CONCURRENCY",
-        "2",
-        "Jobs run at once by `serve` (in-process) and by each `worker`",
-    ),
-    (
-        "ENRICH_CONCURRENCY",
-        "40",
-        "Enrichment jobs run at once per process besides WORKER_CONCURRENCY; they mostly wait for AcoustID, and concurrent ones share one lookup request (decoding still uses one core each at most)",
-    ),
-    (
-        "FFMPEG_PATH",
-        "ffmpeg",
-        "The transcoder for Opus renditions (a path, or a name on PATH); without it originals still stream",
-    ),
-    (
-        "RENDITION_CACHE_MAX_BYTES",
-        "10737418240",
-        "Bound on the total size of cached renditions; least recently used ones are evicted",
-    ),
-    (
-        "THUMBNAIL_CACHE_MAX_BYTES",
-        "268435456",
-        "Bound on the total size of cached cover thumbnails (256 MiB); least recently served ones are evicted",
-    ),
-    (
-        "MAX_LIVE_ENCODES",
-        "8",
-        "Live encodes (transcoded streams, HLS encodes) one process runs at once (1-1024); past it, a request that needs one answers 503 with Retry-After",
-    ),
-    (
-        "MAX_LIVE_ENCODES_PER_USER",
-        "3",
-        "Live encodes one user may have running at once (1-1024)",
-    ),
-    (
-        "JOB_MAX_ATTEMPTS",
-        "5",
-        "Attempts before a job stays failed",
-    ),
-    (
-        "JOB_LEASE_SECONDS",
-        "60",
-        "Lease of a running job; a dead worker's job is retried after it",
-    ),
-    (
-        "ACOUSTID_API_KEY",
-        "",
-        "AcoustID application key (lookup skipped when empty)",
-    ),
-    (
-        "ACOUSTID_BASE_URL",
-        "https://api.acoustid.org",
-        "AcoustID endpoint",
-    ),
-    (
-        "ACOUSTID_REQUESTS_PER_SECOND",
-        "3",
-        "AcoustID requests per second from this process; AcoustID allows 3 per key, so with N worker processes set 3/N",
-    ),
-    (
-        "ACOUSTID_TRUST_SCORE",
-        "0.85",
-        "Lookup score from which the lookup wins over tags",
-    ),
-    (
-        "COVERART_ENABLED",
-        "true",
-        "Fetch covers from the Cover Art Archive",
-    ),
-    (
-        "COVERART_BASE_URL",
-        "https://coverartarchive.org",
-        "Cover Art Archive endpoint",
-    ),
-    (
-        "LRCLIB_BASE_URL",
-        "https://lrclib.net",
-        "LRCLIB endpoint (lyrics)",
-    ),
-    (
-        "LASTFM_API_KEY",
-        "",
-        "Last.fm API key of this server (scrobbling to Last.fm is off without it)",
-    ),
-    ("LASTFM_API_SECRET", "", "Last.fm shared secret (signs every call)"),
-    (
-        "LASTFM_BASE_URL",
-        "https://ws.audioscrobbler.com/2.0",
-        "Last.fm API root",
-    ),
-    (
-        "LISTENBRAINZ_BASE_URL",
-        "https://api.listenbrainz.org",
-        "ListenBrainz API root",
-    ),
-    (
-        "REMOTE_ENABLED",
-        "false",
-        "Turns on the yt-dlp source `remote` (YouTube and YouTube Music)",
-    ),
-    (
-        "YTDLP_PATH",
-        "yt-dlp",
-        "The yt-dlp program (.ci/serve.sh installs a pinned one when REMOTE_ENABLED is true)",
-    ),
-    (
-        "REMOTE_COOKIES_FILE",
-        "",
-        "A Netscape cookies file for yt-dlp (YouTube sign-in); each run gets a copy",
-    ),
-    (
-        "REMOTE_WATCH_URL",
-        "https://www.youtube.com/watch?v={id}",
-        "Where the yt-dlp source fetches an id from ({id} is replaced)",
-    ),
-    (
-        "REMOTE_SEARCH",
-        "videos",
-        "videos (YouTube videos, with artist and duration) or music (YouTube Music songs, titles only until added)",
-    ),
-    (
-        "REMOTE_MIN_INTERVAL_MS",
-        "1000",
-        "Least time between two yt-dlp calls to the service (doubles while it rate-limits)",
-    ),
-    (
-        "SUBSONIC_SOURCE_URL",
-        "",
-        "A Subsonic server (Navidrome, gonic, musiclib) used as the `subsonic` source; off when unset",
-    ),
-    ("SUBSONIC_SOURCE_USERNAME", "", "Its user"),
-    (
-        "SUBSONIC_SOURCE_PASSWORD",
-        "",
-        "Its (app) password: only a salted token travels; redacted wherever settings are shown",
-    ),
-    (
-        "SUBSONIC_SOURCE_API_KEY",
-        "",
-        "Its OpenSubsonic API key, sent as `apiKey` instead of the user and token (needs no username or password); redacted wherever settings are shown",
-    ),
-    (
-        "REMOTE_SEARCH_TIMEOUT_SECONDS",
-        "10",
-        "How long one remote source may take to answer a search",
-    ),
-    (
-        "DOWNLOAD_MAX_ATTEMPTS",
-        "5",
-        "Attempts of a download or materialization before it stays failed",
-    ),
-    (
-        "DOWNLOAD_RETRY_BASE_SECONDS",
-        "30",
-        "Delay before a failed download's second attempt (doubling after)",
-    ),
-    (
-        "DOWNLOAD_RETRY_MAX_SECONDS",
-        "3600",
-        "Longest delay between download attempts",
-    ),
-    (
-        "RECOMMENDER_URL",
-        "",
-        "An external recommender mixed into the radio (POST; see the README); unset: the heuristics alone",
-    ),
-    (
-        "RECOMMENDER_TIMEOUT_MS",
-        "150",
-        "How long a radio request waits for the external recommender (a timeout leaves it out for 30 s)",
-    ),
-    (
-        "SOUND_ANALYSIS",
-        "true",
-        "Analyse each track's sound (bliss-audio) in the background, for sounds_like and the sonic endpoints",
-    ),
-    ("LOG_FORMAT", "text", "text or json"),
-    ("RUST_LOG", "info", "Log filter (tracing-subscriber syntax)"),
-];
 
 /// Raw settings: file values overridden by the environment. Its `Debug` names the settings
 /// given, never their values (secrets are among them).
@@ -345,7 +41,7 @@ impl RawSettings {
                 .with_context(|| format!("{} is not valid TOML", file.display()))?;
             for (key, value) in table {
                 let name = key.to_ascii_uppercase();
-                if !SETTINGS.iter().any(|(known, _, _)| *known == name) {
+                if declared::find(&name).is_none() {
                     bail!("{}: unknown setting {key:?}", file.display());
                 }
                 let text = match value {
@@ -355,9 +51,9 @@ impl RawSettings {
                 values.insert(name, text);
             }
         }
-        for (name, _, _) in SETTINGS {
-            if let Ok(value) = std::env::var(name) {
-                values.insert(name.to_string(), value);
+        for setting in SETTINGS {
+            if let Ok(value) = std::env::var(setting.name) {
+                values.insert(setting.name.to_string(), value);
             }
         }
         Ok(RawSettings { values })
@@ -374,7 +70,12 @@ impl RawSettings {
         }
     }
 
+    /// The value given for `name`, if any (a name must be declared).
     fn get(&self, name: &str) -> Option<&str> {
+        assert!(
+            declared::find(name).is_some(),
+            "{name} is read but not declared in musiclib_core::config::declared"
+        );
         self.values
             .get(name)
             .map(String::as_str)
@@ -382,29 +83,32 @@ impl RawSettings {
             .filter(|value| !value.is_empty())
     }
 
-    fn parse<T: std::str::FromStr>(&self, name: &str, default: T) -> Result<T>
+    /// The value given for `name`, or its declared default.
+    fn text(&self, name: &str) -> &str {
+        self.get(name)
+            .unwrap_or_else(|| declared::find(name).map_or("", |setting| setting.default))
+    }
+
+    /// The value of `name` (or its declared default) as a `T`.
+    fn parse<T: std::str::FromStr>(&self, name: &str) -> Result<T>
     where
         T::Err: std::fmt::Display,
     {
-        match self.get(name) {
-            None => Ok(default),
-            Some(text) => text
-                .parse()
-                .map_err(|error| anyhow!("{name}: invalid value {text:?}: {error}")),
+        let text = self.text(name);
+        text.parse()
+            .map_err(|error| anyhow!("{name}: invalid value {text:?}: {error}"))
+    }
+
+    fn flag(&self, name: &str) -> Result<bool> {
+        match self.text(name).to_ascii_lowercase().as_str() {
+            "1" | "true" | "yes" | "on" => Ok(true),
+            "0" | "false" | "no" | "off" => Ok(false),
+            other => bail!("{name}: invalid value {other:?}: expected true or false"),
         }
     }
 
-    fn flag(&self, name: &str, default: bool) -> Result<bool> {
-        match self.get(name).map(str::to_ascii_lowercase).as_deref() {
-            None => Ok(default),
-            Some("1" | "true" | "yes" | "on") => Ok(true),
-            Some("0" | "false" | "no" | "off") => Ok(false),
-            Some(other) => bail!("{name}: invalid value {other:?}: expected true or false"),
-        }
-    }
-
-    fn url(&self, name: &str, default: &str) -> Result<String> {
-        let value = self.get(name).unwrap_or(default);
+    fn url(&self, name: &str) -> Result<String> {
+        let value = self.text(name);
         if !(value.starts_with("http://") || value.starts_with("https://")) {
             // The value may carry credentials: shown as settings are.
             bail!(
@@ -417,7 +121,7 @@ impl RawSettings {
 
     /// Log settings, needed before the rest is validated.
     pub fn log_format(&self) -> Result<LogFormat> {
-        match self.get("LOG_FORMAT").unwrap_or("text") {
+        match self.text("LOG_FORMAT") {
             "text" => Ok(LogFormat::Text),
             "json" => Ok(LogFormat::Json),
             other => bail!("LOG_FORMAT: invalid value {other:?}: expected text or json"),
@@ -425,38 +129,75 @@ impl RawSettings {
     }
 }
 
+/// Every setting as `musiclib config` shows it (secrets redacted).
 impl std::fmt::Debug for Settings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Settings")
-            .field("config", &self.config)
-            .field("bind_address", &self.bind_address)
-            .field("metrics_bind_address", &self.metrics_bind_address)
-            .field("header_timeout", &self.header_timeout)
-            .field("idle_timeout", &self.idle_timeout)
-            .field(
-                "max_connections_per_address",
-                &self.max_connections_per_address,
-            )
-            .field("worker_concurrency", &self.worker_concurrency)
-            .field("enrich_concurrency", &self.enrich_concurrency)
-            .field(
-                "admin",
-                &self
-                    .admin
-                    .as_ref()
-                    .map(|(name, _)| (name, musiclib_core::config::REDACTED)),
-            )
-            .finish()
+        let mut map = f.debug_map();
+        for setting in self.shown() {
+            map.entry(&setting.name, &setting.value);
+        }
+        map.finish()
+    }
+}
+
+impl Settings {
+    /// Every declared setting with its effective value, in the reference's order, as
+    /// `musiclib config` prints them: the library's from its [`Config`], the program's from
+    /// here; secrets redacted, URLs without their credentials.
+    pub fn shown(&self) -> Vec<EffectiveSetting> {
+        let library = self.config.effective();
+        SETTINGS
+            .iter()
+            .map(|setting| match setting.read {
+                Some(_) => library
+                    .iter()
+                    .find(|shown| shown.name == setting.name)
+                    .cloned()
+                    .expect("the library shows each of its settings"),
+                None => setting.shown(self.program_value(setting.name)),
+            })
+            .collect()
+    }
+
+    /// The value of a setting of the program (one the library's `Config` does not hold).
+    fn program_value(&self, name: &str) -> Option<String> {
+        match name {
+            "BIND_ADDRESS" => Some(self.bind_address.to_string()),
+            "METRICS_BIND_ADDRESS" => self.metrics_bind_address.map(|address| address.to_string()),
+            "HTTP_HEADER_TIMEOUT_SECONDS" => Some(self.header_timeout.as_secs().to_string()),
+            "HTTP_IDLE_TIMEOUT_SECONDS" => Some(self.idle_timeout.as_secs().to_string()),
+            "MAX_CONNECTIONS_PER_ADDRESS" => Some(self.max_connections_per_address.to_string()),
+            "ADMIN_USERNAME" => self.admin.as_ref().map(|(name, _)| name.clone()),
+            "ADMIN_PASSWORD" => self.admin.as_ref().map(|(_, password)| password.clone()),
+            "WORKER_CONCURRENCY" => Some(self.worker_concurrency.to_string()),
+            "ENRICH_CONCURRENCY" => Some(self.enrich_concurrency.to_string()),
+            "LOG_FORMAT" => Some(self.log_format.as_str().to_string()),
+            // Read by the log filter from the environment.
+            "RUST_LOG" => std::env::var("RUST_LOG").ok(),
+            other => unreachable!(
+                "{other} is declared as a setting of the program, but the program does not show it"
+            ),
+        }
     }
 }
 
 /// How logs are written.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogFormat {
     /// Human-readable lines.
     Text,
     /// One JSON object per line.
     Json,
+}
+
+impl LogFormat {
+    /// The setting's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogFormat::Text => "text",
+            LogFormat::Json => "json",
+        }
+    }
 }
 
 /// Everything the binary needs. Its `Debug` redacts secrets (the admin's password too).
@@ -479,13 +220,15 @@ pub struct Settings {
     pub enrich_concurrency: usize,
     /// Superuser to create when there is no user.
     pub admin: Option<(String, String)>,
+    /// How logs are written.
+    pub log_format: LogFormat,
 }
 
 impl TryFrom<RawSettings> for Settings {
     type Error = anyhow::Error;
 
     fn try_from(raw: RawSettings) -> Result<Settings> {
-        let data_dir = PathBuf::from(raw.get("DATA_DIR").unwrap_or("./data"));
+        let data_dir = PathBuf::from(raw.text("DATA_DIR"));
         std::fs::create_dir_all(&data_dir)
             .with_context(|| format!("DATA_DIR: cannot create {}", data_dir.display()))?;
         let data_dir = data_dir
@@ -502,7 +245,7 @@ impl TryFrom<RawSettings> for Settings {
             }
             config.database_url = url.to_string();
         }
-        config.storage = match raw.get("STORAGE_BACKEND").unwrap_or("local") {
+        config.storage = match raw.text("STORAGE_BACKEND") {
             "local" => StorageConfig::Local {
                 root: raw
                     .get("LOCAL_STORAGE_PATH")
@@ -515,13 +258,13 @@ impl TryFrom<RawSettings> for Settings {
                     .ok_or_else(|| anyhow!("S3_BUCKET: required when STORAGE_BACKEND=s3"))?
                     .to_string(),
                 endpoint: match raw.get("S3_ENDPOINT") {
-                    Some(_) => Some(raw.url("S3_ENDPOINT", "")?),
+                    Some(_) => Some(raw.url("S3_ENDPOINT")?),
                     None => None,
                 },
-                region: raw.get("S3_REGION").unwrap_or("us-east-1").to_string(),
+                region: raw.text("S3_REGION").to_string(),
                 access_key_id: raw.get("S3_ACCESS_KEY_ID").map(str::to_string),
                 secret_access_key: raw.get("S3_SECRET_ACCESS_KEY").map(str::to_string),
-                allow_http: raw.flag("S3_ALLOW_HTTP", false)?,
+                allow_http: raw.flag("S3_ALLOW_HTTP")?,
                 prefix: raw.get("S3_PREFIX").map(str::to_string),
             }),
             other => bail!("STORAGE_BACKEND: invalid value {other:?}: expected local or s3"),
@@ -539,7 +282,7 @@ impl TryFrom<RawSettings> for Settings {
             }
             None => None,
         };
-        config.allow_registration = raw.flag("ALLOW_REGISTRATION", true)?;
+        config.allow_registration = raw.flag("ALLOW_REGISTRATION")?;
         config.jwt_secret = match raw.get("JWT_SECRET") {
             Some(secret) if secret.len() < 16 => {
                 bail!("JWT_SECRET: too short: use at least 16 characters")
@@ -556,118 +299,100 @@ impl TryFrom<RawSettings> for Settings {
         };
         config.sign_in_throttle = sign_in_throttle(&raw)?;
         config.trusted_proxies =
-            musiclib_core::config::TrustedProxies::parse(raw.get("TRUSTED_PROXIES").unwrap_or(""))
+            musiclib_core::config::TrustedProxies::parse(raw.text("TRUSTED_PROXIES"))
                 .map_err(|error| anyhow!("TRUSTED_PROXIES: {error}"))?;
-        config.cors_allowed_origins =
-            CorsOrigins::parse(raw.get("CORS_ALLOWED_ORIGINS").unwrap_or(""))
-                .map_err(|error| anyhow!("CORS_ALLOWED_ORIGINS: {error}"))?;
-        let ttl_hours: u64 = raw.parse("TOKEN_TTL_HOURS", 168)?;
+        config.cors_allowed_origins = CorsOrigins::parse(raw.text("CORS_ALLOWED_ORIGINS"))
+            .map_err(|error| anyhow!("CORS_ALLOWED_ORIGINS: {error}"))?;
+        let ttl_hours: u64 = raw.parse("TOKEN_TTL_HOURS")?;
         if ttl_hours == 0 {
             bail!("TOKEN_TTL_HOURS: must be at least 1");
         }
         config.token_ttl = Duration::from_secs(ttl_hours * 3600);
-        config.max_upload_bytes = raw.parse("MAX_UPLOAD_BYTES", 1024 * 1024 * 1024)?;
+        config.max_upload_bytes = raw.parse("MAX_UPLOAD_BYTES")?;
         if config.max_upload_bytes == 0 {
             bail!("MAX_UPLOAD_BYTES: must be positive");
         }
-        config.cleanup_grace = Duration::from_secs(raw.parse("CLEANUP_GRACE_SECONDS", 3600)?);
-        config.jobs.max_attempts = raw.parse("JOB_MAX_ATTEMPTS", 5)?;
+        config.cleanup_grace = Duration::from_secs(raw.parse("CLEANUP_GRACE_SECONDS")?);
+        config.jobs.max_attempts = raw.parse("JOB_MAX_ATTEMPTS")?;
         if config.jobs.max_attempts == 0 {
             bail!("JOB_MAX_ATTEMPTS: must be at least 1");
         }
-        let lease: u64 = raw.parse("JOB_LEASE_SECONDS", 60)?;
+        let lease: u64 = raw.parse("JOB_LEASE_SECONDS")?;
         if lease < 5 {
             bail!("JOB_LEASE_SECONDS: must be at least 5");
         }
         config.jobs.lease = Duration::from_secs(lease);
         config.enrichment.acoustid_api_key = raw.get("ACOUSTID_API_KEY").map(str::to_string);
-        config.enrichment.acoustid_base_url =
-            raw.url("ACOUSTID_BASE_URL", "https://api.acoustid.org")?;
-        let trust: f64 = raw.parse("ACOUSTID_TRUST_SCORE", 0.85)?;
+        config.enrichment.acoustid_base_url = raw.url("ACOUSTID_BASE_URL")?;
+        let trust: f64 = raw.parse("ACOUSTID_TRUST_SCORE")?;
         if !(0.0..=1.0).contains(&trust) {
             bail!("ACOUSTID_TRUST_SCORE: must be between 0 and 1");
         }
         config.enrichment.acoustid_trust_score = trust;
-        let rate: f64 = raw.parse("ACOUSTID_REQUESTS_PER_SECOND", 3.0)?;
+        let rate: f64 = raw.parse("ACOUSTID_REQUESTS_PER_SECOND")?;
         if !(rate > 0.0 && rate <= 3.0) {
             bail!("ACOUSTID_REQUESTS_PER_SECOND: must be above 0 and at most 3 (AcoustID's limit)");
         }
         config.enrichment.acoustid_requests_per_second = rate;
-        config.enrichment.coverart_enabled = raw.flag("COVERART_ENABLED", true)?;
-        config.enrichment.coverart_base_url =
-            raw.url("COVERART_BASE_URL", "https://coverartarchive.org")?;
-        config.enrichment.lrclib_base_url = raw.url("LRCLIB_BASE_URL", "https://lrclib.net")?;
+        config.enrichment.coverart_enabled = raw.flag("COVERART_ENABLED")?;
+        config.enrichment.coverart_base_url = raw.url("COVERART_BASE_URL")?;
+        config.enrichment.lrclib_base_url = raw.url("LRCLIB_BASE_URL")?;
         config.scrobbling.lastfm_api_key = raw.get("LASTFM_API_KEY").map(str::to_string);
         config.scrobbling.lastfm_api_secret = raw.get("LASTFM_API_SECRET").map(str::to_string);
-        config.scrobbling.lastfm_base_url =
-            raw.url("LASTFM_BASE_URL", "https://ws.audioscrobbler.com/2.0")?;
-        config.scrobbling.listenbrainz_base_url =
-            raw.url("LISTENBRAINZ_BASE_URL", "https://api.listenbrainz.org")?;
+        config.scrobbling.lastfm_base_url = raw.url("LASTFM_BASE_URL")?;
+        config.scrobbling.listenbrainz_base_url = raw.url("LISTENBRAINZ_BASE_URL")?;
         config.remote = remote_settings(&raw)?;
         if raw.get("RECOMMENDER_URL").is_some() {
-            config.recommend.external_url = Some(raw.url("RECOMMENDER_URL", "")?);
+            config.recommend.external_url = Some(raw.url("RECOMMENDER_URL")?);
         }
-        let timeout: u64 = raw.parse("RECOMMENDER_TIMEOUT_MS", 150)?;
+        let timeout: u64 = raw.parse("RECOMMENDER_TIMEOUT_MS")?;
         if !(10..=10_000).contains(&timeout) {
             bail!("RECOMMENDER_TIMEOUT_MS: must be between 10 and 10000");
         }
         config.recommend.external_timeout = Duration::from_millis(timeout);
-        config.recommend.sound_analysis = raw.flag("SOUND_ANALYSIS", true)?;
+        config.recommend.sound_analysis = raw.flag("SOUND_ANALYSIS")?;
 
-        let bind_address = raw
-            .get("BIND_ADDRESS")
-            .unwrap_or("127.0.0.1:8000")
-            .parse()
-            .map_err(|error| anyhow!("BIND_ADDRESS: invalid value: {error} (expected HOST:PORT, e.g. 127.0.0.1:8000)"))?;
+        let bind_address = raw.text("BIND_ADDRESS").parse().map_err(|error| {
+            anyhow!(
+                "BIND_ADDRESS: invalid value: {error} (expected HOST:PORT, e.g. 127.0.0.1:8000)"
+            )
+        })?;
         let metrics_bind_address = match raw.get("METRICS_BIND_ADDRESS") {
             Some(text) => Some(text.parse().map_err(|error| {
                 anyhow!("METRICS_BIND_ADDRESS: invalid value {text:?}: {error} (expected HOST:PORT, e.g. 127.0.0.1:9090)")
             })?),
             None => None,
         };
-        let header_timeout: u64 = raw.parse("HTTP_HEADER_TIMEOUT_SECONDS", 30)?;
+        let header_timeout: u64 = raw.parse("HTTP_HEADER_TIMEOUT_SECONDS")?;
         if !(1..=3600).contains(&header_timeout) {
             bail!("HTTP_HEADER_TIMEOUT_SECONDS: must be between 1 and 3600");
         }
         let header_timeout = std::time::Duration::from_secs(header_timeout);
-        let idle_timeout: u64 = raw.parse("HTTP_IDLE_TIMEOUT_SECONDS", 60)?;
+        let idle_timeout: u64 = raw.parse("HTTP_IDLE_TIMEOUT_SECONDS")?;
         if !(1..=3600).contains(&idle_timeout) {
             bail!("HTTP_IDLE_TIMEOUT_SECONDS: must be between 1 and 3600");
         }
         let idle_timeout = std::time::Duration::from_secs(idle_timeout);
-        let max_connections_per_address: usize = raw.parse("MAX_CONNECTIONS_PER_ADDRESS", 256)?;
+        let max_connections_per_address: usize = raw.parse("MAX_CONNECTIONS_PER_ADDRESS")?;
         if !(1..=65536).contains(&max_connections_per_address) {
             bail!("MAX_CONNECTIONS_PER_ADDRESS: must be between 1 and 65536");
         }
-        let worker_concurrency: usize = raw.parse("WORKER_CONCURRENCY", 2)?;
+        let worker_concurrency: usize = raw.parse("WORKER_CONCURRENCY")?;
         if worker_concurrency == 0 || worker_concurrency > 64 {
             bail!("WORKER_CONCURRENCY: must be between 1 and 64");
         }
-        config.transcoding.ffmpeg = raw.get("FFMPEG_PATH").unwrap_or("ffmpeg").into();
-        config.transcoding.rendition_cache_max_bytes = raw.parse(
-            "RENDITION_CACHE_MAX_BYTES",
-            config.transcoding.rendition_cache_max_bytes,
-        )?;
-        config.transcoding.thumbnail_cache_max_bytes = raw.parse(
-            "THUMBNAIL_CACHE_MAX_BYTES",
-            config.transcoding.thumbnail_cache_max_bytes,
-        )?;
-        config.transcoding.max_live_encodes =
-            raw.parse("MAX_LIVE_ENCODES", config.transcoding.max_live_encodes)?;
+        config.transcoding.ffmpeg = raw.text("FFMPEG_PATH").into();
+        config.transcoding.rendition_cache_max_bytes = raw.parse("RENDITION_CACHE_MAX_BYTES")?;
+        config.transcoding.thumbnail_cache_max_bytes = raw.parse("THUMBNAIL_CACHE_MAX_BYTES")?;
+        config.transcoding.max_live_encodes = raw.parse("MAX_LIVE_ENCODES")?;
         if !(1..=1024).contains(&config.transcoding.max_live_encodes) {
             bail!("MAX_LIVE_ENCODES: must be between 1 and 1024");
         }
-        config.transcoding.max_live_encodes_per_user = raw.parse(
-            "MAX_LIVE_ENCODES_PER_USER",
-            config.transcoding.max_live_encodes_per_user,
-        )?;
+        config.transcoding.max_live_encodes_per_user = raw.parse("MAX_LIVE_ENCODES_PER_USER")?;
         if !(1..=1024).contains(&config.transcoding.max_live_encodes_per_user) {
             bail!("MAX_LIVE_ENCODES_PER_USER: must be between 1 and 1024");
         }
-        let enrich_concurrency: usize = raw.parse(
-            "ENRICH_CONCURRENCY",
-            musiclib_core::jobs::DEFAULT_ENRICH_CONCURRENCY,
-        )?;
+        let enrich_concurrency: usize = raw.parse("ENRICH_CONCURRENCY")?;
         if enrich_concurrency > 256 {
             bail!("ENRICH_CONCURRENCY: must be between 0 and 256");
         }
@@ -695,46 +420,40 @@ impl TryFrom<RawSettings> for Settings {
             worker_concurrency,
             enrich_concurrency,
             admin,
+            log_format: raw.log_format()?,
         })
     }
 }
 
 /// The limits of failed sign-ins.
 fn sign_in_throttle(raw: &RawSettings) -> Result<SignInThrottleConfig> {
-    let defaults = SignInThrottleConfig::default();
-    let burst = |name: &str, default: u32| -> Result<u32> {
-        let value = raw.parse(name, default)?;
+    let burst = |name: &str| -> Result<u32> {
+        let value = raw.parse(name)?;
         if !(1..=10_000).contains(&value) {
             bail!("{name}: must be between 1 and 10000");
         }
         Ok(value)
     };
-    let interval = |name: &str, default: Duration| -> Result<Duration> {
-        let seconds: u64 = raw.parse(name, default.as_secs())?;
+    let interval = |name: &str| -> Result<Duration> {
+        let seconds: u64 = raw.parse(name)?;
         if !(1..=3600).contains(&seconds) {
             bail!("{name}: must be between 1 and 3600 seconds");
         }
         Ok(Duration::from_secs(seconds))
     };
     Ok(SignInThrottleConfig {
-        account_burst: burst("LOGIN_ACCOUNT_FAILURE_BURST", defaults.account_burst)?,
-        account_interval: interval(
-            "LOGIN_ACCOUNT_FAILURE_INTERVAL_SECONDS",
-            defaults.account_interval,
-        )?,
-        address_burst: burst("LOGIN_ADDRESS_FAILURE_BURST", defaults.address_burst)?,
-        address_interval: interval(
-            "LOGIN_ADDRESS_FAILURE_INTERVAL_SECONDS",
-            defaults.address_interval,
-        )?,
+        account_burst: burst("LOGIN_ACCOUNT_FAILURE_BURST")?,
+        account_interval: interval("LOGIN_ACCOUNT_FAILURE_INTERVAL_SECONDS")?,
+        address_burst: burst("LOGIN_ADDRESS_FAILURE_BURST")?,
+        address_interval: interval("LOGIN_ADDRESS_FAILURE_INTERVAL_SECONDS")?,
     })
 }
 
 /// The remote sources and their download retries.
 fn remote_settings(raw: &RawSettings) -> Result<RemoteConfig> {
     let mut remote = RemoteConfig::default();
-    if raw.flag("REMOTE_ENABLED", false)? {
-        let mut ytdlp = YtDlpConfig::new(raw.get("YTDLP_PATH").unwrap_or("yt-dlp"));
+    if raw.flag("REMOTE_ENABLED")? {
+        let mut ytdlp = YtDlpConfig::new(raw.text("YTDLP_PATH"));
         if let Some(path) = raw.get("REMOTE_COOKIES_FILE") {
             let path = PathBuf::from(path);
             if !path.is_file() {
@@ -746,21 +465,21 @@ fn remote_settings(raw: &RawSettings) -> Result<RemoteConfig> {
             if !url.contains("{id}") {
                 bail!("REMOTE_WATCH_URL: must contain {{id}}");
             }
-            raw.url("REMOTE_WATCH_URL", "")?;
+            raw.url("REMOTE_WATCH_URL")?;
             ytdlp.watch_url = url.to_string();
         }
-        ytdlp.search = match raw.get("REMOTE_SEARCH").unwrap_or("videos") {
+        ytdlp.search = match raw.text("REMOTE_SEARCH") {
             "music" => YtSearch::Music,
             "videos" => YtSearch::Videos,
             other => bail!("REMOTE_SEARCH: invalid value {other:?}: expected music or videos"),
         };
-        ytdlp.min_interval = Duration::from_millis(raw.parse("REMOTE_MIN_INTERVAL_MS", 1000)?);
+        ytdlp.min_interval = Duration::from_millis(raw.parse("REMOTE_MIN_INTERVAL_MS")?);
         remote.ytdlp = Some(ytdlp);
     } else if raw.get("REMOTE_COOKIES_FILE").is_some() || raw.get("YTDLP_PATH").is_some() {
         tracing::warn!("REMOTE_COOKIES_FILE and YTDLP_PATH apply only when REMOTE_ENABLED is true");
     }
     if let Some(url) = raw.get("SUBSONIC_SOURCE_URL") {
-        raw.url("SUBSONIC_SOURCE_URL", "")?;
+        raw.url("SUBSONIC_SOURCE_URL")?;
         let api_key = raw.get("SUBSONIC_SOURCE_API_KEY");
         let (username, password) = match (
             raw.get("SUBSONIC_SOURCE_USERNAME"),
@@ -779,17 +498,17 @@ fn remote_settings(raw: &RawSettings) -> Result<RemoteConfig> {
         });
         remote.subsonic_api_key = api_key.map(str::to_string);
     }
-    let timeout: u64 = raw.parse("REMOTE_SEARCH_TIMEOUT_SECONDS", 10)?;
+    let timeout: u64 = raw.parse("REMOTE_SEARCH_TIMEOUT_SECONDS")?;
     if !(1..=120).contains(&timeout) {
         bail!("REMOTE_SEARCH_TIMEOUT_SECONDS: must be between 1 and 120");
     }
     remote.search_timeout = Duration::from_secs(timeout);
-    let attempts: u32 = raw.parse("DOWNLOAD_MAX_ATTEMPTS", 5)?;
+    let attempts: u32 = raw.parse("DOWNLOAD_MAX_ATTEMPTS")?;
     if attempts == 0 {
         bail!("DOWNLOAD_MAX_ATTEMPTS: must be at least 1");
     }
-    let base: u64 = raw.parse("DOWNLOAD_RETRY_BASE_SECONDS", 30)?;
-    let max: u64 = raw.parse("DOWNLOAD_RETRY_MAX_SECONDS", 3600)?;
+    let base: u64 = raw.parse("DOWNLOAD_RETRY_BASE_SECONDS")?;
+    let max: u64 = raw.parse("DOWNLOAD_RETRY_MAX_SECONDS")?;
     if base == 0 || max < base {
         bail!("DOWNLOAD_RETRY_BASE_SECONDS and DOWNLOAD_RETRY_MAX_SECONDS: need 0 < base <= max");
     }
@@ -1016,15 +735,8 @@ mod tests {
         );
         assert_eq!(defaults.config.cors_allowed_origins, CorsOrigins::None);
         // The table's defaults are core's.
-        let documented = |name: &str| -> u64 {
-            SETTINGS
-                .iter()
-                .find(|(known, _, _)| *known == name)
-                .unwrap()
-                .1
-                .parse()
-                .unwrap()
-        };
+        let documented =
+            |name: &str| -> u64 { declared::find(name).unwrap().default.parse().unwrap() };
         let limits = SignInThrottleConfig::default();
         assert_eq!(
             documented("LOGIN_ACCOUNT_FAILURE_BURST"),
@@ -1100,5 +812,48 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.starts_with("SUBSONIC_SOURCE_URL"), "{error}");
+    }
+
+    /// `musiclib config` shows every declared setting, the program's and the library's, with
+    /// the documented defaults where nothing is set, and never a secret.
+    #[test]
+    fn musiclib_config_shows_every_setting_with_its_defaults() {
+        let settings = build(&[
+            ("REMOTE_ENABLED", "true"),
+            ("ADMIN_USERNAME", "admin"),
+            ("ADMIN_PASSWORD", "admin-password-1"),
+        ])
+        .unwrap();
+        let shown = settings.shown();
+        assert_eq!(
+            shown.iter().map(|setting| setting.name).collect::<Vec<_>>(),
+            SETTINGS
+                .iter()
+                .map(|setting| setting.name)
+                .collect::<Vec<_>>()
+        );
+        for setting in &shown {
+            let declared = declared::find(setting.name).unwrap();
+            // Places, generated secrets, settings unset by default, the ones given above, and
+            // the S3 settings (the default storage is local) have no default to compare.
+            let literal = !(declared.default.is_empty()
+                || declared.default.contains("$DATA_DIR")
+                || declared.default.starts_with("generated")
+                || setting.name.starts_with("S3_")
+                || ["DATA_DIR", "REMOTE_ENABLED", "RUST_LOG"].contains(&setting.name));
+            if literal {
+                assert_eq!(
+                    setting.value.as_deref(),
+                    Some(declared.default),
+                    "{}",
+                    setting.name
+                );
+            }
+        }
+        assert_eq!(
+            settings.enrich_concurrency,
+            musiclib_core::jobs::DEFAULT_ENRICH_CONCURRENCY
+        );
+        assert!(!format!("{settings:?}").contains("admin-password-1"));
     }
 }

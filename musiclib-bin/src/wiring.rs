@@ -50,7 +50,7 @@ fn start_workers(
         general: settings.worker_concurrency,
         network: settings.enrich_concurrency,
     };
-    spawn_workers(library, plan, || shutdown.clone().wait())
+    spawn_workers(library.registry(), plan, || shutdown.clone().wait())
 }
 
 /// With `METRICS_BIND_ADDRESS`, starts the listener serving `/metrics` without

@@ -11,10 +11,11 @@ use std::sync::Arc;
 pub use reindex::Reindex;
 
 use crate::auth::Caller;
+use crate::catalog::Catalog;
 use crate::config::EffectiveSetting;
 use crate::db::Db;
 use crate::ingest::{Ingest, SourceInfo};
-use crate::jobs::Jobs;
+use crate::jobs::{Jobs, Registry};
 use crate::media::Media;
 use crate::recommend::ExternalStatus;
 use crate::remote::Remote;
@@ -73,6 +74,7 @@ pub struct Admin {
     ingest: Ingest,
     remote: Remote,
     recommend: crate::recommend::Recommend,
+    catalog: Catalog,
 }
 
 impl Admin {
@@ -86,6 +88,7 @@ impl Admin {
         ingest: Ingest,
         remote: Remote,
         recommend: crate::recommend::Recommend,
+        catalog: Catalog,
     ) -> Admin {
         Admin {
             config,
@@ -96,7 +99,13 @@ impl Admin {
             ingest,
             remote,
             recommend,
+            catalog,
         }
+    }
+
+    /// Registers the reindex job kind (it runs with the catalog).
+    pub(crate) fn register_jobs(&self, registry: &mut Registry, config: &Config) {
+        registry.kind::<Reindex>(self.catalog.clone(), config);
     }
 
     /// Every dependency with its state: the database, storage and job queue are checked
@@ -156,56 +165,15 @@ impl Admin {
                 )
             },
         ];
-        let enrichment = &self.config.enrichment;
-        services.push(match enrichment.acoustid_api_key {
-            Some(_) => status(
-                "acoustid",
-                ServiceState::Configured,
-                crate::config::redact_url(&enrichment.acoustid_base_url),
-            ),
-            None => status(
-                "acoustid",
-                ServiceState::Disabled,
-                "ACOUSTID_API_KEY is not set: fingerprint lookups are skipped",
-            ),
-        });
-        services.push(if enrichment.coverart_enabled {
-            status(
-                "coverartarchive",
-                ServiceState::Configured,
-                crate::config::redact_url(&enrichment.coverart_base_url),
-            )
-        } else {
-            status(
-                "coverartarchive",
-                ServiceState::Disabled,
-                "COVERART_ENABLED is false",
-            )
-        });
-        let scrobbling = &self.config.scrobbling;
-        services.push(if scrobbling.lastfm_available() {
-            status(
-                "lastfm",
-                ServiceState::Configured,
-                crate::config::redact_url(&scrobbling.lastfm_base_url),
-            )
-        } else {
-            status(
-                "lastfm",
-                ServiceState::Disabled,
-                "LASTFM_API_KEY and LASTFM_API_SECRET are not both set: no Last.fm scrobbling",
-            )
-        });
-        services.push(status(
-            "listenbrainz",
-            ServiceState::Configured,
-            crate::config::redact_url(&scrobbling.listenbrainz_base_url),
-        ));
-        services.push(status(
-            "lrclib",
-            ServiceState::Configured,
-            crate::config::redact_url(&enrichment.lrclib_base_url),
-        ));
+        // The web services the settings alone describe (`metrics::Service`).
+        for service in crate::metrics::Service::ALL {
+            if let Some(configured) = service.configured(&self.config) {
+                services.push(match configured {
+                    Ok(address) => status(service.as_str(), ServiceState::Configured, address),
+                    Err(why) => status(service.as_str(), ServiceState::Disabled, why),
+                });
+            }
+        }
         if self.config.recommend.sound_analysis {
             services.push(match self.recommend.sound_status().await {
                 Ok(sound) => status(

@@ -40,12 +40,7 @@ pub const MAX_PASSWORD_LEN: usize = 1024;
 /// Longest accepted user name.
 pub const MAX_USERNAME_LEN: usize = 64;
 
-/// 32 random bytes, for generated secrets.
-pub fn random_secret() -> Vec<u8> {
-    let mut secret = vec![0u8; 32];
-    rand::fill(&mut secret[..]);
-    secret
-}
+pub use crate::config::random_secret;
 
 /// A user account, without its credentials.
 #[derive(Debug, Clone)]

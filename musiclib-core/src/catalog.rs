@@ -11,7 +11,8 @@
 //! - `resolve`: [`Resolver`]; `rows`: row structs and their conversion into domain types.
 //!
 //! Deleting a track crosses services (playlists, renditions, storage) and is
-//! [`crate::Library::delete_track`]; the catalogue's part of it is `delete_track_row`.
+//! [`crate::Library::delete_track`]; the catalogue's part of it is `lock_for_change` and
+//! `delete_locked_track`.
 
 mod album_lists;
 mod albums;
@@ -92,6 +93,11 @@ impl Catalog {
             // 10,000 albums at 100,000 tracks: about 6 MB.
             album_rows: std::sync::Arc::new(crate::cache::VersionedRows::new("album_rows", 20_000)),
         }
+    }
+
+    /// The blob store the tracks' audio is in.
+    pub(crate) fn storage(&self) -> &Storage {
+        &self.storage
     }
 
     /// Deletes an album left with no tracks, and an artist left with no tracks or albums.

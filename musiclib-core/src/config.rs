@@ -1,6 +1,8 @@
 //! Typed, validated configuration of a [`crate::Library`]. Nothing here reads the environment or
 //! files: the binary (or an embedding program) builds a [`Config`] and hands it over.
 
+pub mod declared;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -259,21 +261,31 @@ fn parse_origin(text: &str) -> std::result::Result<String, String> {
     Ok(url.origin().ascii_serialization())
 }
 
+/// 32 random bytes, for generated secrets.
+pub fn random_secret() -> Vec<u8> {
+    let mut secret = vec![0u8; 32];
+    rand::fill(&mut secret[..]);
+    secret
+}
+
+/// How long the radio waits for the external recommender once its own signals are read.
+pub const EXTERNAL_GRACE: Duration = Duration::from_millis(20);
+
 /// Recommendations (settings `RECOMMENDER_*`, `SOUND_ANALYSIS`).
 #[derive(Clone)]
 pub struct RecommendConfig {
     /// An external recommender whose suggestions are mixed in (`RECOMMENDER_URL`).
     pub external_url: Option<String>,
     /// An external recommender given as code (wins over `external_url`).
-    pub external: Option<crate::recommend::ExternalPlugin>,
+    pub external: Option<crate::extension::ExternalPlugin>,
     /// How long one call to it may take (`RECOMMENDER_TIMEOUT_MS`); after a failure or a
     /// timeout it is left out for [`RecommendConfig::external_pause`]. A radio request waits
-    /// for it only until its own signals are read plus `recommend::EXTERNAL_GRACE`.
+    /// for it only until its own signals are read plus [`EXTERNAL_GRACE`].
     pub external_timeout: Duration,
     /// How long a failing external recommender is left out.
     pub external_pause: Duration,
     /// How long a radio request waits for the external recommender once its own signals are
-    /// read ([`crate::recommend::EXTERNAL_GRACE`]; tests on a loaded machine give it more).
+    /// read ([`EXTERNAL_GRACE`]; tests on a loaded machine give it more).
     pub external_grace: Duration,
     /// Whether tracks' audio is analysed for `sounds_like` (`SOUND_ANALYSIS`).
     pub sound_analysis: bool,
@@ -306,7 +318,7 @@ impl Default for RecommendConfig {
             external: None,
             external_timeout: Duration::from_millis(150),
             external_pause: Duration::from_secs(30),
-            external_grace: crate::recommend::EXTERNAL_GRACE,
+            external_grace: EXTERNAL_GRACE,
             sound_analysis: true,
             sweep_interval: Duration::from_secs(60),
         }
@@ -483,28 +495,15 @@ impl std::fmt::Debug for ScrobblingConfig {
     }
 }
 
+/// The effective settings ([`Config::effective`]: secrets redacted), and whether an
+/// external recommender was handed over.
 impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Config")
-            .field("database_url", &redact_url(&self.database_url))
-            .field("storage", &self.storage)
-            .field("data_dir", &self.data_dir)
-            .field("local_media_import_path", &self.local_media_import_path)
-            .field("allow_registration", &self.allow_registration)
-            .field("jwt_secret", &"<redacted>")
-            .field("token_ttl", &self.token_ttl)
-            .field("max_upload_bytes", &self.max_upload_bytes)
-            .field("cleanup_grace", &self.cleanup_grace)
-            .field("legacy_secret_key", &"<redacted>")
-            .field("sign_in_throttle", &self.sign_in_throttle)
-            .field("trusted_proxies", &self.trusted_proxies)
-            .field("cors_allowed_origins", &self.cors_allowed_origins)
-            .field("jobs", &self.jobs)
-            .field("enrichment", &self.enrichment)
-            .field("transcoding", &self.transcoding)
-            .field("scrobbling", &self.scrobbling)
-            .field("remote", &self.remote)
-            .field("recommend", &self.recommend)
+        let mut map = f.debug_map();
+        for setting in self.effective() {
+            map.entry(&setting.name, &setting.value);
+        }
+        map.entry(&"external_recommender", &self.recommend.external.is_some())
             .finish()
     }
 }
@@ -525,221 +524,14 @@ pub struct EffectiveSetting {
 }
 
 impl Config {
-    /// Every setting this configuration holds, by its operator-facing name, secrets
-    /// redacted (and a database URL's password hidden).
+    /// Every setting of the library ([`declared::SETTINGS`] that a `Config` holds), by its
+    /// operator-facing name, in the reference's order: secrets redacted, URLs without their
+    /// credentials, unset ones as `None`.
     pub fn effective(&self) -> Vec<EffectiveSetting> {
-        fn plain(name: &'static str, value: impl ToString) -> EffectiveSetting {
-            EffectiveSetting {
-                name,
-                value: Some(value.to_string()),
-                secret: false,
-            }
-        }
-        fn optional(name: &'static str, value: Option<impl ToString>) -> EffectiveSetting {
-            EffectiveSetting {
-                name,
-                value: value.map(|value| value.to_string()),
-                secret: false,
-            }
-        }
-        fn secret(name: &'static str, set: bool) -> EffectiveSetting {
-            EffectiveSetting {
-                name,
-                value: set.then(|| REDACTED.to_string()),
-                secret: true,
-            }
-        }
-        let mut settings = vec![
-            plain("DATA_DIR", self.data_dir.display()),
-            plain("DATABASE_URL", redact_url(&self.database_url)),
-        ];
-        match &self.storage {
-            StorageConfig::Local { root } => {
-                settings.push(plain("STORAGE_BACKEND", "local"));
-                settings.push(plain("LOCAL_STORAGE_PATH", root.display()));
-            }
-            StorageConfig::S3(s3) => {
-                settings.push(plain("STORAGE_BACKEND", "s3"));
-                settings.push(plain("S3_BUCKET", &s3.bucket));
-                settings.push(optional(
-                    "S3_ENDPOINT",
-                    s3.endpoint.as_deref().map(redact_url),
-                ));
-                settings.push(plain("S3_REGION", &s3.region));
-                settings.push(optional("S3_ACCESS_KEY_ID", s3.access_key_id.as_ref()));
-                settings.push(secret(
-                    "S3_SECRET_ACCESS_KEY",
-                    s3.secret_access_key.is_some(),
-                ));
-                settings.push(optional("S3_PREFIX", s3.prefix.as_ref()));
-            }
-        }
-        let enrichment = &self.enrichment;
-        settings.extend([
-            optional(
-                "LOCAL_MEDIA_IMPORT_PATH",
-                self.local_media_import_path
-                    .as_ref()
-                    .map(|path| path.display()),
-            ),
-            plain("ALLOW_REGISTRATION", self.allow_registration),
-            secret("JWT_SECRET", !self.jwt_secret.is_empty()),
-            plain("TOKEN_TTL_HOURS", self.token_ttl.as_secs() / 3600),
-            secret("LEGACY_SECRET_KEY", !self.legacy_secret_key.is_empty()),
-            plain(
-                "LOGIN_ACCOUNT_FAILURE_BURST",
-                self.sign_in_throttle.account_burst,
-            ),
-            plain(
-                "LOGIN_ACCOUNT_FAILURE_INTERVAL_SECONDS",
-                self.sign_in_throttle.account_interval.as_secs(),
-            ),
-            plain(
-                "LOGIN_ADDRESS_FAILURE_BURST",
-                self.sign_in_throttle.address_burst,
-            ),
-            plain(
-                "LOGIN_ADDRESS_FAILURE_INTERVAL_SECONDS",
-                self.sign_in_throttle.address_interval.as_secs(),
-            ),
-            optional(
-                "CORS_ALLOWED_ORIGINS",
-                self.cors_allowed_origins.as_setting(),
-            ),
-            optional("TRUSTED_PROXIES", self.trusted_proxies.as_setting()),
-            plain("MAX_UPLOAD_BYTES", self.max_upload_bytes),
-            plain("CLEANUP_GRACE_SECONDS", self.cleanup_grace.as_secs()),
-            plain("FFMPEG_PATH", self.transcoding.ffmpeg.display()),
-            plain(
-                "RENDITION_CACHE_MAX_BYTES",
-                self.transcoding.rendition_cache_max_bytes,
-            ),
-            plain(
-                "THUMBNAIL_CACHE_MAX_BYTES",
-                self.transcoding.thumbnail_cache_max_bytes,
-            ),
-            plain("MAX_LIVE_ENCODES", self.transcoding.max_live_encodes),
-            plain(
-                "MAX_LIVE_ENCODES_PER_USER",
-                self.transcoding.max_live_encodes_per_user,
-            ),
-            plain("JOB_MAX_ATTEMPTS", self.jobs.max_attempts),
-            plain("JOB_LEASE_SECONDS", self.jobs.lease.as_secs()),
-            secret("ACOUSTID_API_KEY", enrichment.acoustid_api_key.is_some()),
-            plain(
-                "ACOUSTID_BASE_URL",
-                redact_url(&enrichment.acoustid_base_url),
-            ),
-            plain("ACOUSTID_TRUST_SCORE", enrichment.acoustid_trust_score),
-            plain(
-                "ACOUSTID_REQUESTS_PER_SECOND",
-                enrichment.acoustid_requests_per_second,
-            ),
-            plain("COVERART_ENABLED", enrichment.coverart_enabled),
-            plain(
-                "COVERART_BASE_URL",
-                redact_url(&enrichment.coverart_base_url),
-            ),
-            plain("LRCLIB_BASE_URL", redact_url(&enrichment.lrclib_base_url)),
-            secret("LASTFM_API_KEY", self.scrobbling.lastfm_api_key.is_some()),
-            secret(
-                "LASTFM_API_SECRET",
-                self.scrobbling.lastfm_api_secret.is_some(),
-            ),
-            plain(
-                "LASTFM_BASE_URL",
-                redact_url(&self.scrobbling.lastfm_base_url),
-            ),
-            plain(
-                "LISTENBRAINZ_BASE_URL",
-                redact_url(&self.scrobbling.listenbrainz_base_url),
-            ),
-            plain("REMOTE_ENABLED", self.remote.ytdlp.is_some()),
-            optional(
-                "YTDLP_PATH",
-                self.remote
-                    .ytdlp
-                    .as_ref()
-                    .map(|ytdlp| ytdlp.program.display()),
-            ),
-            optional(
-                "REMOTE_COOKIES_FILE",
-                self.remote
-                    .ytdlp
-                    .as_ref()
-                    .and_then(|ytdlp| ytdlp.cookies_file.as_ref())
-                    .map(|path| path.display()),
-            ),
-            optional(
-                "REMOTE_WATCH_URL",
-                self.remote
-                    .ytdlp
-                    .as_ref()
-                    .map(|ytdlp| redact_url(&ytdlp.watch_url)),
-            ),
-            optional(
-                "REMOTE_SEARCH",
-                self.remote
-                    .ytdlp
-                    .as_ref()
-                    .map(|ytdlp| ytdlp.search.as_str()),
-            ),
-            optional(
-                "REMOTE_MIN_INTERVAL_MS",
-                self.remote
-                    .ytdlp
-                    .as_ref()
-                    .map(|ytdlp| ytdlp.min_interval.as_millis()),
-            ),
-            optional(
-                "SUBSONIC_SOURCE_URL",
-                self.remote
-                    .subsonic
-                    .as_ref()
-                    .map(|source| redact_url(&source.url)),
-            ),
-            optional(
-                "SUBSONIC_SOURCE_USERNAME",
-                self.remote.subsonic.as_ref().map(|source| &source.username),
-            ),
-            secret(
-                "SUBSONIC_SOURCE_PASSWORD",
-                self.remote
-                    .subsonic
-                    .as_ref()
-                    .is_some_and(|source| !source.password.is_empty()),
-            ),
-            secret(
-                "SUBSONIC_SOURCE_API_KEY",
-                self.remote.subsonic.is_some() && self.remote.subsonic_api_key.is_some(),
-            ),
-            plain(
-                "REMOTE_SEARCH_TIMEOUT_SECONDS",
-                self.remote.search_timeout.as_secs(),
-            ),
-            plain(
-                "DOWNLOAD_MAX_ATTEMPTS",
-                self.remote.download_retry.max_attempts,
-            ),
-            plain(
-                "DOWNLOAD_RETRY_BASE_SECONDS",
-                self.remote.download_retry.base.as_secs(),
-            ),
-            plain(
-                "DOWNLOAD_RETRY_MAX_SECONDS",
-                self.remote.download_retry.max.as_secs(),
-            ),
-            optional(
-                "RECOMMENDER_URL",
-                self.recommend.external_url.as_deref().map(redact_url),
-            ),
-            plain(
-                "RECOMMENDER_TIMEOUT_MS",
-                self.recommend.external_timeout.as_millis(),
-            ),
-            plain("SOUND_ANALYSIS", self.recommend.sound_analysis),
-        ]);
-        settings
+        declared::SETTINGS
+            .iter()
+            .filter_map(|setting| setting.read.map(|read| setting.shown(read(self))))
+            .collect()
     }
 }
 
@@ -950,11 +742,11 @@ impl Config {
             },
             local_media_import_path: None,
             allow_registration: true,
-            jwt_secret: crate::auth::random_secret(),
+            jwt_secret: random_secret(),
             token_ttl: Duration::from_secs(7 * 24 * 3600),
             max_upload_bytes: 1024 * 1024 * 1024,
             cleanup_grace: Duration::from_secs(3600),
-            legacy_secret_key: crate::auth::random_secret(),
+            legacy_secret_key: random_secret(),
             sign_in_throttle: SignInThrottleConfig::default(),
             trusted_proxies: TrustedProxies::default(),
             cors_allowed_origins: CorsOrigins::None,
@@ -1017,7 +809,7 @@ mod tests {
         for secret in ["acoustid-key-123", "s3cret", "s3-secret-key", "AKIA-ID"] {
             assert!(!printed.contains(secret), "{secret} printed: {printed}");
         }
-        assert!(printed.contains("acoustid_api_key: Some(\"<redacted>\")"));
+        assert!(printed.contains("\"ACOUSTID_API_KEY\": Some(\"<redacted>\")"));
     }
 
     #[test]

@@ -208,18 +208,6 @@ fn prepare_sqlite_url(url: &str) -> Result<String> {
     })
 }
 
-/// True when `error` is a unique-constraint violation (either dialect).
-pub(crate) fn is_unique_violation(error: &sqlx::Error) -> bool {
-    match error {
-        sqlx::Error::Database(db_error) => {
-            db_error.is_unique_violation()
-                || db_error.code().as_deref() == Some("2067")
-                || db_error.code().as_deref() == Some("1555")
-        }
-        _ => false,
-    }
-}
-
 /// Converts a 0/1 column into a bool.
 pub(crate) fn flag(value: i64) -> bool {
     value != 0

@@ -296,3 +296,22 @@ impl<T> Paged<T> {
         }
     }
 }
+
+/// A new random key for a track (`tracks.shuffle_key`): random samples of the library walk
+/// the index from a random key.
+pub(crate) fn shuffle_key() -> i64 {
+    i64::from(rand::random::<u32>() >> 1)
+}
+
+/// A play, as pushed or posted to `/history`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewPlay {
+    /// The track.
+    pub track_id: String,
+    /// When it was played.
+    pub played_at: Timestamp,
+    /// How long it was listened to.
+    pub seconds_played: Option<f64>,
+    /// The client's id of this event, unique per user.
+    pub client_event_id: String,
+}

@@ -25,9 +25,9 @@ use crate::config::EnrichmentConfig;
 use crate::cpu::CpuSlots;
 use crate::db::Db;
 use crate::domain::MetadataStatus;
-use crate::ingest::EmbeddedTags;
-use crate::jobs::{JobContext, JobError, JobKind, Jobs, Pool};
+use crate::jobs::{JobContext, JobError, JobKind, Jobs, Pool, Registry};
 use crate::media::Media;
+use crate::probe::EmbeddedTags;
 use crate::storage::Storage;
 use crate::{AlbumId, Error, JobId, Result, TrackId};
 
@@ -100,14 +100,18 @@ impl JobKind for EnrichTrack {
     const NAME: &'static str = "enrich_task";
     const POOL: Pool = Pool::Network;
     type Payload = EnrichPayload;
+    type Service = Enrichment;
 
     /// One enrichment per track at a time.
     fn dedup_key(payload: &EnrichPayload) -> Option<String> {
         Some(format!("enrich:{}", payload.track_id))
     }
 
-    async fn run(context: &JobContext, payload: EnrichPayload) -> Result<Value, JobError> {
-        let enrichment = context.library().enrichment();
+    async fn run(
+        enrichment: &Enrichment,
+        _context: &JobContext,
+        payload: EnrichPayload,
+    ) -> Result<Value, JobError> {
         let track_id = payload.track_id;
         match enrichment.enrich_track_report(&track_id).await {
             Ok(report) => Ok(serde_json::to_value(report).unwrap_or(Value::Null)),
@@ -127,12 +131,8 @@ impl JobKind for EnrichTrack {
 
     /// A worker that died on the last attempt is a crash too: the track says so, instead of
     /// staying `pending` for ever.
-    async fn abandoned(library: &crate::Library, payload: EnrichPayload, reason: &str) {
-        if let Err(error) = library
-            .enrichment()
-            .record_crash(&payload.track_id, reason)
-            .await
-        {
+    async fn abandoned(enrichment: &Enrichment, payload: EnrichPayload, reason: &str) {
+        if let Err(error) = enrichment.record_crash(&payload.track_id, reason).await {
             tracing::error!(track_id = %payload.track_id, error = %crate::error_chain(&error), "could not record an enrichment failure");
         }
     }
@@ -156,6 +156,11 @@ pub struct Enrichment {
 }
 
 impl Enrichment {
+    /// Registers the enrichment job kind.
+    pub(crate) fn register_jobs(&self, registry: &mut Registry, config: &crate::Config) {
+        registry.kind::<EnrichTrack>(self.clone(), config);
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         db: Db,
@@ -510,10 +515,9 @@ impl Enrichment {
         }
         if let Some(path) = audio {
             let path = path.to_path_buf();
-            let picture =
-                tokio::task::spawn_blocking(move || crate::ingest::probe::cover_picture(&path))
-                    .await
-                    .map_err(Error::task("embedded picture"))?;
+            let picture = tokio::task::spawn_blocking(move || crate::probe::cover_picture(&path))
+                .await
+                .map_err(Error::task("embedded picture"))?;
             if let Some(bytes) = picture {
                 match coverart::Image::checked(bytes.into()) {
                     Ok(image) => {

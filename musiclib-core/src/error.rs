@@ -54,7 +54,7 @@ pub enum Error {
     /// The track is a placeholder of a remote item: it has no audio until it is
     /// materialized.
     #[error("track {0} has no audio yet: it is a placeholder of a remote item; materialize it first (POST /api/v1/tracks/{0}/materialize)")]
-    NotMaterialized(crate::TrackId),
+    NotMaterialized(String),
     /// Invalid input; `field` names the offending field or parameter.
     #[error("{field}: {message}")]
     InvalidInput {
@@ -223,6 +223,18 @@ impl DatabaseError {
             DatabaseFailure::Query(error) => Some(error),
             DatabaseFailure::Migration(_) => None,
         }
+    }
+}
+
+/// True when `error` is a unique-constraint violation (either dialect).
+fn sqlx_unique_violation(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Database(db_error) => {
+            db_error.is_unique_violation()
+                || db_error.code().as_deref() == Some("2067")
+                || db_error.code().as_deref() == Some("1555")
+        }
+        _ => false,
     }
 }
 
@@ -449,7 +461,7 @@ impl Error {
     /// Whether this is a unique-constraint violation (either dialect).
     pub(crate) fn is_unique_violation(&self) -> bool {
         match self {
-            Error::Database(error) => error.as_sqlx().is_some_and(crate::db::is_unique_violation),
+            Error::Database(error) => error.as_sqlx().is_some_and(sqlx_unique_violation),
             _ => false,
         }
     }

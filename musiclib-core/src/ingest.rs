@@ -6,25 +6,23 @@
 //! inserted only after its blob exists, and a blob whose insert fails is deleted, so no row
 //! ever points at a missing blob.
 //!
-//! - [`probe`]: what a file is (lofty for tags, symphonia to check the audio is whole).
+//! What a file is (lofty for tags, symphonia to check the audio is whole) is [`crate::probe`].
 //! - `upload`: `POST /tracks/upload`.
 //! - `local_folder`: the `scan_local_folder` job ([`ScanLocalFolder`]).
 
 mod local_folder;
-pub mod probe;
 mod upload;
 
 use std::path::PathBuf;
 
 pub use local_folder::{ScanFileError, ScanLocalFolder, ScanReport};
-pub use probe::{AudioFacts, EmbeddedTags};
 pub use upload::UploadOutcome;
 
 use crate::catalog::Catalog;
 use crate::db::Db;
 use crate::domain::Source;
 use crate::enrichment::{EnrichPayload, EnrichTrack};
-use crate::jobs::{JobState, Jobs};
+use crate::jobs::{JobState, Jobs, Registry};
 use crate::media::Media;
 use crate::storage::Storage;
 use crate::{Result, TrackId, UserId};
@@ -79,6 +77,11 @@ pub struct ScanStatus {
 }
 
 impl Ingest {
+    /// Registers the folder import's job kind.
+    pub(crate) fn register_jobs(&self, registry: &mut Registry, config: &crate::Config) {
+        registry.kind::<ScanLocalFolder>(self.clone(), config);
+    }
+
     pub(crate) fn new(
         db: Db,
         storage: Storage,

@@ -2,7 +2,8 @@
 //! drain it.
 //!
 //! - [`registry`]: every job kind, each a type implementing [`JobKind`] next to the service
-//!   it belongs to (its stored name, payload, dedup key, pool and handler).
+//!   it belongs to (its stored name, payload, dedup key, pool and handler) and registered by
+//!   that service, and the periodic tasks, registered the same way.
 //! - `queue`: the jobs table: enqueue, claim with a lease, heartbeat, complete, fail.
 //! - `worker`: [`Worker`] claims, runs and records one job at a time; [`spawn_workers`]
 //!   starts a process's pools.
@@ -16,20 +17,20 @@ pub mod registry;
 mod queue;
 mod worker;
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 use tokio::sync::Notify;
 
-pub use registry::{JobKind, Pool};
+pub use registry::{JobKind, Kinds, Pool, Registry};
 pub use worker::{spawn_workers, JobContext, Outcome, Worker, WorkerPlan};
 
-pub use queue::{JobCounts, KindStats};
+pub use crate::metrics::{JobCounts, KindStats};
 pub(crate) use queue::{JobQueue, NewJob, SqlQueue};
 
 use crate::auth::Caller;
 use crate::config::{JobsConfig, RetryPolicy};
+use crate::db::Db;
 use crate::{Error, JobId, Result, Timestamp, UserId};
 
 /// Enrichment-only workers a server runs by default besides its general ones: enough that two
@@ -152,27 +153,57 @@ pub struct Jobs {
     /// Wakes this process's idle workers after an in-process enqueue.
     wake: Arc<Notify>,
     config: JobsConfig,
-    /// Kinds with their own retry policy ([`JobKind::retry`]).
-    retries: Arc<HashMap<&'static str, RetryPolicy>>,
+    /// The database the queue is in (for fencing a job's writes).
+    db: Db,
+    /// Every kind's name, pool and retries, once the services have registered them
+    /// ([`Jobs::install`]; the handlers stay in the [`Registry`], which holds `Jobs`).
+    kinds: Arc<OnceLock<Kinds>>,
 }
 
 impl Jobs {
-    pub(crate) fn new(
-        queue: Arc<dyn JobQueue>,
-        config: JobsConfig,
-        retries: HashMap<&'static str, RetryPolicy>,
-    ) -> Jobs {
+    pub(crate) fn new(queue: Arc<dyn JobQueue>, db: Db, config: JobsConfig) -> Jobs {
         Jobs {
             queue,
             wake: Arc::new(Notify::new()),
             config,
-            retries: Arc::new(retries),
+            db,
+            kinds: Arc::default(),
         }
+    }
+
+    /// Installs the kinds the services registered; once, when the library opens.
+    pub(crate) fn install(&self, kinds: Kinds) {
+        if self.kinds.set(kinds).is_err() {
+            panic!("the job kinds are installed once");
+        }
+    }
+
+    /// Every kind this server runs.
+    pub fn kinds(&self) -> &Kinds {
+        self.kinds
+            .get()
+            .expect("the job kinds are installed when the library opens")
+    }
+
+    /// Stored names of every kind this server runs, in name order.
+    pub fn kind_names(&self) -> Vec<&'static str> {
+        self.kinds().names()
+    }
+
+    /// A weak reference to what every clone of this handle shares: gone once no service, no
+    /// worker and no task holds the queue.
+    #[cfg(feature = "test-support")]
+    pub(crate) fn weak_handle(&self) -> std::sync::Weak<Notify> {
+        Arc::downgrade(&self.wake)
+    }
+
+    pub(crate) fn db(&self) -> &Db {
+        &self.db
     }
 
     /// The retry policy of jobs of `kind`: its own, or the queue's.
     pub(crate) fn retry_policy(&self, kind: &str) -> RetryPolicy {
-        self.retries.get(kind).copied().unwrap_or(RetryPolicy {
+        self.kinds().retry_of(kind).unwrap_or(RetryPolicy {
             max_attempts: self.config.max_attempts,
             base: self.config.retry_base,
             max: self.config.retry_max,
@@ -199,7 +230,10 @@ impl Jobs {
         created_by: Option<&UserId>,
     ) -> Result<JobId> {
         let mut job = NewJob::of::<K>(payload, created_by)?;
-        job.max_attempts = self.retries.get(K::NAME).map(|policy| policy.max_attempts);
+        job.max_attempts = self
+            .kinds()
+            .retry_of(K::NAME)
+            .map(|policy| policy.max_attempts);
         let id = self
             .queue
             .enqueue(job)
@@ -244,9 +278,9 @@ impl Jobs {
 
     /// Jobs of every kind by state, with the queue depth, read now (every kind this server
     /// runs is listed, at zero when it has no job). For the operators' metrics: users reach it
-    /// through [`crate::admin::Admin::metrics`], which asks for an admin.
+    /// through `Admin::metrics`, which asks for an admin.
     pub(crate) async fn stats(&self) -> Result<Vec<KindStats>> {
-        self.queue.stats().await
+        self.queue.stats(&self.kinds().names()).await
     }
 
     /// The most recent job of kind `K`, if any.

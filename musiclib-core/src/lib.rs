@@ -13,32 +13,49 @@
 //! ```
 //!
 //! # Layout
-//! The handle and its foundations:
-//! - [`library`]: [`Library`], which builds every service and hands them out.
-//! - [`workflows`]: operations that cross services (deleting a track).
-//! - [`config`]: typed configuration (built by the caller; nothing read from the environment).
-//! - [`domain`] and [`ids`]: tracks, albums, artists, paging, and newtype ids.
-//! - [`error`]: [`Error`] and the [`ErrorKind`] adapters map to their wire codes.
+//! The modules form layers; a module uses only modules of its own layer or lower ones, never
+//! round a loop (held by the `layers` test, `tests/it/layers.rs`).
 //!
-//! The services, each owning its state and naming what it depends on:
+//! Foundation (no service, no database):
+//! - [`ids`], `time` ([`Timestamp`]), [`text`] (name normalisation and caps on tag text),
+//!   [`error`] ([`Error`] and the [`ErrorKind`] adapters map to their wire codes), [`domain`]
+//!   (tracks, albums, artists, paging, plays).
+//! - [`config`]: typed configuration (built by the caller; nothing read from the environment);
+//!   [`extension`]: what an embedder plugs in (an external recommender).
+//! - [`metrics`]: what the library counts for its operators, through the `metrics` facade
+//!   (the program installs the recorder); `cache` (expiring in-process caches), `cpu` (one
+//!   slot per core for CPU-heavy work), `outside` (the HTTP client of outside web services).
+//! - [`probe`] (what an audio file is: facts and tags) and [`picture`] (a checked image).
+//!
+//! Storage, the job queue and accounts:
+//! - `db` (SQLite/PostgreSQL, the dialect seam, the statement builder); [`storage`] (the blob
+//!   layout, [`storage::layout`], on local disk or S3).
+//! - [`jobs`]: the durable queue, workers, and the [`jobs::Registry`] each service registers
+//!   its job kinds and periodic tasks in.
 //! - [`auth`]: [`auth::Accounts`] (users, passwords, tokens, app passwords) and
 //!   [`auth::policy`], every permission decision.
-//! - [`catalog`]: tracks, albums, artists, genres, search, manual edits, name resolution.
-//! - [`ingest`]: uploads and the local-folder import ([`ingest::probe`] reads files).
-//! - [`enrichment`]: tags, fingerprint, AcoustID lookup, cover art (`enrich_task`).
+//!
+//! The catalogue: [`catalog`] (tracks, albums, artists, genres, search, manual edits, name
+//! resolution).
+//!
+//! Features, each a service owning its state and naming what it depends on:
 //! - [`media`]: original audio, Opus renditions, HLS, covers.
-//! - [`playlists`]: versioned playlists.
+//! - [`enrichment`]: tags, fingerprint, AcoustID lookup, cover art (`enrich_task`).
+//! - [`ingest`]: uploads and the local-folder import.
+//! - [`playlists`]: versioned playlists. [`settings`]: per-user settings.
+//! - [`scrobbling`]: Last.fm and ListenBrainz credentials and forwarding plays.
 //! - [`social`]: likes, plays, stars and ratings, the play queue, and offline sync.
 //! - [`recommend`]: the radio, similar tracks and artists (metadata, listening, sound), random
 //!   and top tracks.
-//! - [`admin`]: admin-only server operations.
-//! - [`jobs`]: the durable queue, the typed job registry, workers.
-//! - [`storage`]: the blob layout ([`storage::layout`]) on local disk or S3.
-//! - [`metrics`]: what the library counts for its operators (outside calls, caches, streams,
-//!   jobs), through the `metrics` facade; the program installs the recorder.
+//! - [`lyrics`]: the lyrics cache and its sources. [`remote`]: remote sources, placeholders,
+//!   downloads. [`maintenance`]: statistics, duplicates, broken files, cleanup.
 //!
-//! Inside, never public: `db` (SQLite/PostgreSQL, the dialect seam, the statement builder),
-//! `outside` (the HTTP client of outside web services), `cache`, `cpu`, `text`, `time`.
+//! Above them: [`workflows`] (operations that cross services: deleting a track or an account),
+//! [`admin`] (admin-only server operations), and [`library`]: [`Library`], which builds every
+//! service, registers their jobs, and hands them out.
+//!
+//! Not part of the API: `fuzzing` (entry points for the fuzz targets) and, with the
+//! `test-support` feature, `testing` (the test harness).
 //!
 //! Fingerprinting itself is the `musiclib-fingerprint` crate.
 #![warn(missing_docs)]
@@ -53,6 +70,7 @@ mod db;
 pub mod domain;
 pub mod enrichment;
 pub mod error;
+pub mod extension;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod ids;
@@ -64,7 +82,9 @@ pub mod maintenance;
 pub mod media;
 pub mod metrics;
 mod outside;
+pub mod picture;
 pub mod playlists;
+pub mod probe;
 pub mod recommend;
 pub mod remote;
 pub mod scrobbling;

@@ -3,19 +3,22 @@
 //! It opens the database and the blob store, builds every service once with what it depends
 //! on, and hands them out: `library.catalog()`, `library.media()`, … Services hold clones of
 //! each other (each is a few `Arc`s), never the `Library`, so the dependency between them is
-//! written in their constructors, here, in one place. Operations that cross services live in
-//! [`crate::workflows`] as methods of `Library` itself.
+//! written in their constructors, here, in one place. Each service then registers its job
+//! kinds and periodic tasks ([`crate::jobs::Registry`]), which run with that service. Operations
+//! that cross services live in [`crate::workflows`], reached through methods of `Library`.
 
 use std::sync::Arc;
 
 use crate::admin::Admin;
+use crate::auth::Caller;
 use crate::auth::{AccountSettings, Accounts};
 use crate::catalog::Catalog;
 use crate::cpu::CpuSlots;
 use crate::db::{DatabaseKind, Db};
 use crate::enrichment::Enrichment;
 use crate::ingest::Ingest;
-use crate::jobs::{JobQueue, Jobs, SqlQueue};
+use crate::ingest::SourceInfo;
+use crate::jobs::{JobQueue, Jobs, Registry, SqlQueue};
 use crate::lyrics::Lyrics;
 use crate::maintenance::Maintenance;
 use crate::media::{Media, Transcoder};
@@ -26,7 +29,8 @@ use crate::scrobbling::Scrobbling;
 use crate::settings::Settings;
 use crate::social::Social;
 use crate::storage::{Storage, StorageKind};
-use crate::{Config, Result};
+use crate::workflows::Workflows;
+use crate::{Config, Result, TrackId, UserId};
 
 /// The music library: every service of musiclib behind one handle. Cloning is cheap.
 #[derive(Clone, Debug)]
@@ -54,6 +58,9 @@ struct Inner {
     remote: Remote,
     maintenance: Maintenance,
     admin: Admin,
+    workflows: Workflows,
+    /// Every job kind with its handler, and the periodic tasks: what workers run.
+    registry: Arc<Registry>,
 }
 
 /// Health of the library's dependencies.
@@ -84,11 +91,7 @@ impl Library {
     pub(crate) fn assemble(config: Config, db: Db, queue: Arc<dyn JobQueue>) -> Result<Library> {
         let storage = Storage::open(&config.storage, config.data_dir.join("tmp"))?;
         let cpu = CpuSlots::per_core();
-        let jobs = Jobs::new(
-            queue,
-            config.jobs.clone(),
-            crate::jobs::registry::retry_policies(&config),
-        );
+        let jobs = Jobs::new(queue, db.clone(), config.jobs.clone());
         let accounts = Accounts::new(
             db.clone(),
             AccountSettings {
@@ -140,7 +143,14 @@ impl Library {
             playlists.clone(),
             forwarder.clone(),
         );
-        let recommend = Recommend::new(db.clone(), catalog.clone(), &config.recommend, cpu.clone());
+        let recommend = Recommend::new(
+            db.clone(),
+            catalog.clone(),
+            storage.clone(),
+            jobs.clone(),
+            &config.recommend,
+            cpu.clone(),
+        );
         let settings = Settings::new(db.clone());
         let scrobbling = Scrobbling::new(
             db.clone(),
@@ -171,8 +181,15 @@ impl Library {
             // Credentials travel in a Subsonic source's queries: never redirected elsewhere.
             crate::outside::same_origin_client(),
         );
-        let maintenance =
-            Maintenance::new(db.clone(), storage.clone(), catalog.clone(), jobs.clone());
+        let maintenance = Maintenance::new(
+            db.clone(),
+            storage.clone(),
+            catalog.clone(),
+            jobs.clone(),
+            media.clone(),
+            remote.clone(),
+            config.cleanup_grace,
+        );
         let admin = Admin::new(
             Arc::new(config.clone()),
             db.clone(),
@@ -182,7 +199,30 @@ impl Library {
             ingest.clone(),
             remote.clone(),
             recommend.clone(),
+            catalog.clone(),
         );
+        let workflows = Workflows {
+            db: db.clone(),
+            storage: storage.clone(),
+            accounts: accounts.clone(),
+            catalog: catalog.clone(),
+            media: media.clone(),
+            playlists: playlists.clone(),
+            ingest: ingest.clone(),
+            remote: remote.clone(),
+        };
+        // Each service registers the job kinds and periodic tasks it runs.
+        let mut registry = Registry::new(jobs.clone());
+        enrichment.register_jobs(&mut registry, &config);
+        ingest.register_jobs(&mut registry, &config);
+        media.register_jobs(&mut registry, &config);
+        admin.register_jobs(&mut registry, &config);
+        maintenance.register_jobs(&mut registry, &config);
+        scrobbling.register_jobs(&mut registry, &config);
+        remote.register_jobs(&mut registry, &config);
+        recommend.register_jobs(&mut registry, &config);
+        jobs.install(registry.kinds().clone());
+        let registry = Arc::new(registry);
         Ok(Library {
             inner: Arc::new(Inner {
                 config,
@@ -203,6 +243,8 @@ impl Library {
                 remote,
                 maintenance,
                 admin,
+                workflows,
+                registry,
             }),
         })
     }
@@ -297,6 +339,54 @@ impl Library {
         self.inner.db.kind()
     }
 
+    /// Every source (`GET /sources`): upload, the local folder, and each remote source.
+    /// Any signed-in user.
+    pub async fn sources(&self, caller: &Caller) -> Result<Vec<SourceInfo>> {
+        self.inner.workflows.sources(caller).await
+    }
+
+    /// Deletes a track (the uploader or an admin): its row, its places in playlists, its
+    /// renditions and its blobs ([`Workflows::delete_track`]).
+    pub async fn delete_track(&self, caller: &Caller, id: &TrackId) -> Result<()> {
+        self.inner.workflows.delete_track(caller, id).await
+    }
+
+    /// Deletes an account and its personal data (an admin, never their own;
+    /// [`Workflows::delete_user`]).
+    pub async fn delete_user(&self, caller: &Caller, id: &UserId) -> Result<()> {
+        self.inner.workflows.delete_user(caller, id).await
+    }
+
+    /// Starts a worker process's workers and periodic tasks
+    /// ([`crate::jobs::spawn_workers`]).
+    pub fn spawn_workers<F>(
+        &self,
+        plan: crate::jobs::WorkerPlan,
+        shutdown: impl Fn() -> F,
+    ) -> Vec<tokio::task::JoinHandle<()>>
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        crate::jobs::spawn_workers(&self.inner.registry, plan, shutdown)
+    }
+
+    /// Every job kind with its handler, and the periodic tasks: what a
+    /// [`crate::jobs::Worker`] runs (`Worker::new(library.registry(), name)`).
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.inner.registry
+    }
+
+    /// A probe that answers whether every handle of this library is gone, so its services,
+    /// pools and connections are let go (nothing it built holds it in a loop).
+    #[cfg(feature = "test-support")]
+    pub fn released_probe(&self) -> impl Fn() -> bool {
+        let inner = Arc::downgrade(&self.inner);
+        // Every service holds a clone of the queue's handle.
+        let jobs = self.inner.jobs.weak_handle();
+        move || inner.strong_count() == 0 && jobs.strong_count() == 0
+    }
+
+    #[cfg(feature = "test-support")]
     pub(crate) fn db(&self) -> &Db {
         &self.inner.db
     }

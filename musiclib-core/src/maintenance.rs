@@ -23,7 +23,9 @@ pub use stats::{Breakdown, DiskUsage, Footprint, GenreCount, LibraryStats, TOP_G
 
 use crate::catalog::Catalog;
 use crate::db::Db;
-use crate::jobs::Jobs;
+use crate::jobs::{Jobs, Registry};
+use crate::media::Media;
+use crate::remote::Remote;
 use crate::storage::Storage;
 
 /// The maintenance service.
@@ -33,15 +35,40 @@ pub struct Maintenance {
     storage: Storage,
     catalog: Catalog,
     jobs: Jobs,
+    /// The file check decodes with its transcoder.
+    media: Media,
+    /// Cleanup sweeps the remote sources' staging too.
+    remote: Remote,
+    /// How old an unreferenced blob must be before cleanup deletes it
+    /// (`CLEANUP_GRACE_SECONDS`).
+    cleanup_grace: std::time::Duration,
 }
 
 impl Maintenance {
-    pub(crate) fn new(db: Db, storage: Storage, catalog: Catalog, jobs: Jobs) -> Maintenance {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        db: Db,
+        storage: Storage,
+        catalog: Catalog,
+        jobs: Jobs,
+        media: Media,
+        remote: Remote,
+        cleanup_grace: std::time::Duration,
+    ) -> Maintenance {
         Maintenance {
             db,
             storage,
             catalog,
             jobs,
+            media,
+            remote,
+            cleanup_grace,
         }
+    }
+
+    /// Registers the storage upkeep's job kinds.
+    pub(crate) fn register_jobs(&self, registry: &mut Registry, config: &crate::Config) {
+        registry.kind::<CleanupStorage>(self.clone(), config);
+        registry.kind::<CheckFiles>(self.clone(), config);
     }
 }

@@ -29,7 +29,7 @@ use crate::cache::TtlCache;
 use crate::catalog::Catalog;
 use crate::cpu::CpuSlots;
 use crate::db::{Db, Tx};
-use crate::jobs::Jobs;
+use crate::jobs::{Jobs, Registry};
 use crate::storage::Storage;
 use crate::{Result, TrackId};
 
@@ -71,6 +71,11 @@ struct MediaState {
 }
 
 impl Media {
+    /// Registers the renditions' job kind.
+    pub(crate) fn register_jobs(&self, registry: &mut Registry, config: &crate::Config) {
+        registry.kind::<TranscodeTrack>(self.clone(), config);
+    }
+
     pub(crate) fn new(
         db: Db,
         storage: Storage,

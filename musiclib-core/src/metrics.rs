@@ -13,7 +13,30 @@ use std::time::Instant;
 use bytes::Bytes;
 use futures::stream::{BoxStream, StreamExt};
 
-use crate::jobs::KindStats;
+/// How many jobs are in each state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JobCounts {
+    /// Waiting to run.
+    pub queued: i64,
+    /// Leased to a worker.
+    pub running: i64,
+    /// Finished.
+    pub succeeded: i64,
+    /// Gave up.
+    pub failed: i64,
+}
+
+/// The jobs of one kind: how many are in each state, and how many queued ones are due now
+/// (the queue depth: what idle workers would claim at once).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KindStats {
+    /// The kind's stored name.
+    pub kind: String,
+    /// Jobs by state.
+    pub counts: JobCounts,
+    /// Queued jobs whose time has come (not waiting for a retry's backoff).
+    pub ready: i64,
+}
 
 /// Counter: calls to outside services, by `service` and `outcome`.
 pub const OUTSIDE_CALLS: &str = "musiclib_outside_calls_total";
@@ -65,33 +88,81 @@ pub struct Snapshot {
     pub jobs: Vec<KindStats>,
 }
 
-/// An outside service, as its calls are labelled (the names of the admins' service report).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Service {
+/// Declares the outside services once: the enum, and the list of them in the order the
+/// admins' report shows them.
+macro_rules! services {
+    ($($(#[$meta:meta])* $variant:ident),+ $(,)?) => {
+        /// An outside service: the label of its calls in the metrics, and its line in the
+        /// admins' service report (`Admin::services`). To add one: a variant here, its label
+        /// and its report below (both matches are exhaustive), and its settings in
+        /// [`crate::config::declared`].
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum Service {
+            $($(#[$meta])* $variant),+
+        }
+
+        impl Service {
+            /// Every outside service, in the report's order.
+            pub(crate) const ALL: &[Service] = &[$(Service::$variant),+];
+        }
+    };
+}
+
+services!(
     AcoustId,
     CoverArtArchive,
-    Lrclib,
     LastFm,
     ListenBrainz,
+    Lrclib,
     Recommender,
     /// The yt-dlp remote source (`remote`).
     YtDlp,
     /// A Subsonic server as a remote source (`subsonic`).
     SubsonicSource,
-}
+);
 
 impl Service {
+    /// Its label in the metrics and its name in the admins' report.
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Service::AcoustId => "acoustid",
             Service::CoverArtArchive => "coverartarchive",
-            Service::Lrclib => "lrclib",
             Service::LastFm => "lastfm",
             Service::ListenBrainz => "listenbrainz",
+            Service::Lrclib => "lrclib",
             Service::Recommender => "recommender",
-            Service::YtDlp => crate::remote::YTDLP,
-            Service::SubsonicSource => crate::remote::SUBSONIC,
+            // The remote sources' names (`remote::YTDLP`, `remote::SUBSONIC`).
+            Service::YtDlp => "remote",
+            Service::SubsonicSource => "subsonic",
         }
+    }
+
+    /// How the admins' report shows a web service its settings alone describe: its address
+    /// (credentials redacted) when it is set up, or why it is off. `None` for the services
+    /// whose state is read live (the recommender, the remote sources).
+    pub(crate) fn configured(self, config: &crate::Config) -> Option<Result<String, &'static str>> {
+        use crate::config::redact_url;
+        let enrichment = &config.enrichment;
+        let scrobbling = &config.scrobbling;
+        Some(match self {
+            Service::AcoustId => match enrichment.acoustid_api_key {
+                Some(_) => Ok(redact_url(&enrichment.acoustid_base_url)),
+                None => Err("ACOUSTID_API_KEY is not set: fingerprint lookups are skipped"),
+            },
+            Service::CoverArtArchive => match enrichment.coverart_enabled {
+                true => Ok(redact_url(&enrichment.coverart_base_url)),
+                false => Err("COVERART_ENABLED is false"),
+            },
+            Service::LastFm => match scrobbling.lastfm_available() {
+                true => Ok(redact_url(&scrobbling.lastfm_base_url)),
+                false => Err(
+                    "LASTFM_API_KEY and LASTFM_API_SECRET are not both set: no Last.fm scrobbling",
+                ),
+            },
+            Service::ListenBrainz => Ok(redact_url(&scrobbling.listenbrainz_base_url)),
+            Service::Lrclib => Ok(redact_url(&enrichment.lrclib_base_url)),
+            Service::Recommender | Service::YtDlp | Service::SubsonicSource => return None,
+        })
     }
 }
 
@@ -229,6 +300,34 @@ pub(crate) fn job_run(kind: &str, succeeded: bool, started: Instant) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn each_outside_service_has_one_label_and_a_report() {
+        let labels: std::collections::HashSet<_> = Service::ALL
+            .iter()
+            .map(|service| service.as_str())
+            .collect();
+        assert_eq!(labels.len(), Service::ALL.len());
+        let config = crate::Config::embedded("/srv/musiclib");
+        let reported: Vec<_> = Service::ALL
+            .iter()
+            .filter(|service| service.configured(&config).is_some())
+            .map(|service| service.as_str())
+            .collect();
+        assert_eq!(
+            reported,
+            [
+                "acoustid",
+                "coverartarchive",
+                "lastfm",
+                "listenbrainz",
+                "lrclib"
+            ]
+        );
+        // Off until its key is set, and then it says where it calls.
+        assert!(Service::AcoustId.configured(&config).unwrap().is_err());
+    }
+
     use super::*;
 
     #[test]

@@ -1,5 +1,6 @@
-//! Outside web services (AcoustID, the Cover Art Archive, and later LRCLIB, Last.fm,
-//! ListenBrainz): the one HTTP client they share, and the rules every client follows.
+//! Outside web services (AcoustID, the Cover Art Archive, LRCLIB, Last.fm, ListenBrainz, a
+//! Subsonic source, the external recommender): the HTTP clients they share, and the rules
+//! every client follows.
 //!
 //! A client lives with the service that uses it (`enrichment::acoustid`,
 //! `enrichment::coverart`), takes its base URL from [`crate::Config`] (so tests point it at a

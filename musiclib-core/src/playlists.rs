@@ -473,8 +473,8 @@ impl Playlists {
         // Owner first (404 or 403 before the image is even looked at), then the blob, then
         // the row.
         self.may_change(caller, id).await?;
-        let image = crate::enrichment::coverart::Image::checked(bytes)
-            .map_err(|why| Error::invalid("image", why))?;
+        let image =
+            crate::picture::Image::checked(bytes).map_err(|why| Error::invalid("image", why))?;
         let extension = image.kind.extension();
         let bytes = image.bytes;
         let key = layout::playlist_cover(id, extension);

@@ -36,8 +36,10 @@ use crate::auth::Caller;
 use crate::catalog::{Catalog, ItemKind, TrackRow, TRACK_SELECT};
 use crate::config::RecommendConfig;
 use crate::db::Db;
-use crate::domain::{Artist, Availability, Track};
+use crate::domain::{shuffle_key, Artist, Availability, Track};
 use crate::ids::{ArtistId, TrackId};
+use crate::jobs::{Jobs, Registry};
+use crate::storage::Storage;
 use crate::{Error, Result};
 
 pub use artists::{ArtistReason, ComputeSimilarity, SimilarityReport};
@@ -46,7 +48,6 @@ pub use external::{
     ExternalPlugin, ExternalRecommender, ExternalRequest, ExternalSeed, ExternalSuggestion,
     HttpRecommender,
 };
-pub(crate) use sound::sweep_forever;
 pub use sound::{AnalyzeSound, SoundReport, SoundStatus};
 
 use batch::{Candidate, Pools};
@@ -62,13 +63,7 @@ pub const RADIO_MAX_EXCLUDE: usize = 5000;
 const LIKED_SEEDS: usize = 3;
 /// Largest answer of the similar-tracks and similar-artists lists.
 pub const SIMILAR_MAX: usize = 100;
-/// How long the radio waits for the external recommender once its own signals are read.
-pub const EXTERNAL_GRACE: Duration = Duration::from_millis(20);
-
-/// A new random key for a track (`tracks.shuffle_key`).
-pub(crate) fn shuffle_key() -> i64 {
-    i64::from(rand::random::<u32>() >> 1)
-}
+pub use crate::config::EXTERNAL_GRACE;
 
 /// A genre as compared: lower case, "&" as "and", letters and digits only, so "Hip-Hop",
 /// "hip hop" and "HipHop" are one genre. A tag holding several ("Rock; Pop") is split on
@@ -138,6 +133,10 @@ pub struct SonicMatch {
 pub struct Recommend {
     db: Db,
     catalog: Catalog,
+    storage: Storage,
+    jobs: Jobs,
+    /// How often a worker process looks for recommendation work (`sweep_interval`).
+    sweep_interval: std::time::Duration,
     signals: signals::Signals,
     sound: sound::Sound,
     external: Option<external::Guarded>,
@@ -157,6 +156,8 @@ impl Recommend {
     pub(crate) fn new(
         db: Db,
         catalog: Catalog,
+        storage: Storage,
+        jobs: Jobs,
         config: &RecommendConfig,
         cpu: crate::cpu::CpuSlots,
     ) -> Recommend {
@@ -176,8 +177,21 @@ impl Recommend {
             sound: sound::Sound::new(db.clone(), config.sound_analysis, cpu),
             db,
             catalog,
+            storage,
+            jobs,
+            sweep_interval: config.sweep_interval,
             external,
         }
+    }
+
+    /// Registers the recommendations' job kinds and the sweep that queues them.
+    pub(crate) fn register_jobs(&self, registry: &mut Registry, config: &crate::Config) {
+        registry.kind::<AnalyzeSound>(self.clone(), config);
+        registry.kind::<ComputeSimilarity>(self.clone(), config);
+        let recommend = self.clone();
+        registry.periodic("recommend_sweep", move |shutdown| {
+            sound::sweep_forever(recommend.clone(), shutdown)
+        });
     }
 
     /// A batch of the radio: similar tracks to the seed (or to the caller's likes when there

@@ -47,7 +47,7 @@ use crate::catalog::Catalog;
 use crate::config::RemoteConfig;
 use crate::db::Db;
 use crate::domain::{Availability, Source, Track};
-use crate::jobs::Jobs;
+use crate::jobs::{Jobs, Registry};
 use crate::media::Media;
 use crate::storage::Storage;
 use crate::{Error, JobId, Result, TrackId};
@@ -305,6 +305,14 @@ pub struct Remote {
     max_bytes: u64,
     /// One save at a time per (source, source id) in this process.
     saving: Arc<KeyedLocks<(String, String)>>,
+}
+
+impl Remote {
+    /// Registers the job kinds that fetch a remote track's audio.
+    pub(crate) fn register_jobs(&self, registry: &mut Registry, config: &crate::Config) {
+        registry.kind::<MaterializeTrack>(self.clone(), config);
+        registry.kind::<DownloadTask>(self.clone(), config);
+    }
 }
 
 impl Remote {
@@ -724,6 +732,12 @@ fn check_search(raw: &str, limit: Option<usize>) -> Result<(String, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sources_are_labelled_by_their_names_in_metrics() {
+        assert_eq!(crate::metrics::Service::YtDlp.as_str(), YTDLP);
+        assert_eq!(crate::metrics::Service::SubsonicSource.as_str(), SUBSONIC);
+    }
 
     #[test]
     fn source_ids_never_carry_structure() {

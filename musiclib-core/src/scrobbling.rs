@@ -21,8 +21,7 @@ mod listenbrainz;
 
 pub(crate) use forward::Forwarder;
 pub use forward::{
-    counts, resume_forever, NowPlayingPayload, SubmitPayload, SubmitScrobbles, UpdateNowPlaying,
-    RESUME_INTERVAL,
+    counts, NowPlayingPayload, SubmitPayload, SubmitScrobbles, UpdateNowPlaying, RESUME_INTERVAL,
 };
 
 use std::time::Duration;
@@ -33,7 +32,7 @@ use crate::auth::secrets::SecretBox;
 use crate::auth::Caller;
 use crate::config::ScrobblingConfig;
 use crate::db::Db;
-use crate::jobs::JobError;
+use crate::jobs::{JobError, Registry};
 use crate::settings::Settings;
 use crate::{Error, Result, Timestamp, TrackId, UserId};
 
@@ -330,8 +329,15 @@ impl Scrobbling {
         }
     }
 
-    pub(crate) fn forwarder(&self) -> &Forwarder {
-        &self.forwarder
+    /// Registers the scrobbling jobs, and the task that re-enqueues plays still queued (a
+    /// service down longer than a job's retries).
+    pub(crate) fn register_jobs(&self, registry: &mut Registry, config: &crate::Config) {
+        registry.kind::<SubmitScrobbles>(self.clone(), config);
+        registry.kind::<UpdateNowPlaying>(self.clone(), config);
+        let forwarder = self.forwarder.clone();
+        registry.periodic("scrobble_resume", move |shutdown| {
+            forward::resume_forever(forwarder.clone(), shutdown)
+        });
     }
 
     fn cipher(&self) -> SecretBox {

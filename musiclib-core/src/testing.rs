@@ -251,7 +251,7 @@ impl JobQueue for UnavailableQueue {
             "the job queue is down (test)".into(),
         ))
     }
-    async fn stats(&self) -> crate::Result<Vec<crate::jobs::KindStats>> {
+    async fn stats(&self, _kinds: &[&'static str]) -> crate::Result<Vec<crate::jobs::KindStats>> {
         Err(crate::Error::Unavailable(
             "the job queue is down (test)".into(),
         ))
@@ -322,7 +322,7 @@ impl JobQueue for UnavailableQueue {
 
 /// Runs queued jobs in this task until none is ready.
 pub async fn drain_jobs(library: &Library) -> usize {
-    let worker = crate::jobs::Worker::new(library.clone(), "test");
+    let worker = crate::jobs::Worker::new(library.registry(), "test");
     let mut ran = 0;
     while let crate::jobs::Outcome::Ran(_) = worker.run_once().await.expect("run job") {
         ran += 1;
@@ -337,7 +337,7 @@ pub async fn drain_jobs_concurrently(library: &Library, concurrency: usize) -> u
     let queue = library.jobs().queue().clone();
     let mut tasks = Vec::new();
     for index in 0..concurrency {
-        let worker = crate::jobs::Worker::new(library.clone(), &format!("test{index}"));
+        let worker = crate::jobs::Worker::new(library.registry(), &format!("test{index}"));
         let queue = queue.clone();
         tasks.push(tokio::spawn(async move {
             let mut ran = 0;
@@ -410,7 +410,7 @@ pub async fn insert_synthetic_tracks(library: &Library, count: usize) {
     insert_tracks(library, count, |index| {
         let artist = format!("Artist {} Ñandú", index / 100);
         let album = format!("Album {} of {}", (index / 10) % 10, artist);
-        let tags = crate::ingest::EmbeddedTags {
+        let tags = crate::probe::EmbeddedTags {
             title: Some(format!("Track {index} Mañana {}", index % 97)),
             artist: Some(artist.clone()),
             album: Some(album),
@@ -481,7 +481,7 @@ pub async fn insert_library_tracks(library: &Library, count: usize, seed: u64) {
         ));
         let album = title_case(words(album_index << 20, 1 + mix(album_index) % 3));
         let title = title_case(words(index, 2 + mix(index) % 3));
-        let tags = crate::ingest::EmbeddedTags {
+        let tags = crate::probe::EmbeddedTags {
             title: Some(title.clone()),
             artist: Some(artist.clone()),
             album: Some(album.clone()),
@@ -519,7 +519,7 @@ const GENRES: [&str; 12] = [
 
 /// Tags, source, source id, duration (ms) and storage URI of a synthetic track.
 type SyntheticTrack = (
-    crate::ingest::EmbeddedTags,
+    crate::probe::EmbeddedTags,
     crate::domain::Source,
     String,
     i64,
@@ -534,7 +534,7 @@ async fn insert_tracks(
     describe: impl Fn(usize) -> SyntheticTrack,
 ) {
     use crate::catalog::{NewTrack, Resolver};
-    use crate::ingest::AudioFacts;
+    use crate::probe::AudioFacts;
     const FORMATS: [(&str, &str); 4] = [
         ("mp3", "audio/mpeg"),
         ("flac", "audio/flac"),

@@ -1,11 +1,17 @@
-//! Workflows that cross services, as methods of [`Library`]: each opens one transaction, asks
-//! every service involved for its part inside it, commits, then lets each clean up after the
-//! commit (caches, blobs). One place to read what a deletion touches.
+//! Workflows that cross services ([`Workflows`], reached through the methods of
+//! [`crate::Library`] of the same names): each opens one transaction, asks every service
+//! involved for its part inside it, commits, then lets each clean up after the commit (caches,
+//! blobs). One place to read what a deletion touches.
 
-use crate::auth::Caller;
+use crate::auth::{Accounts, Caller};
+use crate::catalog::Catalog;
+use crate::db::Db;
 use crate::ingest::{Ingest, SourceInfo};
+use crate::media::Media;
+use crate::playlists::Playlists;
 use crate::remote::Remote;
-use crate::{Library, Result, TrackId, UserId};
+use crate::storage::Storage;
+use crate::{Result, TrackId, UserId};
 
 /// Every source: the ingest ones (upload, the local folder), then the remote ones, each
 /// enabled or not (an enabled remote source is asked whether it answers).
@@ -26,11 +32,24 @@ pub(crate) async fn sources(ingest: &Ingest, remote: &Remote) -> Result<Vec<Sour
     Ok(sources)
 }
 
-impl Library {
+/// The services the workflows cross.
+#[derive(Clone, Debug)]
+pub struct Workflows {
+    pub(crate) db: Db,
+    pub(crate) storage: Storage,
+    pub(crate) accounts: Accounts,
+    pub(crate) catalog: Catalog,
+    pub(crate) media: Media,
+    pub(crate) playlists: Playlists,
+    pub(crate) ingest: Ingest,
+    pub(crate) remote: Remote,
+}
+
+impl Workflows {
     /// Every source (`GET /sources`): upload, the local folder, and each remote source.
     /// Any signed-in user.
     pub async fn sources(&self, _caller: &Caller) -> Result<Vec<SourceInfo>> {
-        sources(self.ingest(), self.remote()).await
+        sources(&self.ingest, &self.remote).await
     }
 
     /// Deletes a track (the uploader or an admin): its row with a tombstone
@@ -41,19 +60,17 @@ impl Library {
     /// Rows go before blobs, so no row ever points at a missing blob; a blob whose delete
     /// fails is an orphan for cleanup to reclaim.
     pub async fn delete_track(&self, caller: &Caller, id: &TrackId) -> Result<()> {
-        let mut tx = self.db().begin().await?;
+        let mut tx = self.db.begin().await?;
         // The track's row is locked first and the sync clock stamped last (the playlist
         // changes and the tombstone stamp it): the lock order every write keeps.
-        let track = self.catalog().lock_for_change(&mut tx, caller, id).await?;
-        let rendition_keys = self.media().delete_renditions(&mut tx, id).await?;
-        self.playlists()
-            .remove_track_everywhere(&mut tx, id)
-            .await?;
-        let dropped_cover = self.catalog().delete_locked_track(&mut tx, &track).await?;
+        let track = self.catalog.lock_for_change(&mut tx, caller, id).await?;
+        let rendition_keys = self.media.delete_renditions(&mut tx, id).await?;
+        self.playlists.remove_track_everywhere(&mut tx, id).await?;
+        let dropped_cover = self.catalog.delete_locked_track(&mut tx, &track).await?;
         tx.commit().await?;
-        self.media().forget_track(id);
-        self.catalog().remove_dropped_cover(dropped_cover).await;
-        self.storage()
+        self.media.forget_track(id);
+        self.catalog.remove_dropped_cover(dropped_cover).await;
+        self.storage
             .delete_unreferenced(std::iter::once(track.storage_uri).chain(rendition_keys))
             .await;
         Ok(())
@@ -65,12 +82,12 @@ impl Library {
     /// may change them); jobs it queued run on.
     pub async fn delete_user(&self, caller: &Caller, id: &UserId) -> Result<()> {
         caller.may_administer_account(id)?;
-        let mut tx = self.db().begin().await?;
-        let covers = self.playlists().cover_keys_of_owner(&mut tx, id).await?;
-        self.accounts().delete_in(&mut tx, id).await?;
+        let mut tx = self.db.begin().await?;
+        let covers = self.playlists.cover_keys_of_owner(&mut tx, id).await?;
+        self.accounts.delete_in(&mut tx, id).await?;
         tx.commit().await?;
-        self.accounts().forget_deleted();
-        self.storage().delete_unreferenced(covers).await;
+        self.accounts.forget_deleted();
+        self.storage.delete_unreferenced(covers).await;
         Ok(())
     }
 }

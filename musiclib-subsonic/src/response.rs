@@ -289,7 +289,7 @@ impl SubsonicError {
     /// Error 0 for an operation this server does not offer.
     pub fn not_supported(method: &str) -> Self {
         SubsonicError::generic(format!(
-            "{method} is not supported by this server (see getOpenSubsonicExtensions and the musiclib README)"
+            "{method} is not supported by this server (see getOpenSubsonicExtensions and musiclib's docs/subsonic.md)"
         ))
     }
 }

@@ -6,8 +6,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::catalog::Catalog;
 use crate::jobs::{JobContext, JobError, JobKind, Pool};
-use crate::{Library, TrackId};
+use crate::TrackId;
 
 /// How many unreadable files a report names (the count covers them all).
 const MAX_REPORTED_ERRORS: usize = 20;
@@ -50,20 +51,24 @@ impl JobKind for Reindex {
     const NAME: &'static str = "reindex_library";
     const POOL: Pool = Pool::General;
     type Payload = Payload;
+    type Service = Catalog;
 
     /// One reindex at a time.
     fn dedup_key(_payload: &Payload) -> Option<String> {
         Some("reindex_library".into())
     }
 
-    async fn run(context: &JobContext, _payload: Payload) -> Result<Value, JobError> {
-        let report = reindex(context.library(), context).await?;
+    async fn run(
+        catalog: &Catalog,
+        context: &JobContext,
+        _payload: Payload,
+    ) -> Result<Value, JobError> {
+        let report = reindex(catalog, context).await?;
         Ok(serde_json::to_value(&report).unwrap_or(Value::Null))
     }
 }
 
-async fn reindex(library: &Library, context: &JobContext) -> crate::Result<ReindexReport> {
-    let catalog = library.catalog();
+async fn reindex(catalog: &Catalog, context: &JobContext) -> crate::Result<ReindexReport> {
     let mut report = ReindexReport {
         total: catalog.count_with_audio().await?,
         ..Default::default()
@@ -79,7 +84,7 @@ async fn reindex(library: &Library, context: &JobContext) -> crate::Result<Reind
         for file in batch {
             let (id, key, source_id) = (file.id, file.storage_uri, file.source_id);
             let track = TrackId::from_db(id.clone());
-            match reread(library, &track, &key, &source_id).await {
+            match reread(catalog, &track, &key, &source_id).await {
                 Ok(changed) => report.changed += i64::from(changed),
                 Err(error) => {
                     report.failed += 1;
@@ -101,23 +106,22 @@ async fn reindex(library: &Library, context: &JobContext) -> crate::Result<Reind
 
 /// Re-reads one track's file; a readable reason when it cannot.
 async fn reread(
-    library: &Library,
+    catalog: &Catalog,
     track: &TrackId,
     key: &str,
     source_id: &str,
 ) -> Result<bool, String> {
-    let file = library
+    let file = catalog
         .storage()
         .local_file(key)
         .await
         .map_err(|error| crate::error_chain(&error))?;
     let name = source_id.to_string();
     let path = file.path.clone();
-    let facts = tokio::task::spawn_blocking(move || crate::ingest::probe::probe_file(&path, &name))
+    let facts = tokio::task::spawn_blocking(move || crate::probe::probe_file(&path, &name))
         .await
         .map_err(|error| format!("the reader stopped: {error}"))??;
-    library
-        .catalog()
+    catalog
         .refresh_from_file(track, &facts, None)
         .await
         .map_err(|error| crate::error_chain(&error))

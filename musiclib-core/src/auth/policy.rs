@@ -96,6 +96,20 @@ impl Caller {
         Ok(())
     }
 
+    /// Whether the caller may list the playlists of the user named `username` (Subsonic
+    /// `getPlaylists?username=`): their own, or anyone's for an admin. Names compare as
+    /// names do everywhere ([`crate::text::name_key`]).
+    pub fn may_list_playlists_of(&self, username: &str) -> Result<()> {
+        let own = crate::text::name_key(username) == crate::text::name_key(&self.user.username);
+        if own || self.user.is_admin {
+            Ok(())
+        } else {
+            Err(Error::Forbidden(
+                "only an admin may list another user's playlists".into(),
+            ))
+        }
+    }
+
     /// How the caller stands towards a playlist of `owner`.
     pub fn playlist_access(&self, owner: &str, public: bool) -> PlaylistAccess {
         if owner == self.user.id.as_str() {
@@ -124,6 +138,17 @@ mod tests {
                 disabled_at: None,
             },
         }
+    }
+
+    #[test]
+    fn only_admins_list_the_playlists_of_others() {
+        let (someone, admin) = (caller(false), caller(true));
+        assert!(someone.may_list_playlists_of("Someone").is_ok());
+        assert_eq!(
+            someone.may_list_playlists_of("other").unwrap_err().code(),
+            "forbidden"
+        );
+        assert!(admin.may_list_playlists_of("other").is_ok());
     }
 
     #[test]

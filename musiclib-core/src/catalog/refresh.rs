@@ -8,7 +8,7 @@
 use super::resolve::Resolver;
 use super::tracks::lock_track;
 use super::Catalog;
-use crate::ingest::AudioFacts;
+use crate::probe::AudioFacts;
 use crate::{Result, TrackId};
 
 /// A track's stored original, as jobs that walk every file see it.

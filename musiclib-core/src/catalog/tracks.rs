@@ -10,7 +10,7 @@ use super::rows::{TrackRow, TRACK_FIELDS, TRACK_SELECT};
 use super::{Catalog, DroppedCover};
 use crate::db::{like_pattern, Db, Sql, Tx};
 use crate::domain::{Page, Paged, Source, Track};
-use crate::ingest::probe::AudioFacts;
+use crate::probe::AudioFacts;
 use crate::{Error, Result, TrackId, UserId};
 
 /// What kind of item an id names (the legacy interface takes any id where the API has one
@@ -421,7 +421,7 @@ impl Catalog {
     }
 
     /// The embedded tags read at ingest, kept on the track for enrichment.
-    pub(crate) async fn track_tags(&self, id: &TrackId) -> Result<crate::ingest::EmbeddedTags> {
+    pub(crate) async fn track_tags(&self, id: &TrackId) -> Result<crate::probe::EmbeddedTags> {
         let tags: Option<Option<String>> = self
             .db
             .sql("SELECT tags FROM tracks WHERE id = $1")
@@ -615,7 +615,7 @@ pub(crate) async fn insert_track(
         .bind(tags_json)
         .bind(search_text)
         .bind(track.added_by.as_ref())
-        .bind(crate::recommend::shuffle_key())
+        .bind(crate::domain::shuffle_key())
         .execute(&mut **tx)
         .await?;
     Ok(inserted == 1)

@@ -7,7 +7,7 @@
 //! - Nothing is erased: a field that has a value keeps one.
 
 use super::acoustid::{credit_name, Match, Recording, ReleaseGroup};
-use crate::ingest::EmbeddedTags;
+use crate::probe::EmbeddedTags;
 use crate::text::name_key;
 
 /// The fields of a track that enrichment may set, as they are now.

@@ -28,11 +28,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::{probe, title_from_file_name, Ingest, IN_MEMORY_LIMIT};
+use super::{title_from_file_name, Ingest, IN_MEMORY_LIMIT};
 use crate::auth::Caller;
 use crate::catalog::{insert_track, NewTrack, Resolver};
 use crate::domain::Source;
 use crate::jobs::{JobContext, JobError, JobKind, Pool};
+use crate::probe;
 use crate::storage::layout;
 use crate::{Error, JobId, Result, TrackId};
 
@@ -189,13 +190,18 @@ impl JobKind for ScanLocalFolder {
     const NAME: &'static str = "scan_local_folder";
     const POOL: Pool = Pool::General;
     type Payload = ScanPayload;
+    type Service = Ingest;
 
     /// One scan at a time.
     fn dedup_key(_payload: &ScanPayload) -> Option<String> {
         Some("scan:local_folder".into())
     }
 
-    async fn run(context: &JobContext, _payload: ScanPayload) -> Result<Value, JobError> {
+    async fn run(
+        ingest: &Ingest,
+        context: &JobContext,
+        _payload: ScanPayload,
+    ) -> Result<Value, JobError> {
         let (sender, mut receiver) = tokio::sync::watch::channel(ScanReport::default());
         let reporter_context = context.clone();
         let reporter = tokio::spawn(async move {
@@ -206,9 +212,7 @@ impl JobKind for ScanLocalFolder {
                     .await;
             }
         });
-        let result = context
-            .library()
-            .ingest()
+        let result = ingest
             .scan_local_folder(|report| {
                 let _ = sender.send(report.clone());
             })

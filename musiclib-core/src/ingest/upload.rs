@@ -87,7 +87,7 @@ impl Ingest {
         // The upload is already a file in staging: probe it there and copy it into place,
         // never holding it in memory (a server's memory stays flat however large the upload).
         let facts =
-            tokio::task::spawn_blocking(move || super::probe::probe_file(&probe_path, &hint))
+            tokio::task::spawn_blocking(move || crate::probe::probe_file(&probe_path, &hint))
                 .await
                 .map_err(Error::task("probe"))?
                 .map_err(|message| Error::invalid("file", message))?;

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::{Job, JobKind, JobState};
 use crate::db::Db;
+use crate::metrics::{JobCounts, KindStats};
 use crate::{Error, JobId, Result, Timestamp, UserId};
 
 /// A job to enqueue, its kind already checked by [`NewJob::of`].
@@ -88,32 +89,7 @@ pub(crate) trait JobQueue: Send + Sync + std::fmt::Debug {
     /// How many jobs are in each state.
     async fn counts(&self) -> Result<JobCounts>;
     /// How many jobs of each kind are in each state, and how many queued ones are due.
-    async fn stats(&self) -> Result<Vec<KindStats>>;
-}
-
-/// How many jobs are in each state.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct JobCounts {
-    /// Waiting to run.
-    pub queued: i64,
-    /// Leased to a worker.
-    pub running: i64,
-    /// Finished.
-    pub succeeded: i64,
-    /// Gave up.
-    pub failed: i64,
-}
-
-/// The jobs of one kind: how many are in each state, and how many queued ones are due now
-/// (the queue depth: what idle workers would claim at once).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KindStats {
-    /// The kind's stored name.
-    pub kind: String,
-    /// Jobs by state.
-    pub counts: JobCounts,
-    /// Queued jobs whose time has come (not waiting for a retry's backoff).
-    pub ready: i64,
+    async fn stats(&self, kinds: &[&'static str]) -> Result<Vec<KindStats>>;
 }
 
 /// The database-backed queue.
@@ -400,7 +376,7 @@ impl JobQueue for SqlQueue {
         Ok(counts)
     }
 
-    async fn stats(&self) -> Result<Vec<KindStats>> {
+    async fn stats(&self, kinds: &[&'static str]) -> Result<Vec<KindStats>> {
         let rows: Vec<(String, String, i64, i64)> = self
             .db
             .sql(
@@ -410,7 +386,7 @@ impl JobQueue for SqlQueue {
             .fetch_all(self.db.pool())
             .await?;
         // Every kind this server runs, at zero when it has no job, so no series vanishes.
-        let mut stats: Vec<KindStats> = super::registry::NAMES
+        let mut stats: Vec<KindStats> = kinds
             .iter()
             .map(|kind| KindStats {
                 kind: kind.to_string(),

@@ -2,14 +2,15 @@
 //! the pools a process runs.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 use tracing::Instrument;
 
-use super::registry::{self, Pool};
-use super::{Job, JobError};
-use crate::{JobId, Library};
+use super::registry::{Pool, Registry};
+use super::{Job, JobError, Jobs};
+use crate::JobId;
 
 /// What one [`Worker::run_once`] step did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,7 +24,7 @@ pub enum Outcome {
 /// A job worker. Several may run in one process and in many processes.
 #[derive(Debug, Clone)]
 pub struct Worker {
-    library: Library,
+    registry: Arc<Registry>,
     id: String,
     pool: Pool,
     /// The kinds this worker claims (all when empty).
@@ -33,7 +34,7 @@ pub struct Worker {
 /// What a running handler can report through.
 #[derive(Debug, Clone)]
 pub struct JobContext {
-    library: Library,
+    jobs: Jobs,
     job_id: JobId,
     worker_id: String,
 }
@@ -41,10 +42,9 @@ pub struct JobContext {
 impl JobContext {
     /// Stores progress on the job (and renews its lease).
     pub async fn progress(&self, progress: &Value) {
-        let lease = self.library.jobs().config().lease;
+        let lease = self.jobs.config().lease;
         if let Err(error) = self
-            .library
-            .jobs()
+            .jobs
             .queue()
             .heartbeat(&self.job_id, &self.worker_id, lease, Some(progress))
             .await
@@ -58,18 +58,12 @@ impl JobContext {
         &self.job_id
     }
 
-    /// The library the job works on.
-    pub(crate) fn library(&self) -> &Library {
-        &self.library
-    }
-
     /// Fails unless this worker still holds the job (its lease not run out, nobody else
     /// running it): a handler asks before an effect outside the database that must not
     /// happen twice (sending plays to a scrobbling service).
     pub(crate) async fn ensure_lease(&self) -> Result<(), JobError> {
         let held = self
-            .library
-            .jobs()
+            .jobs
             .queue()
             .holds(&self.job_id, &self.worker_id)
             .await?;
@@ -85,7 +79,7 @@ impl JobContext {
     /// over) never commits what the job writes. The job's row stays locked until the
     /// transaction ends: no other worker can claim it in between.
     pub(crate) async fn fence(&self, tx: &mut crate::db::Tx) -> Result<(), JobError> {
-        let db = self.library.db();
+        let db = self.jobs.db();
         let held: Option<i64> = db
             .sql(&format!(
                 "SELECT 1 FROM jobs WHERE id = $1 AND worker_id = $2 AND state = 'running'
@@ -110,19 +104,23 @@ fn lost_lease() -> JobError {
 impl Worker {
     /// A general worker named `name` (unique per process; the process id and a random
     /// suffix are added): it runs jobs of every kind.
-    pub fn new(library: Library, name: &str) -> Worker {
-        Worker::for_pool(library, name, Pool::General)
+    pub fn new(registry: &Arc<Registry>, name: &str) -> Worker {
+        Worker::for_pool(registry, name, Pool::General)
     }
 
-    /// A worker of `pool`, which takes only that pool's kinds ([`registry`]).
-    pub fn for_pool(library: Library, name: &str, pool: Pool) -> Worker {
+    /// A worker of `pool`, which takes only that pool's kinds ([`Pool`]).
+    pub fn for_pool(registry: &Arc<Registry>, name: &str, pool: Pool) -> Worker {
         let suffix = &uuid::Uuid::new_v4().simple().to_string()[..8];
         Worker {
-            library,
+            registry: registry.clone(),
             id: format!("{name}-{}-{suffix}", std::process::id()),
             pool,
-            kinds: registry::kinds_of(pool),
+            kinds: registry.kinds().pool_kinds(pool),
         }
+    }
+
+    fn jobs(&self) -> &Jobs {
+        self.registry.jobs()
     }
 
     /// This worker's id, as stored on the jobs it holds.
@@ -133,13 +131,12 @@ impl Worker {
     /// Claims and runs at most one job. First, jobs whose worker died on their last attempt
     /// fail for good, and their kinds record the crash.
     pub async fn run_once(&self) -> crate::Result<Outcome> {
-        let lease = self.library.jobs().config().lease;
-        for job in self.library.jobs().queue().fail_abandoned().await? {
+        let lease = self.jobs().config().lease;
+        for job in self.jobs().queue().fail_abandoned().await? {
             tracing::warn!(job_id = %job.id, kind = %job.kind, attempts = job.attempts, "job failed: its worker stopped responding on the last attempt");
-            registry::abandoned(&self.library, &job).await;
+            self.registry.abandoned(&job).await;
         }
         let Some(job) = self
-            .library
             .jobs()
             .queue()
             .claim(&self.id, lease, &self.kinds)
@@ -161,7 +158,7 @@ impl Worker {
         let started = std::time::Instant::now();
         let result = self.run_with_heartbeat(job.clone()).await;
         crate::metrics::job_run(&job.kind, result.is_ok(), started);
-        let queue = self.library.jobs().queue();
+        let queue = self.jobs().queue();
         match result {
             Ok(value) => {
                 tracing::info!(
@@ -185,7 +182,7 @@ impl Worker {
 
     /// Delay before attempt `attempts + 1` of a job of `kind`: base × 2^(attempts − 1), capped.
     fn backoff(&self, kind: &str, attempts: i64) -> Duration {
-        let policy = self.library.jobs().retry_policy(kind);
+        let policy = self.jobs().retry_policy(kind);
         let exponent = attempts.clamp(1, 20) as u32 - 1;
         policy
             .base
@@ -201,13 +198,14 @@ impl Worker {
     async fn run_with_heartbeat(&self, job: Job) -> Result<Value, JobError> {
         let job_id = job.id.clone();
         let context = JobContext {
-            library: self.library.clone(),
+            jobs: self.jobs().clone(),
             job_id: job.id.clone(),
             worker_id: self.id.clone(),
         };
+        let registry = self.registry.clone();
         let mut handler =
-            tokio::spawn(async move { registry::run(&context, &job).await }.in_current_span());
-        let lease = self.library.jobs().config().lease;
+            tokio::spawn(async move { registry.run(&context, &job).await }.in_current_span());
+        let lease = self.jobs().config().lease;
         let mut ticker = tokio::time::interval((lease / 3).max(Duration::from_millis(100)));
         ticker.tick().await;
         let mut renewed = tokio::time::Instant::now();
@@ -223,7 +221,7 @@ impl Worker {
                     };
                 }
                 _ = ticker.tick() => {
-                    let lost = match self.library.jobs().queue().heartbeat(&job_id, &self.id, lease, None).await {
+                    let lost = match self.jobs().queue().heartbeat(&job_id, &self.id, lease, None).await {
                         Ok(true) => {
                             renewed = tokio::time::Instant::now();
                             false
@@ -251,7 +249,7 @@ impl Worker {
     /// poll five times less often) follows a burst of jobs at once.
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         tokio::pin!(shutdown);
-        let base = self.library.jobs().config().poll_interval;
+        let base = self.jobs().config().poll_interval;
         let poll = match self.pool {
             Pool::General => base,
             _ => base * 5,
@@ -267,13 +265,13 @@ impl Worker {
                 }
             };
             if was_idle && !idle {
-                self.library.jobs().wake_workers();
+                self.jobs().wake_workers();
             }
             was_idle = idle;
             if idle {
                 tokio::select! {
                     _ = &mut shutdown => return,
-                    _ = self.library.jobs().workers_woken() => {}
+                    _ = self.jobs().workers_woken() => {}
                     _ = tokio::time::sleep(poll) => {}
                 }
             } else if futures::poll!(&mut shutdown).is_ready() {
@@ -303,35 +301,29 @@ pub struct WorkerPlan {
     pub network: usize,
 }
 
-/// Starts the workers of `plan`, and with them the task that re-enqueues plays still waiting
-/// to be scrobbled and the recommendations' sweep; each stops when the future `shutdown()` returns resolves.
+/// Starts the workers of `plan`, and with them the periodic tasks the services registered
+/// (re-enqueueing plays still waiting to be scrobbled, the recommendations' sweep); each stops
+/// when the future `shutdown()` returns resolves.
 pub fn spawn_workers<F>(
-    library: &Library,
+    registry: &Arc<Registry>,
     plan: WorkerPlan,
     shutdown: impl Fn() -> F,
 ) -> Vec<tokio::task::JoinHandle<()>>
 where
     F: Future<Output = ()> + Send + 'static,
 {
-    let general =
-        (0..plan.general).map(|index| Worker::new(library.clone(), &format!("worker{index}")));
+    let general = (0..plan.general).map(|index| Worker::new(registry, &format!("worker{index}")));
     let network = (0..plan.network)
-        .map(|index| Worker::for_pool(library.clone(), &format!("network{index}"), Pool::Network));
+        .map(|index| Worker::for_pool(registry, &format!("network{index}"), Pool::Network));
     let mut tasks: Vec<_> = general
         .chain(network)
         .map(|worker| tokio::spawn(worker.run(shutdown())))
         .collect();
     if !tasks.is_empty() {
-        // Plays still queued for scrobbling (a service down longer than a job's retries).
-        tasks.push(tokio::spawn(crate::scrobbling::resume_forever(
-            library.clone(),
-            shutdown(),
-        )));
-        // Tracks to analyse, artist similarity to recompute.
-        tasks.push(tokio::spawn(crate::recommend::sweep_forever(
-            library.clone(),
-            shutdown(),
-        )));
+        for (name, task) in registry.periodic_tasks() {
+            tracing::debug!(task = name, "periodic task started");
+            tasks.push(tokio::spawn(task(Box::pin(shutdown()))));
+        }
     }
     tasks
 }

@@ -59,7 +59,7 @@ pub(crate) fn read(path: &Path) -> Vec<FileLyrics> {
     let options = ParseOptions::new()
         .read_cover_art(false)
         .read_properties(true);
-    let Some(tagged) = crate::ingest::probe::read_tagged(path, options) else {
+    let Some(tagged) = crate::probe::read_tagged(path, options) else {
         return Vec::new();
     };
     let mut found = Vec::new();

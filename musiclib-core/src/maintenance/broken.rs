@@ -12,7 +12,7 @@ use crate::auth::Caller;
 use crate::catalog::{StoredFile, TrackRow, TRACK_SELECT};
 use crate::domain::{Page, Paged, Track};
 use crate::jobs::{JobContext, JobError, JobKind, Pool};
-use crate::{JobId, Library, Result, Timestamp};
+use crate::{JobId, Result, Timestamp};
 
 /// What is wrong with a stored file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,14 +88,19 @@ impl JobKind for CheckFiles {
     const NAME: &'static str = "check_files";
     const POOL: Pool = Pool::General;
     type Payload = CheckPayload;
+    type Service = Maintenance;
 
     /// One check at a time.
     fn dedup_key(_payload: &CheckPayload) -> Option<String> {
         Some("check_files".into())
     }
 
-    async fn run(context: &JobContext, _payload: CheckPayload) -> Result<Value, JobError> {
-        let report = check_all(context.library(), context).await?;
+    async fn run(
+        maintenance: &Maintenance,
+        context: &JobContext,
+        _payload: CheckPayload,
+    ) -> Result<Value, JobError> {
+        let report = check_all(maintenance, context).await?;
         Ok(serde_json::to_value(&report).unwrap_or(Value::Null))
     }
 }
@@ -175,10 +180,9 @@ impl Maintenance {
     }
 }
 
-async fn check_all(library: &Library, context: &JobContext) -> Result<CheckReport> {
-    let catalog = library.catalog();
-    let maintenance = library.maintenance();
-    let decoded = library.media().transcoder_ready().await;
+async fn check_all(maintenance: &Maintenance, context: &JobContext) -> Result<CheckReport> {
+    let catalog = &maintenance.catalog;
+    let decoded = maintenance.media.transcoder_ready().await;
     let mut report = CheckReport {
         total: catalog.count_with_audio().await?,
         decoded,
@@ -193,7 +197,7 @@ async fn check_all(library: &Library, context: &JobContext) -> Result<CheckRepor
         };
         after = last.id.clone();
         for file in batch {
-            let outcome = check_one(library, &file, decoded).await?;
+            let outcome = check_one(maintenance, &file, decoded).await?;
             report.broken += i64::from(outcome.is_some());
             report.checked += 1;
             maintenance.record_check(&file.id, outcome).await?;
@@ -206,12 +210,12 @@ async fn check_all(library: &Library, context: &JobContext) -> Result<CheckRepor
 /// Checks one stored file: `None` when whole. Storage errors other than absence fail the job
 /// (retried): a store that does not answer says nothing about the files.
 async fn check_one(
-    library: &Library,
+    maintenance: &Maintenance,
     recorded: &StoredFile,
     decode: bool,
 ) -> Result<Option<(FileProblem, String)>> {
     let key = recorded.storage_uri.as_str();
-    let Some(meta) = library.storage().blobs().head(key).await? else {
+    let Some(meta) = maintenance.storage.blobs().head(key).await? else {
         return Ok(Some((
             FileProblem::Missing,
             format!("the stored file {key} is not in storage"),
@@ -228,7 +232,7 @@ async fn check_one(
             )));
         }
     }
-    let file = library.storage().local_file(key).await?;
+    let file = maintenance.storage.local_file(key).await?;
     let path = file.path.clone();
     let digest = tokio::task::spawn_blocking(move || crate::storage::sha256_file(&path))
         .await
@@ -246,7 +250,7 @@ async fn check_one(
         }
     }
     if decode {
-        if let Some(complaint) = library.media().decode_check(&file.path).await? {
+        if let Some(complaint) = maintenance.media.decode_check(&file.path).await? {
             return Ok(Some((
                 FileProblem::DecodeFailed,
                 format!("the audio does not decode to the end: {complaint}"),

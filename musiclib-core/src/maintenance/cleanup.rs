@@ -25,7 +25,7 @@ use super::Maintenance;
 use crate::auth::Caller;
 use crate::jobs::{JobContext, JobError, JobKind, Pool};
 use crate::storage::layout::{self, Namespace};
-use crate::{JobId, Library, Result};
+use crate::{JobId, Result};
 
 /// Below this many referenced blobs the share rule is not applied alone: at least this many
 /// must be gone too (a small library with one lost file is not an outage).
@@ -77,14 +77,19 @@ impl JobKind for CleanupStorage {
     const NAME: &'static str = "cleanup_storage";
     const POOL: Pool = Pool::General;
     type Payload = CleanupPayload;
+    type Service = Maintenance;
 
     /// One cleanup at a time (a dry run and a real one are different jobs).
     fn dedup_key(payload: &CleanupPayload) -> Option<String> {
         Some(format!("cleanup_storage:{}", payload.dry_run))
     }
 
-    async fn run(context: &JobContext, payload: CleanupPayload) -> Result<Value, JobError> {
-        let report = cleanup(context.library(), context, payload.dry_run).await?;
+    async fn run(
+        maintenance: &Maintenance,
+        context: &JobContext,
+        payload: CleanupPayload,
+    ) -> Result<Value, JobError> {
+        let report = cleanup(maintenance, context, payload.dry_run).await?;
         Ok(serde_json::to_value(&report).unwrap_or(Value::Null))
     }
 }
@@ -118,8 +123,8 @@ struct Referenced {
     thumbnails: HashSet<String>,
 }
 
-async fn referenced(library: &Library) -> Result<Referenced> {
-    let db = &library.maintenance().db;
+async fn referenced(maintenance: &Maintenance) -> Result<Referenced> {
+    let db = &maintenance.db;
     let pool = db.pool();
     let audio: Vec<(String, String, String)> = db
         .sql("SELECT storage_uri, id, availability FROM tracks WHERE storage_uri <> ''")
@@ -191,11 +196,11 @@ fn wanted(namespace: Namespace, key: &str, refs: &Referenced) -> bool {
 }
 
 async fn cleanup(
-    library: &Library,
+    maintenance: &Maintenance,
     context: &JobContext,
     dry_run: bool,
 ) -> Result<CleanupReport, JobError> {
-    let storage = library.storage();
+    let storage = &maintenance.storage;
     let blobs = storage.blobs();
     let mut report = CleanupReport {
         dry_run,
@@ -203,7 +208,7 @@ async fn cleanup(
     };
     // 1. Read the references, then list everything (a failure stops here, before any
     // change).
-    let refs = referenced(library).await?;
+    let refs = referenced(maintenance).await?;
     let mut listed = Vec::new();
     for prefix in ["audio/", "covers/", "playlist-covers/", "renditions/"] {
         let blobs_under = blobs.list_meta(prefix).await.map_err(|error| {
@@ -254,7 +259,7 @@ async fn cleanup(
     }
 
     // 3. Orphans, namespace by namespace.
-    let grace = library.config().cleanup_grace;
+    let grace = maintenance.cleanup_grace;
     let now = std::time::SystemTime::now();
     let mut orphans = Vec::new();
     for blob in &listed {
@@ -282,7 +287,7 @@ async fn cleanup(
         }
     }
     // Abandoned staging files (local storage).
-    let stale_staging = stale_staging_files(library);
+    let stale_staging = stale_staging_files(maintenance);
     if !stale_staging.is_empty() {
         report.orphans.insert("staging", stale_staging.len() as u64);
         report.orphan_keys.insert(
@@ -307,15 +312,15 @@ async fn cleanup(
         .iter()
         .filter_map(|key| refs.audio.get(*key).map(String::as_str))
         .collect();
-    library.maintenance().mark_missing(&missing_ids).await?;
+    maintenance.mark_missing(&missing_ids).await?;
     let sizes: HashMap<&str, u64> = listed
         .iter()
         .map(|blob| (blob.key.as_str(), blob.size))
         .collect();
-    report.cover_sizes_filled = library.maintenance().fill_cover_sizes(&sizes).await?;
+    report.cover_sizes_filled = maintenance.fill_cover_sizes(&sizes).await?;
     for key in orphans {
         // Re-checked just before deleting: a row written since the listing keeps its blob.
-        if library.maintenance().is_referenced(&key).await? {
+        if maintenance.is_referenced(&key).await? {
             continue;
         }
         blobs.delete_tree(&key).await.map_err(|error| {
@@ -332,7 +337,7 @@ async fn cleanup(
             report.deleted += 1;
         }
     }
-    library.remote().sweep_staging(None).await;
+    maintenance.remote.sweep_staging(None).await;
     Ok(report)
 }
 
@@ -350,8 +355,8 @@ fn namespace_name(namespace: Namespace) -> &'static str {
 
 /// Files in the local staging folders older than a day: writes that never finished. (The
 /// folders of abandoned downloads are the remote sources' to sweep: `Remote::sweep_staging`.)
-fn stale_staging_files(library: &Library) -> Vec<std::path::PathBuf> {
-    let storage = library.storage();
+fn stale_staging_files(maintenance: &Maintenance) -> Vec<std::path::PathBuf> {
+    let storage = &maintenance.storage;
     let mut folders = vec![storage.staging_dir().to_path_buf()];
     if let Some(root) = storage.local_root() {
         folders.push(root.join(".staging"));

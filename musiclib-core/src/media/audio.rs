@@ -65,7 +65,7 @@ impl Media {
         let track = row.ok_or_else(|| Error::not_found("track", id))?;
         if track.storage_uri.is_empty() || track.availability == Availability::Placeholder.as_str()
         {
-            return Err(Error::NotMaterialized(id.clone()));
+            return Err(Error::NotMaterialized(id.as_str().to_owned()));
         }
         let size = match track.size_bytes {
             Some(size) if size >= 0 => size as u64,

@@ -2,7 +2,7 @@
 //! validators for HTTP caching, and scaled to cached thumbnails on request.
 //!
 //! A cover is checked before it is stored (its kind from its bytes, its size from its header:
-//! `coverart::Image::checked`), and again before it is decoded. A thumbnail is made in one of
+//! `picture::Image::checked`), and again before it is decoded. A thumbnail is made in one of
 //! a few sizes ([`THUMBNAIL_BUCKETS`]: a requested size is snapped up to the next), once per
 //! album and size however many ask at once, in a CPU slot, by a decoder with memory limits,
 //! and kept in a cache bounded by `THUMBNAIL_CACHE_MAX_BYTES` (table `thumbnails`, least
@@ -13,7 +13,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use super::Media;
-use crate::enrichment::coverart::{self, Image, ImageKind};
+use crate::picture::{self, Image, ImageKind};
 use crate::storage::layout;
 use crate::{AlbumId, Error, Result, Timestamp, TrackId};
 
@@ -174,7 +174,7 @@ impl Media {
                 return Ok::<_, Error>(Some(bytes));
             }
             let original = self.storage.blobs().get_bytes(source).await?;
-            if let Err(why) = coverart::check_dimensions(&original) {
+            if let Err(why) = picture::check_dimensions(&original) {
                 tracing::warn!(key = %source, %why, "not scaling the cover; serving it as it is");
                 return Ok(None);
             }
@@ -305,7 +305,7 @@ impl Media {
         image: &Image,
     ) -> Result<bool> {
         // Images reach here checked (`Image::checked`); a cover is never stored unchecked.
-        if let Err(why) = coverart::check_dimensions(&image.bytes) {
+        if let Err(why) = picture::check_dimensions(&image.bytes) {
             tracing::warn!(%album_id, %why, "not storing the cover");
             return Ok(false);
         }
@@ -366,8 +366,8 @@ fn scale(
         .with_guessed_format()
         .map_err(|error| error.to_string())?;
     let mut limits = image::Limits::default();
-    limits.max_image_width = Some(coverart::MAX_IMAGE_EDGE as u32);
-    limits.max_image_height = Some(coverart::MAX_IMAGE_EDGE as u32);
+    limits.max_image_width = Some(picture::MAX_IMAGE_EDGE as u32);
+    limits.max_image_height = Some(picture::MAX_IMAGE_EDGE as u32);
     limits.max_alloc = Some(MAX_DECODE_BYTES);
     reader.limits(limits);
     let decoded = reader.decode().map_err(|error| error.to_string())?;

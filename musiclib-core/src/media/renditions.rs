@@ -88,6 +88,7 @@ impl JobKind for TranscodeTrack {
     const NAME: &'static str = "transcode_track";
     const POOL: Pool = Pool::General;
     type Payload = TranscodePayload;
+    type Service = Media;
 
     /// One build per track and quality when a stream missed one quality; one per track for
     /// a full build ([`Media::request_optimize`]).
@@ -99,8 +100,11 @@ impl JobKind for TranscodeTrack {
         })
     }
 
-    async fn run(context: &JobContext, payload: TranscodePayload) -> Result<Value, JobError> {
-        let media = context.library().media();
+    async fn run(
+        media: &Media,
+        _context: &JobContext,
+        payload: TranscodePayload,
+    ) -> Result<Value, JobError> {
         let qualities = payload.qualities.unwrap_or_else(|| Quality::ALL.to_vec());
         let built = async {
             let mut built: Vec<&str> = media

@@ -349,16 +349,18 @@ impl JobKind for ComputeSimilarity {
     const NAME: &'static str = "compute_similarity";
     const POOL: Pool = Pool::General;
     type Payload = ComputeSimilarityPayload;
+    type Service = super::Recommend;
 
     fn dedup_key(_payload: &ComputeSimilarityPayload) -> Option<String> {
         Some(Self::NAME.to_string())
     }
 
     async fn run(
-        context: &JobContext,
+        recommend: &super::Recommend,
+        _context: &JobContext,
         _payload: ComputeSimilarityPayload,
     ) -> Result<Value, JobError> {
-        let report = compute(context.library().db()).await?;
+        let report = compute(&recommend.db).await?;
         Ok(serde_json::to_value(report).unwrap_or_default())
     }
 }

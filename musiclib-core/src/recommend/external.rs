@@ -1,10 +1,11 @@
 //! The optional external recommender: a plug-in asked alongside the heuristics, whose
 //! suggestions are mixed into the radio with the reason `external`.
 //!
-//! Embedders implement [`ExternalRecommender`] and hand it to `LibraryBuilder`; the binary
+//! Embedders implement [`ExternalRecommender`] and hand it over in
+//! [`crate::config::RecommendConfig::external`]; the binary
 //! uses [`HttpRecommender`] when `RECOMMENDER_URL` is set. Either way the call is guarded:
 //! it runs in a task of its own beside the heuristics, and the radio waits for it only
-//! until its own signals are read plus [`super::EXTERNAL_GRACE`] (20 ms), so a slow
+//! until its own signals are read plus [`crate::config::EXTERNAL_GRACE`] (20 ms), so a slow
 //! recommender never slows an answer down. The call itself may take
 //! `RECOMMENDER_TIMEOUT_MS` (150 ms by default); a timeout or a failure (an error status, a
 //! malformed answer, no connection) leaves it out for 30 s (`external_pause`), during
@@ -21,58 +22,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::config::RecommendConfig;
+pub use crate::extension::{
+    ExternalPlugin, ExternalRecommender, ExternalRequest, ExternalSeed, ExternalSuggestion,
+};
 use crate::metrics::{Outcome, OutsideCall, Service};
-
-/// What the external recommender is asked.
-#[derive(Debug, Clone, Serialize)]
-pub struct ExternalRequest {
-    /// The user the feed is for.
-    pub user_id: String,
-    /// The seed track, or the liked tracks a feed without one starts from.
-    pub seeds: Vec<ExternalSeed>,
-    /// How many items the batch will hold.
-    pub count: usize,
-}
-
-/// A seed as the external recommender sees it.
-#[derive(Debug, Clone, Serialize)]
-pub struct ExternalSeed {
-    /// Its id in this library.
-    pub track_id: String,
-    /// Title.
-    pub title: String,
-    /// Artist name.
-    pub artist: Option<String>,
-    /// Album title.
-    pub album: Option<String>,
-    /// MusicBrainz recording id, when known.
-    pub musicbrainz_recording_id: Option<String>,
-}
-
-/// One suggestion: a track of this library, by id or MusicBrainz recording id.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ExternalSuggestion {
-    /// The track's id here.
-    #[serde(default)]
-    pub track_id: Option<String>,
-    /// Or its MusicBrainz recording id.
-    #[serde(default)]
-    pub musicbrainz_recording_id: Option<String>,
-    /// Weight, 0 to 1 (1 when absent).
-    #[serde(default)]
-    pub score: Option<f64>,
-}
-
-/// A recommender outside the library. Failures are messages: the radio never fails for
-/// them.
-#[async_trait]
-pub trait ExternalRecommender: Send + Sync {
-    /// Suggestions for `request`, best first.
-    async fn suggest(&self, request: &ExternalRequest) -> Result<Vec<ExternalSuggestion>, String>;
-}
 
 /// The HTTP recommender (`RECOMMENDER_URL`).
 #[derive(Clone)]
@@ -128,17 +84,6 @@ impl ExternalRecommender for HttpRecommender {
             .await
             .map_err(|error| format!("the recommender's answer is malformed: {error}"))?;
         Ok(answer.suggestions)
-    }
-}
-
-/// An [`ExternalRecommender`] handed over in [`crate::config::RecommendConfig::external`]
-/// (for embedders; the binary sets `RECOMMENDER_URL` instead).
-#[derive(Clone)]
-pub struct ExternalPlugin(pub Arc<dyn ExternalRecommender>);
-
-impl std::fmt::Debug for ExternalPlugin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ExternalPlugin")
     }
 }
 

@@ -11,9 +11,10 @@ use tokio::sync::Mutex;
 
 use super::batch::{Candidate, Reason};
 use super::external::{ExternalSeed, ExternalSuggestion};
-use super::{genre_keys, shuffle_key};
+use super::genre_keys;
 use crate::auth::Caller;
 use crate::db::Db;
+use crate::domain::shuffle_key;
 use crate::ids::TrackId;
 use crate::social::LATEST_LIKE;
 use crate::Result;

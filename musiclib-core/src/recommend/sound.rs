@@ -42,7 +42,7 @@ use crate::db::Db;
 use crate::ids::TrackId;
 use crate::jobs::{JobContext, JobError, JobKind, Pool};
 use crate::storage::Storage;
-use crate::{Error, Library, Result};
+use crate::{Error, Result};
 
 /// The analysis version stored with features; features of another are analysed again.
 pub(crate) const VERSION: i64 = bliss_audio::FeaturesVersion::LATEST as i64;
@@ -683,20 +683,23 @@ impl JobKind for AnalyzeSound {
     const NAME: &'static str = "analyze_sound";
     const POOL: Pool = Pool::General;
     type Payload = AnalyzeSoundPayload;
+    type Service = super::Recommend;
 
     fn dedup_key(_payload: &AnalyzeSoundPayload) -> Option<String> {
         Some(Self::NAME.to_string())
     }
 
-    async fn run(context: &JobContext, _payload: AnalyzeSoundPayload) -> Result<Value, JobError> {
-        let library = context.library();
-        let db = library.db().clone();
+    async fn run(
+        recommend: &super::Recommend,
+        context: &JobContext,
+        _payload: AnalyzeSoundPayload,
+    ) -> Result<Value, JobError> {
+        let db = recommend.db.clone();
         let mut total = SoundReport::default();
         loop {
-            let report = library
-                .recommend()
+            let report = recommend
                 .sound()
-                .analyze_pending(library.storage(), 20, || imports_waiting(&db))
+                .analyze_pending(&recommend.storage, 20, || imports_waiting(&db))
                 .await?;
             total.analyzed += report.analyzed;
             total.failed += report.failed;
@@ -736,14 +739,13 @@ async fn similarity_inputs(db: &Db) -> Result<String> {
 }
 
 /// One sweep (see the module's notes): queues the recommendation jobs that have work.
-pub(crate) async fn sweep(library: &Library) -> Result<()> {
-    let db = library.db();
-    let recommend = library.recommend();
+pub(crate) async fn sweep(recommend: &super::Recommend) -> Result<()> {
+    let db = &recommend.db;
     if recommend.sound().enabled() && !imports_waiting(db).await {
         let status = recommend.sound().status().await?;
         if status.pending > 0 {
-            library
-                .jobs()
+            recommend
+                .jobs
                 .enqueue::<AnalyzeSound>(&AnalyzeSoundPayload::default(), None)
                 .await?;
         }
@@ -754,8 +756,8 @@ pub(crate) async fn sweep(library: &Library) -> Result<()> {
         .fetch_scalar_optional(db.pool())
         .await?;
     if known.as_deref() != Some(inputs.as_str()) {
-        library
-            .jobs()
+        recommend
+            .jobs
             .enqueue::<super::ComputeSimilarity>(&Default::default(), None)
             .await?;
         db.sql(
@@ -770,11 +772,11 @@ pub(crate) async fn sweep(library: &Library) -> Result<()> {
 }
 
 /// Sweeps every `sweep_interval` until `shutdown` resolves.
-pub async fn sweep_forever(library: Library, shutdown: impl Future<Output = ()>) {
+pub(crate) async fn sweep_forever(recommend: super::Recommend, shutdown: impl Future<Output = ()>) {
     tokio::pin!(shutdown);
-    let interval = library.config().recommend.sweep_interval;
+    let interval = recommend.sweep_interval;
     loop {
-        if let Err(error) = sweep(&library).await {
+        if let Err(error) = sweep(&recommend).await {
             tracing::warn!(error = %crate::error_chain(&error), "cannot look for recommendation work");
         }
         tokio::select! {

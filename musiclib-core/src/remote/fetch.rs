@@ -33,8 +33,8 @@ use serde_json::{json, Value};
 use super::{has_audio, DownloadRequest, Progress, Remote, SourceError};
 use crate::config::RetryPolicy;
 use crate::enrichment::{EnrichPayload, EnrichTrack};
-use crate::ingest::AudioFacts;
 use crate::jobs::{JobContext, JobError, JobKind, Pool};
+use crate::probe::AudioFacts;
 use crate::storage::layout;
 use crate::{Config, Error, JobId, Result, TrackId};
 
@@ -60,6 +60,7 @@ impl JobKind for MaterializeTrack {
     const NAME: &'static str = "materialize_track";
     const POOL: Pool = Pool::General;
     type Payload = FetchPayload;
+    type Service = Remote;
 
     fn dedup_key(payload: &FetchPayload) -> Option<String> {
         Some(dedup_key(&payload.track_id))
@@ -69,12 +70,12 @@ impl JobKind for MaterializeTrack {
         Some(config.remote.download_retry)
     }
 
-    async fn run(context: &JobContext, payload: FetchPayload) -> Result<Value, JobError> {
-        context
-            .library()
-            .remote()
-            .fetch(context, &payload.track_id)
-            .await
+    async fn run(
+        remote: &Remote,
+        context: &JobContext,
+        payload: FetchPayload,
+    ) -> Result<Value, JobError> {
+        remote.fetch(context, &payload.track_id).await
     }
 }
 
@@ -85,6 +86,7 @@ impl JobKind for DownloadTask {
     const NAME: &'static str = "download_task";
     const POOL: Pool = Pool::General;
     type Payload = FetchPayload;
+    type Service = Remote;
 
     fn dedup_key(payload: &FetchPayload) -> Option<String> {
         Some(dedup_key(&payload.track_id))
@@ -94,12 +96,12 @@ impl JobKind for DownloadTask {
         Some(config.remote.download_retry)
     }
 
-    async fn run(context: &JobContext, payload: FetchPayload) -> Result<Value, JobError> {
-        context
-            .library()
-            .remote()
-            .fetch(context, &payload.track_id)
-            .await
+    async fn run(
+        remote: &Remote,
+        context: &JobContext,
+        payload: FetchPayload,
+    ) -> Result<Value, JobError> {
+        remote.fetch(context, &payload.track_id).await
     }
 }
 
@@ -265,7 +267,7 @@ impl Remote {
             let size = std::fs::metadata(&path)
                 .map_err(|error| JobError::from(Error::io(&path, error)))?
                 .len();
-            let facts = crate::ingest::probe::probe_file(&path, &name).map_err(|message| {
+            let facts = crate::probe::probe_file(&path, &name).map_err(|message| {
                 JobError::permanent(format!(
                     "the downloaded file is not usable audio: {message}"
                 ))

@@ -159,7 +159,7 @@ impl Remote {
             .bind(hit.source_id.as_str())
             .bind(&caller.user.id)
             .bind(search_text)
-            .bind(crate::recommend::shuffle_key())
+            .bind(crate::domain::shuffle_key())
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;

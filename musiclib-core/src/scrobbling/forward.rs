@@ -17,10 +17,10 @@ use serde_json::Value;
 
 use super::{Service, ServiceState};
 use crate::db::Db;
+use crate::domain::NewPlay;
 use crate::jobs::{JobContext, JobError, JobKind, Jobs, Pool};
 use crate::settings::UserSettings;
-use crate::social::NewPlay;
-use crate::{Library, Result, TrackId, UserId};
+use crate::{Result, TrackId, UserId};
 
 /// How often workers look for plays still queued.
 pub const RESUME_INTERVAL: Duration = Duration::from_secs(5 * 60);
@@ -258,10 +258,13 @@ impl Forwarder {
 }
 
 /// Every few minutes, enqueues jobs for plays still queued; stops when `shutdown` resolves.
-pub async fn resume_forever(library: Library, shutdown: impl std::future::Future<Output = ()>) {
+pub(crate) async fn resume_forever(
+    forwarder: Forwarder,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
     tokio::pin!(shutdown);
     loop {
-        if let Err(error) = library.scrobbling().forwarder().resume().await {
+        if let Err(error) = forwarder.resume().await {
             tracing::warn!(error = %crate::error_chain(&error), "cannot look for queued scrobbles");
         }
         tokio::select! {
@@ -288,6 +291,7 @@ impl JobKind for SubmitScrobbles {
     const NAME: &'static str = "submit_scrobbles";
     const POOL: Pool = Pool::Network;
     type Payload = SubmitPayload;
+    type Service = super::Scrobbling;
 
     /// One sender per user and service, so a play is never sent twice at once.
     fn dedup_key(payload: &SubmitPayload) -> Option<String> {
@@ -297,16 +301,16 @@ impl JobKind for SubmitScrobbles {
         ))
     }
 
-    async fn run(context: &JobContext, payload: SubmitPayload) -> Result<Value, JobError> {
+    async fn run(
+        scrobbling: &super::Scrobbling,
+        context: &JobContext,
+        payload: SubmitPayload,
+    ) -> Result<Value, JobError> {
         let service = Service::parse(&payload.service).ok_or_else(|| {
             JobError::permanent(format!("unknown scrobbling service {:?}", payload.service))
         })?;
         let user = UserId::from_db(payload.user_id);
-        let report = context
-            .library()
-            .scrobbling()
-            .submit_queued(&user, service, context)
-            .await?;
+        let report = scrobbling.submit_queued(&user, service, context).await?;
         Ok(serde_json::to_value(&report).unwrap_or(Value::Null))
     }
 }
@@ -329,17 +333,20 @@ impl JobKind for UpdateNowPlaying {
     const NAME: &'static str = "update_now_playing";
     const POOL: Pool = Pool::Network;
     type Payload = NowPlayingPayload;
+    type Service = super::Scrobbling;
 
     fn dedup_key(_payload: &NowPlayingPayload) -> Option<String> {
         None
     }
 
-    async fn run(context: &JobContext, payload: NowPlayingPayload) -> Result<Value, JobError> {
+    async fn run(
+        scrobbling: &super::Scrobbling,
+        _context: &JobContext,
+        payload: NowPlayingPayload,
+    ) -> Result<Value, JobError> {
         let user = UserId::from_db(payload.user_id);
         let track = TrackId::from_db(payload.track_id);
-        let report = context
-            .library()
-            .scrobbling()
+        let report = scrobbling
             .send_now_playing(&user, &track)
             .await
             .map_err(|error| JobError::permanent(crate::error_chain(&error)))?;

@@ -9,6 +9,7 @@ use super::Social;
 use crate::auth::Caller;
 use crate::catalog::MARK_STEP;
 use crate::db::Table;
+pub use crate::domain::NewPlay;
 use crate::domain::{Page, Paged};
 use crate::{Error, Result, Timestamp};
 
@@ -36,19 +37,6 @@ pub struct NewLike {
     pub client_event_id: String,
     /// When the user did it (decides the like state).
     pub event_time: Timestamp,
-}
-
-/// A play, as pushed or posted to `/history`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NewPlay {
-    /// The track.
-    pub track_id: String,
-    /// When it was played.
-    pub played_at: Timestamp,
-    /// How long it was listened to.
-    pub seconds_played: Option<f64>,
-    /// The client's id of this event, unique per user.
-    pub client_event_id: String,
 }
 
 /// A stored like event.

@@ -1,4 +1,4 @@
-//! Claims of the spec and the README that no other test holds: symlinks in the import folder
+//! Claims of the spec and the docs that no other test holds: symlinks in the import folder
 //! stay inside it, and access tokens expire, belong to one secret and die with their account.
 
 use std::time::Duration;

@@ -49,7 +49,7 @@ backend_test! {
         expire_lease(&library, &job_id).await;
 
         // Another worker takes it over once the lease ran out.
-        let worker = Worker::new(library.library.clone(), "live");
+        let worker = Worker::new(library.library.registry(), "live");
         assert_eq!(worker.run_once().await.unwrap(), Outcome::Ran(job_id.clone()));
         let job = job(&library, &job_id).await;
         assert_eq!(job.attempts, 2);
@@ -101,7 +101,7 @@ backend_test! {
             .build()
             .await;
         let job_id = enqueue_raw(&library, "scan_local_folder", serde_json::json!({}), None).await;
-        let worker = Worker::new(library.library.clone(), "worker");
+        let worker = Worker::new(library.library.registry(), "worker");
         assert_eq!(worker.run_once().await.unwrap(), Outcome::Ran(job_id.clone()));
         let failed = job(&library, &job_id).await;
         assert_eq!((failed.state, failed.attempts), (JobState::Queued, 1), "{failed:?}");
@@ -283,7 +283,7 @@ backend_test! {
         // The upload's own jobs first (its enrichment), so the worker below takes the build.
         musiclib_core::testing::drain_jobs(&library).await;
         let job_id = library.media().request_optimize(&track.id, &caller.user.id).await.unwrap();
-        let worker = Worker::new(library.library.clone(), "slow");
+        let worker = Worker::new(library.library.registry(), "slow");
         let running = tokio::spawn(async move { worker.run_once().await });
         // Once its ffmpeg runs, another worker takes the job over (the lease was lost while
         // this one was stalled, say).
@@ -322,5 +322,52 @@ backend_test! {
         // No rendition was published by the worker that lost the job.
         let renditions = musiclib_core::testing::blob_keys(&library, "renditions/").await;
         assert!(renditions.is_empty(), "{renditions:?}");
+    }
+}
+
+backend_test! {
+    async fn every_kind_and_periodic_task_is_registered_by_its_service(backend: Backend) {
+        let library = TestLibrary::new(backend).await;
+        let registry = library.library.registry();
+        // The spec's six kinds, the admin reindex and the file check, scrobbling's two, and
+        // the recommendations' two; each once.
+        assert_eq!(
+            registry.kinds().names(),
+            vec![
+                "analyze_sound",
+                "check_files",
+                "cleanup_storage",
+                "compute_similarity",
+                "download_task",
+                "enrich_task",
+                "materialize_track",
+                "reindex_library",
+                "scan_local_folder",
+                "submit_scrobbles",
+                "transcode_track",
+                "update_now_playing",
+            ]
+        );
+        assert_eq!(
+            registry.kinds().pool_kinds(musiclib_core::jobs::Pool::Network),
+            vec!["enrich_task", "submit_scrobbles", "update_now_playing"]
+        );
+        assert!(
+            registry.kinds().pool_kinds(musiclib_core::jobs::Pool::General).is_empty(),
+            "general workers take every kind"
+        );
+        assert_eq!(registry.periodic_names(), vec!["recommend_sweep", "scrobble_resume"]);
+    }
+}
+
+backend_test! {
+    async fn a_library_let_go_releases_its_services_and_connections(backend: Backend) {
+        let library = TestLibrary::new(backend).await;
+        // Workers and registered handlers hold services, never the library in a loop.
+        musiclib_core::testing::drain_jobs(&library.library).await;
+        let released = library.library.released_probe();
+        assert!(!released());
+        drop(library);
+        assert!(released(), "something the library built still holds it");
     }
 }

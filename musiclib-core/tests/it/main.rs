@@ -9,6 +9,8 @@
 //! - `enrichment`: tags, fingerprint, AcoustID (mocked), cover art.
 //! - `jobs`: the durable queue: leases, heartbeats, backoff, retries, concurrent workers,
 //!   jobs queued by an earlier release.
+//! - `layers`: the layers of core's modules, read from the sources: uses point down, never
+//!   round a loop.
 //! - `lyrics`: lyrics from embedded tags and sidecar files, in order.
 //! - `paging`: lists of a larger library paged at any offset in every sort, short searches.
 //! - `permissions`: the table of who may do what, decided by core.
@@ -29,6 +31,7 @@ mod cleanup;
 mod enrichment;
 mod hls;
 mod jobs;
+mod layers;
 mod lyrics;
 mod paging;
 mod permissions;

@@ -31,14 +31,7 @@ pub(crate) async fn list(request: &Request) -> Outcome {
     let caller = &request.caller;
     let owner = request.params.get("username");
     if let Some(owner) = owner {
-        let own = musiclib_core::text::name_key(owner)
-            == musiclib_core::text::name_key(&caller.user.username);
-        if !own && !caller.user.is_admin {
-            return Err(SubsonicError {
-                code: 50,
-                message: "only an admin may list another user's playlists".into(),
-            });
-        }
+        caller.may_list_playlists_of(owner)?;
     }
     let playlists = all_pages(MAX_PLAYLISTS, |page| {
         request.library.playlists().list(caller, page)

@@ -60,7 +60,7 @@ impl Fixture {
             let mut files: Vec<PathBuf> = std::fs::read_dir(corpus.join("library").join(album))
                 .unwrap()
                 .map(|entry| entry.unwrap().path())
-                .filter(|path| musiclib_core::ingest::probe::has_audio_extension(path))
+                .filter(|path| musiclib_core::probe::has_audio_extension(path))
                 .filter(|path| !path.file_name().unwrap().to_string_lossy().starts_with('.'))
                 .collect();
             files.sort();
