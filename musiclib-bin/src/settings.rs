@@ -145,16 +145,18 @@ impl Settings {
     /// `musiclib config` prints them: the library's from its [`Config`], the program's from
     /// here; secrets redacted, URLs without their credentials.
     pub fn shown(&self) -> Vec<EffectiveSetting> {
-        let library = self.config.effective();
+        // The library shows its settings in the declaration's order.
+        let mut library = self.config.effective().into_iter();
         SETTINGS
             .iter()
-            .map(|setting| match setting.read {
-                Some(_) => library
-                    .iter()
-                    .find(|shown| shown.name == setting.name)
-                    .cloned()
-                    .expect("the library shows each of its settings"),
-                None => setting.shown(self.program_value(setting.name)),
+            .map(|setting| {
+                if setting.is_library() {
+                    library
+                        .next()
+                        .expect("the library shows each of its settings")
+                } else {
+                    setting.shown(self.program_value(setting.name))
+                }
             })
             .collect()
     }

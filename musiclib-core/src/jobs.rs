@@ -185,11 +185,6 @@ impl Jobs {
             .expect("the job kinds are installed when the library opens")
     }
 
-    /// Stored names of every kind this server runs, in name order.
-    pub fn kind_names(&self) -> Vec<&'static str> {
-        self.kinds().names()
-    }
-
     /// A weak reference to what every clone of this handle shares: gone once no service, no
     /// worker and no task holds the queue.
     #[cfg(feature = "test-support")]

@@ -357,19 +357,6 @@ impl Library {
         self.inner.workflows.delete_user(caller, id).await
     }
 
-    /// Starts a worker process's workers and periodic tasks
-    /// ([`crate::jobs::spawn_workers`]).
-    pub fn spawn_workers<F>(
-        &self,
-        plan: crate::jobs::WorkerPlan,
-        shutdown: impl Fn() -> F,
-    ) -> Vec<tokio::task::JoinHandle<()>>
-    where
-        F: std::future::Future<Output = ()> + Send + 'static,
-    {
-        crate::jobs::spawn_workers(&self.inner.registry, plan, shutdown)
-    }
-
     /// Every job kind with its handler, and the periodic tasks: what a
     /// [`crate::jobs::Worker`] runs (`Worker::new(library.registry(), name)`).
     pub fn registry(&self) -> &Arc<Registry> {

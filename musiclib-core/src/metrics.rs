@@ -149,16 +149,16 @@ impl Service {
                 Some(_) => Ok(redact_url(&enrichment.acoustid_base_url)),
                 None => Err("ACOUSTID_API_KEY is not set: fingerprint lookups are skipped"),
             },
-            Service::CoverArtArchive => match enrichment.coverart_enabled {
-                true => Ok(redact_url(&enrichment.coverart_base_url)),
-                false => Err("COVERART_ENABLED is false"),
-            },
-            Service::LastFm => match scrobbling.lastfm_available() {
-                true => Ok(redact_url(&scrobbling.lastfm_base_url)),
-                false => Err(
-                    "LASTFM_API_KEY and LASTFM_API_SECRET are not both set: no Last.fm scrobbling",
-                ),
-            },
+            Service::CoverArtArchive if enrichment.coverart_enabled => {
+                Ok(redact_url(&enrichment.coverart_base_url))
+            }
+            Service::CoverArtArchive => Err("COVERART_ENABLED is false"),
+            Service::LastFm if scrobbling.lastfm_available() => {
+                Ok(redact_url(&scrobbling.lastfm_base_url))
+            }
+            Service::LastFm => {
+                Err("LASTFM_API_KEY and LASTFM_API_SECRET are not both set: no Last.fm scrobbling")
+            }
             Service::ListenBrainz => Ok(redact_url(&scrobbling.listenbrainz_base_url)),
             Service::Lrclib => Ok(redact_url(&enrichment.lrclib_base_url)),
             Service::Recommender | Service::YtDlp | Service::SubsonicSource => return None,

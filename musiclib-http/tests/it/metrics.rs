@@ -184,7 +184,7 @@ both_backends!(
         let depth = "musiclib_job_queue_depth";
         let text = scrape(&app, &admin).await;
         // Every kind, at zero.
-        for kind in app.library.jobs().kind_names() {
+        for kind in app.library.jobs().kinds().names() {
             assert!(
                 text.contains(&format!("{jobs}{{kind=\"{kind}\",state=\"failed\"}} 0")),
                 "{kind}: {text}"
