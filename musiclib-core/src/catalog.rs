@@ -27,6 +27,7 @@ pub(crate) mod rows;
 mod search;
 mod shelf;
 mod tracks;
+pub(crate) mod writes;
 
 pub use album_lists::AlbumList;
 pub use edit::{TrackMetadata, TrackPatch};

@@ -20,6 +20,7 @@ use musiclib_fingerprint::{Fingerprint, DEFAULT_MAX_SECONDS};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::catalog::writes::{self, Identity, Names};
 use crate::catalog::{Catalog, Resolver};
 use crate::config::EnrichmentConfig;
 use crate::cpu::CpuSlots;
@@ -321,25 +322,26 @@ impl Enrichment {
             return Ok(skipped_manual());
         }
         let mut resolver = Resolver::new(db.clone());
-        let artist_id = match &decision.artist {
-            Some(name) => Some(resolver.artist(&mut tx, name).await?.to_string()),
-            None => None,
-        };
-        let album_id = match &decision.album {
-            Some(title) => Some(
-                resolver
-                    .album(
-                        &mut tx,
-                        title,
-                        decision.album_artist.as_deref(),
-                        decision.year,
-                        decision.genre.as_deref(),
-                    )
-                    .await?
-                    .to_string(),
-            ),
-            None => None,
-        };
+        let description = Names {
+            title: decision.title.clone(),
+            artist: decision.artist.clone(),
+            album: decision.album.clone(),
+            album_artist: decision.album_artist.clone(),
+            genre: decision.genre.clone(),
+            year: decision.year,
+            track_number: decision.track_number,
+            disc_number: decision.disc_number,
+        }
+        .resolve(&mut tx, &mut resolver)
+        .await?;
+        let artist_id = description
+            .artist_id
+            .as_ref()
+            .map(|id| id.as_str().to_string());
+        let album_id = description
+            .album_id
+            .as_ref()
+            .map(|id| id.as_str().to_string());
         if let (Some(album_id), Some(group)) = (&album_id, &decision.releasegroup_id) {
             db.sql(
                 "UPDATE albums SET musicbrainz_releasegroup_id = $2, updated_at = {now}
@@ -350,46 +352,19 @@ impl Enrichment {
             .execute(&mut *tx)
             .await?;
         }
-        let status = match failure {
-            None => MetadataStatus::Enriched,
-            Some(_) => MetadataStatus::Failed,
+        writes::describe(db, &mut tx, id, &description).await?;
+        let compressed = fingerprint.as_ref().map(Fingerprint::compressed);
+        let identity = Identity::Enriched {
+            failure: failure.as_deref(),
+            recording_id: decision.recording_id.as_deref(),
+            acoustid: chosen
+                .as_ref()
+                .map(|chosen| (chosen.acoustid_id.as_str(), chosen.score)),
+            fingerprint: compressed
+                .as_deref()
+                .zip(fingerprint.as_ref().map(|fp| fp.duration.round() as i64)),
         };
-        let search_text = crate::text::search_key(&[
-            &decision.title,
-            decision.artist.as_deref().unwrap_or(""),
-            decision.album.as_deref().unwrap_or(""),
-        ]);
-        db.sql(
-            "UPDATE tracks SET title = $2, artist_id = $3, artist_name = $4, album_id = $5, album_title = $6,
-                 album_artist_name = $7, year = $8, genre = $9, track_number = $10, disc_number = $11,
-                 musicbrainz_recording_id = $12, acoustid_id = COALESCE($13, acoustid_id),
-                 acoustid_score = COALESCE($14, acoustid_score),
-                 fingerprint = COALESCE($15, fingerprint), fingerprint_duration = COALESCE($16, fingerprint_duration),
-                 metadata_status = $17, metadata_error = $18, enriched_at = {now}, search_text = $19,
-                 updated_at = {now}
-             WHERE id = $1",
-        )
-            .bind(id)
-            .bind(decision.title.as_str())
-            .bind(&artist_id)
-            .bind(decision.artist.as_deref())
-            .bind(&album_id)
-            .bind(decision.album.as_deref())
-            .bind(decision.album_artist.as_deref())
-            .bind(decision.year)
-            .bind(decision.genre.as_deref())
-            .bind(decision.track_number)
-            .bind(decision.disc_number)
-            .bind(decision.recording_id.as_deref())
-            .bind(chosen.as_ref().map(|chosen| chosen.acoustid_id.as_str()))
-            .bind(chosen.as_ref().map(|chosen| chosen.score))
-            .bind(fingerprint.as_ref().map(Fingerprint::compressed))
-            .bind(fingerprint.as_ref().map(|fp| fp.duration.round() as i64))
-            .bind(status.as_str())
-            .bind(failure.as_deref())
-            .bind(search_text)
-            .execute(&mut *tx)
-            .await?;
+        writes::identify(db, &mut tx, id, identity).await?;
         let dropped = self
             .catalog
             .drop_orphans(
@@ -561,14 +536,8 @@ impl Enrichment {
     /// Records an unexpected enrichment failure in a fresh transaction (the one that failed
     /// is gone), unless the track is `manual`.
     async fn record_crash(&self, id: &TrackId, reason: &str) -> Result<()> {
-        self.db.sql(
-            "UPDATE tracks SET metadata_status = 'failed', metadata_error = $2, enriched_at = {now}, updated_at = {now}
-             WHERE id = $1 AND metadata_status <> 'manual'",
-        )
-            .bind(id)
-            .bind(format!("enrichment crashed: {reason}"))
-            .execute(self.db.pool())
-            .await?;
+        let reason = format!("enrichment crashed: {reason}");
+        writes::enrichment_failed(&self.db, id, &reason).await?;
         Ok(())
     }
 }

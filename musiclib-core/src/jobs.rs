@@ -15,6 +15,7 @@
 pub mod registry;
 
 mod queue;
+mod shared;
 mod worker;
 
 use std::sync::{Arc, OnceLock};

@@ -345,6 +345,17 @@ impl Library {
         self.inner.workflows.sources(caller).await
     }
 
+    /// Opens a track's audio for a media request: what to send, decided once for every
+    /// interface ([`Workflows::open_audio`]).
+    pub async fn open_audio(
+        &self,
+        caller: &Caller,
+        id: &TrackId,
+        want: &crate::media::Want,
+    ) -> Result<crate::media::Delivery> {
+        self.inner.workflows.open_audio(caller, id, want).await
+    }
+
     /// Deletes a track (the uploader or an admin): its row, its places in playlists, its
     /// renditions and its blobs ([`Workflows::delete_track`]).
     pub async fn delete_track(&self, caller: &Caller, id: &TrackId) -> Result<()> {

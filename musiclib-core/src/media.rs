@@ -12,6 +12,7 @@
 mod audio;
 pub mod covers;
 pub mod hls;
+mod open;
 pub mod renditions;
 mod transcoder;
 
@@ -21,6 +22,7 @@ use std::time::{Duration, Instant};
 
 pub use audio::TrackAudio;
 pub use covers::{placeholder_cover, Cover, THUMBNAIL_SIZES};
+pub use open::{Delivery, Encoding, Want};
 pub use renditions::{Quality, TranscodeTrack};
 
 pub(crate) use transcoder::Transcoder;

@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 
 pub use downloads::{Download, DownloadState};
-pub use fetch::{DownloadTask, MaterializeTrack};
+pub use fetch::{Asker, DownloadTask, Fetch, ForDownload, ForPlayback, MaterializeTrack};
 pub use placeholders::SavedTrack;
 
 use crate::auth::Caller;
@@ -599,15 +599,8 @@ impl Remote {
                 .jobs
                 .enqueue::<MaterializeTrack>(&payload, Some(&caller.user.id))
                 .await?;
-            self.db
-                .sql(
-                    "UPDATE jobs SET kind = $2, updated_at = {now}
-                     WHERE id = $1 AND kind = $3 AND state IN ('queued', 'running')",
-                )
-                .bind(&job)
-                .bind(<MaterializeTrack as crate::jobs::JobKind>::NAME)
-                .bind(<DownloadTask as crate::jobs::JobKind>::NAME)
-                .execute(self.db.pool())
+            self.jobs
+                .rekind::<DownloadTask, MaterializeTrack>(&job)
                 .await?;
             let state = self.jobs.queue().get(&job).await?.state;
             if state == crate::jobs::JobState::Failed && attempt < 3 {

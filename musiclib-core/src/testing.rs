@@ -367,9 +367,7 @@ pub async fn drain_jobs_concurrently(library: &Library, concurrency: usize) -> u
 /// Turns a track into a placeholder without audio, as saving a remote search hit creates.
 pub async fn make_placeholder(library: &Library, id: &crate::TrackId) {
     let db = library.db();
-    db.sql("UPDATE tracks SET availability = 'placeholder', storage_uri = '' WHERE id = $1")
-        .bind(id)
-        .execute(db.pool())
+    crate::catalog::writes::testing::make_placeholder(db, id)
         .await
         .expect("make the track a placeholder");
     library.media().forget_track(id);
@@ -378,9 +376,7 @@ pub async fn make_placeholder(library: &Library, id: &crate::TrackId) {
 /// Makes `user` the uploader of every track (synthetic tracks are imports, which have none).
 pub async fn set_uploader(library: &Library, user: &crate::UserId) {
     let db = library.db();
-    db.sql("UPDATE tracks SET added_by = $1")
-        .bind(user)
-        .execute(db.pool())
+    crate::catalog::writes::testing::set_uploader(db, user)
         .await
         .expect("set the uploader");
 }

@@ -7,11 +7,11 @@ use crate::auth::{Accounts, Caller};
 use crate::catalog::Catalog;
 use crate::db::Db;
 use crate::ingest::{Ingest, SourceInfo};
-use crate::media::Media;
+use crate::media::{Delivery, Media, Want};
 use crate::playlists::Playlists;
 use crate::remote::Remote;
 use crate::storage::Storage;
-use crate::{Result, TrackId, UserId};
+use crate::{Error, Result, TrackId, UserId};
 
 /// Every source: the ingest ones (upload, the local folder), then the remote ones, each
 /// enabled or not (an enabled remote source is asked whether it answers).
@@ -50,6 +50,20 @@ impl Workflows {
     /// Any signed-in user.
     pub async fn sources(&self, _caller: &Caller) -> Result<Vec<SourceInfo>> {
         sources(&self.ingest, &self.remote).await
+    }
+
+    /// Opens a track's audio for a media request ([`Media::open`] decides what to send).
+    /// A placeholder is fetched first when `want` waits for it, at most that long (a
+    /// Subsonic app can only play what `stream` sends); otherwise it is a conflict.
+    pub async fn open_audio(&self, caller: &Caller, id: &TrackId, want: &Want) -> Result<Delivery> {
+        match self.media.open(caller, id, want).await {
+            Err(Error::NotMaterialized(_)) if want.wait_for_placeholder.is_some() => {
+                let wait = want.wait_for_placeholder.unwrap_or_default();
+                self.remote.materialize_and_wait(caller, id, wait).await?;
+                self.media.open(caller, id, want).await
+            }
+            other => other,
+        }
     }
 
     /// Deletes a track (the uploader or an admin): its row with a tombstone

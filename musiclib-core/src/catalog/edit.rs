@@ -5,6 +5,7 @@
 
 use super::resolve::Resolver;
 use super::tracks::lock_track;
+use super::writes::{self, Description, Identity, Names};
 use super::Catalog;
 use crate::auth::Caller;
 use crate::domain::Track;
@@ -121,27 +122,18 @@ impl Catalog {
         let mut tx = db.begin().await?;
         let current = lock_track(db, &mut tx, id).await?;
         caller.may_change_track(current.added_by().as_ref())?;
-        let title = title.unwrap_or(current.title.clone());
-        let search_text = crate::text::search_key(&[
-            &title,
-            current.artist_name.as_deref().unwrap_or(""),
-            current.album_title.as_deref().unwrap_or(""),
-        ]);
-        db.sql(
-            "UPDATE tracks SET title = $2, genre = COALESCE($3, genre), year = COALESCE($4, year),
-                 track_number = COALESCE($5, track_number), disc_number = COALESCE($6, disc_number),
-                 search_text = $7, updated_at = {now}
-             WHERE id = $1",
-        )
-        .bind(id)
-        .bind(title.as_str())
-        .bind(patch.genre.as_deref().map(str::trim))
-        .bind(patch.year)
-        .bind(patch.track_number)
-        .bind(patch.disc_number)
-        .bind(search_text)
-        .execute(&mut *tx)
-        .await?;
+        let mut description = Description::of(&current);
+        let names = &mut description.names;
+        if let Some(title) = title {
+            names.title = title;
+        }
+        if let Some(genre) = patch.genre.as_deref() {
+            names.genre = Some(genre.trim().to_string());
+        }
+        names.year = patch.year.or(names.year);
+        names.track_number = patch.track_number.or(names.track_number);
+        names.disc_number = patch.disc_number.or(names.disc_number);
+        writes::describe(db, &mut tx, id, &description).await?;
         tx.commit().await?;
         self.get_track(id).await
     }
@@ -169,51 +161,21 @@ impl Catalog {
         let current = lock_track(db, &mut tx, id).await?;
         caller.may_change_track(current.added_by().as_ref())?;
         let mut resolver = Resolver::new(db.clone());
-        let artist_id = match &artist {
-            Some(name) => Some(resolver.artist(&mut tx, name).await?),
-            None => None,
-        };
-        let album_id = match &album {
-            Some(title) => Some(
-                resolver
-                    .album(
-                        &mut tx,
-                        title,
-                        album_artist.as_deref(),
-                        metadata.year,
-                        genre.as_deref(),
-                    )
-                    .await?,
-            ),
-            None => None,
-        };
-        let search_text = crate::text::search_key(&[
-            &title,
-            artist.as_deref().unwrap_or(""),
-            album.as_deref().unwrap_or(""),
-        ]);
-        db.sql(
-            "UPDATE tracks SET title = $2, artist_id = $3, artist_name = $4, album_id = $5, album_title = $6,
-                 album_artist_name = $7, genre = $8, year = $9, track_number = $10, disc_number = $11,
-                 musicbrainz_recording_id = COALESCE($12, musicbrainz_recording_id),
-                 metadata_status = 'manual', metadata_error = NULL, search_text = $13, updated_at = {now}
-             WHERE id = $1",
-        )
-            .bind(id)
-            .bind(title.as_str())
-            .bind(artist_id.as_ref())
-            .bind(artist.as_deref())
-            .bind(album_id.as_ref())
-            .bind(album.as_deref())
-            .bind(album_artist.as_deref().filter(|_| album.is_some()))
-            .bind(genre.as_deref())
-            .bind(metadata.year)
-            .bind(metadata.track_number)
-            .bind(metadata.disc_number)
-            .bind(metadata.musicbrainz_recording_id.as_deref())
-            .bind(search_text)
-            .execute(&mut *tx)
-            .await?;
+        let description = Names {
+            title,
+            artist,
+            album,
+            album_artist,
+            genre,
+            year: metadata.year,
+            track_number: metadata.track_number,
+            disc_number: metadata.disc_number,
+        }
+        .resolve(&mut tx, &mut resolver)
+        .await?;
+        writes::describe(db, &mut tx, id, &description).await?;
+        let recording_id = metadata.musicbrainz_recording_id.as_deref();
+        writes::identify(db, &mut tx, id, Identity::Manual { recording_id }).await?;
         let dropped = self
             .drop_orphans(
                 &mut tx,

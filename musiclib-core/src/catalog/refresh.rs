@@ -7,7 +7,9 @@
 
 use super::resolve::Resolver;
 use super::tracks::lock_track;
+use super::writes::{self, Description, Names};
 use super::Catalog;
+use crate::domain::MetadataStatus;
 use crate::probe::AudioFacts;
 use crate::{Result, TrackId};
 
@@ -47,110 +49,48 @@ impl Catalog {
         let mut tx = db.begin().await?;
         let row = lock_track(db, &mut tx, id).await?;
         let tags = &facts.tags;
-        let tags_json = serde_json::to_string(tags).unwrap_or_default();
-        let manual = row.metadata_status == "manual";
-        let (title, artist, album, album_artist, genre, year, track_number, disc_number) = if manual
-        {
-            (
-                row.title.clone(),
-                row.artist_name.clone(),
-                row.album_title.clone(),
-                row.album_artist_name.clone(),
-                row.genre.clone(),
-                row.year,
-                row.track_number,
-                row.disc_number,
-            )
+        let current = Description::of(&row);
+        let manual = row.metadata_status == MetadataStatus::Manual.as_str();
+        let names = if manual {
+            current.names.clone()
         } else {
-            let artist = tags.artist.clone().or(row.artist_name.clone());
-            let album = tags.album.clone().or(row.album_title.clone());
+            let now = &current.names;
+            let artist = tags.artist.clone().or(now.artist.clone());
             let album_artist = tags
                 .album_artist
                 .clone()
                 .or_else(|| tags.compilation.then(|| "Various Artists".to_string()))
-                .or(row.album_artist_name.clone())
+                .or(now.album_artist.clone())
                 .or_else(|| artist.clone());
-            (
-                tags.title.clone().unwrap_or(row.title.clone()),
+            Names {
+                title: tags.title.clone().unwrap_or(now.title.clone()),
                 artist,
-                album,
+                album: tags.album.clone().or(now.album.clone()),
                 album_artist,
-                tags.genre.clone().or(row.genre.clone()),
-                tags.year.or(row.year),
-                tags.track_number.or(row.track_number),
-                tags.disc_number.or(row.disc_number),
-            )
+                genre: tags.genre.clone().or(now.genre.clone()),
+                year: tags.year.or(now.year),
+                track_number: tags.track_number.or(now.track_number),
+                disc_number: tags.disc_number.or(now.disc_number),
+            }
         };
+        let now = &current.names;
         let changed = !manual
-            && (title != row.title
-                || artist != row.artist_name
-                || album != row.album_title
-                || genre != row.genre
-                || year != row.year
-                || track_number != row.track_number
-                || disc_number != row.disc_number);
-        let (artist_id, album_id) = if changed {
-            let mut resolver = Resolver::new(db.clone());
-            let artist_id = match &artist {
-                Some(name) => Some(resolver.artist(&mut tx, name).await?.to_string()),
-                None => None,
-            };
-            let album_id = match &album {
-                Some(album) => Some(
-                    resolver
-                        .album(
-                            &mut tx,
-                            album,
-                            album_artist.as_deref(),
-                            year,
-                            genre.as_deref(),
-                        )
-                        .await?
-                        .to_string(),
-                ),
-                None => None,
-            };
-            (artist_id, album_id)
+            && (names.title != now.title
+                || names.artist != now.artist
+                || names.album != now.album
+                || names.genre != now.genre
+                || names.year != now.year
+                || names.track_number != now.track_number
+                || names.disc_number != now.disc_number);
+        let description = if changed {
+            names
+                .resolve(&mut tx, &mut Resolver::new(db.clone()))
+                .await?
         } else {
-            (row.artist_id.clone(), row.album_id.clone())
+            Description { names, ..current }
         };
-        let search_text = crate::text::search_key(&[
-            &title,
-            artist.as_deref().unwrap_or(""),
-            album.as_deref().unwrap_or(""),
-        ]);
-        db.sql(
-            "UPDATE tracks SET title = $2, artist_id = $3, album_id = $4, artist_name = $5,
-                 album_title = $6, album_artist_name = $7, genre = $8, year = $9, track_number = $10,
-                 disc_number = $11, duration_ms = $12, bitrate_kbps = $13, sample_rate = $14,
-                 channels = $15, has_embedded_cover = $16, tags = $17, search_text = $18,
-                 size_bytes = COALESCE($19, size_bytes), content_sha256 = COALESCE($20, content_sha256),
-                 source_mtime = COALESCE($21, source_mtime), updated_at = {now}
-             WHERE id = $1",
-        )
-        .bind(id)
-        .bind(title.as_str())
-        .bind(artist_id.as_deref())
-        .bind(album_id.as_deref())
-        .bind(artist.as_deref())
-        .bind(album.as_deref())
-        .bind(album_artist.as_deref().filter(|_| album.is_some()))
-        .bind(genre.as_deref())
-        .bind(year)
-        .bind(track_number)
-        .bind(disc_number)
-        .bind(facts.duration_ms)
-        .bind(facts.bitrate_kbps)
-        .bind(facts.sample_rate)
-        .bind(facts.channels)
-        .bind(facts.has_embedded_cover)
-        .bind(tags_json)
-        .bind(search_text)
-        .bind(file.map(|file| file.size_bytes))
-        .bind(file.map(|file| file.sha256.as_str()))
-        .bind(file.and_then(|file| file.mtime))
-        .execute(&mut *tx)
-        .await?;
+        writes::describe(db, &mut tx, id, &description).await?;
+        writes::reread(db, &mut tx, id, facts, file).await?;
         tx.commit().await?;
         Ok(changed)
     }
@@ -191,17 +131,13 @@ impl Catalog {
             after = last.id.clone();
             let mut tx = db.begin().await?;
             for row in rows {
-                let text = crate::text::search_key(&[
+                let text = writes::search_text(
                     &row.title,
-                    row.artist_name.as_deref().unwrap_or(""),
-                    row.album_title.as_deref().unwrap_or(""),
-                ]);
+                    row.artist_name.as_deref(),
+                    row.album_title.as_deref(),
+                );
                 if text != row.search_text {
-                    db.sql("UPDATE tracks SET search_text = $2 WHERE id = $1")
-                        .bind(row.id.as_str())
-                        .bind(text)
-                        .execute(&mut *tx)
-                        .await?;
+                    writes::set_search_text(db, &mut tx, &row.id, &text).await?;
                     changed += 1;
                 }
             }

@@ -7,6 +7,7 @@ use super::keyset::{self, Chunk, KeyColumn};
 use super::query::{track_order, Sort, TrackFilter, TrackSortKey};
 use super::resolve::Resolver;
 use super::rows::{TrackRow, TRACK_FIELDS, TRACK_SELECT};
+use super::writes::{self, Names, NewRow, StoredAudio};
 use super::{Catalog, DroppedCover};
 use crate::db::{like_pattern, Db, Sql, Tx};
 use crate::domain::{Page, Paged, Source, Track};
@@ -528,35 +529,27 @@ pub(crate) async fn insert_track(
     track: &NewTrack,
 ) -> Result<bool> {
     let tags = &track.facts.tags;
-    let title = tags
-        .title
-        .clone()
-        .unwrap_or_else(|| track.fallback_title.clone());
-    let artist = tags.artist.clone();
     let album_artist = tags
         .album_artist
         .clone()
         .or_else(|| tags.compilation.then(|| "Various Artists".to_string()))
-        .or_else(|| artist.clone());
-    let artist_id = match &artist {
-        Some(name) => Some(resolver.artist(tx, name).await?),
-        None => None,
-    };
-    let album_id = match &tags.album {
-        Some(album) => Some(
-            resolver
-                .album(
-                    tx,
-                    album,
-                    album_artist.as_deref(),
-                    tags.year,
-                    tags.genre.as_deref(),
-                )
-                .await?,
-        ),
-        None => None,
-    };
-    if let Some(album_id) = &album_id {
+        .or_else(|| tags.artist.clone());
+    let description = Names {
+        title: tags
+            .title
+            .clone()
+            .unwrap_or_else(|| track.fallback_title.clone()),
+        artist: tags.artist.clone(),
+        album: tags.album.clone(),
+        album_artist,
+        genre: tags.genre.clone(),
+        year: tags.year,
+        track_number: tags.track_number,
+        disc_number: tags.disc_number,
+    }
+    .resolve(tx, resolver)
+    .await?;
+    if let Some(album_id) = &description.album_id {
         if tags.musicbrainz_album_id.is_some() || tags.musicbrainz_releasegroup_id.is_some() {
             db.sql(
                 "UPDATE albums SET musicbrainz_album_id = COALESCE(musicbrainz_album_id, $2),
@@ -570,53 +563,21 @@ pub(crate) async fn insert_track(
             .await?;
         }
     }
-    let search_text = crate::text::search_key(&[
-        &title,
-        artist.as_deref().unwrap_or(""),
-        tags.album.as_deref().unwrap_or(""),
-    ]);
-    let tags_json = serde_json::to_string(tags).unwrap_or_default();
-    let facts = &track.facts;
-    let inserted = db
-        .sql(
-            "INSERT INTO tracks (id, title, artist_id, album_id, artist_name, album_title, album_artist_name, genre,
-                 year, track_number, disc_number, duration_ms, format, mime_type, bitrate_kbps, sample_rate, channels,
-                 size_bytes, content_sha256, storage_uri, source, source_id, source_mtime, added_by, availability,
-                 metadata_status, musicbrainz_recording_id, has_embedded_cover, tags, search_text, shuffle_key, created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-                     $22, $23, $28, 'available', 'pending', $24, $25, $26, $27, $29, {now}, {now})
-             ON CONFLICT (source, source_id) DO NOTHING",
-        )
-        .bind(&track.id)
-        .bind(title.as_str())
-        .bind(artist_id.as_ref())
-        .bind(album_id.as_ref())
-        .bind(artist.as_deref())
-        .bind(tags.album.as_deref())
-        .bind(album_artist.as_deref().filter(|_| tags.album.is_some()))
-        .bind(tags.genre.as_deref())
-        .bind(tags.year)
-        .bind(tags.track_number)
-        .bind(tags.disc_number)
-        .bind(facts.duration_ms)
-        .bind(facts.format)
-        .bind(facts.mime_type)
-        .bind(facts.bitrate_kbps)
-        .bind(facts.sample_rate)
-        .bind(facts.channels)
-        .bind(track.size_bytes)
-        .bind(track.sha256.as_str())
-        .bind(track.storage_uri.as_str())
-        .bind(track.source.as_str())
-        .bind(track.source_id.as_str())
-        .bind(track.mtime)
-        .bind(tags.musicbrainz_recording_id.as_deref())
-        .bind(facts.has_embedded_cover)
-        .bind(tags_json)
-        .bind(search_text)
-        .bind(track.added_by.as_ref())
-        .bind(crate::domain::shuffle_key())
-        .execute(&mut **tx)
-        .await?;
-    Ok(inserted == 1)
+    let row = NewRow {
+        id: &track.id,
+        description: &description,
+        audio: Some(StoredAudio {
+            key: &track.storage_uri,
+            facts: &track.facts,
+            size_bytes: track.size_bytes,
+            sha256: &track.sha256,
+        }),
+        announced_duration_ms: None,
+        source: track.source,
+        source_id: &track.source_id,
+        source_mtime: track.mtime,
+        added_by: track.added_by.as_ref(),
+        musicbrainz_recording_id: tags.musicbrainz_recording_id.as_deref(),
+    };
+    writes::insert(db, tx, &row).await
 }

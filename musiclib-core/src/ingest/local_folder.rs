@@ -30,8 +30,9 @@ use sha2::{Digest, Sha256};
 
 use super::{title_from_file_name, Ingest, IN_MEMORY_LIMIT};
 use crate::auth::Caller;
+use crate::catalog::writes;
 use crate::catalog::{insert_track, NewTrack, Resolver};
-use crate::domain::Source;
+use crate::domain::{Availability, Source};
 use crate::jobs::{JobContext, JobError, JobKind, Pool};
 use crate::probe;
 use crate::storage::layout;
@@ -346,7 +347,8 @@ impl Ingest {
                         // (The re-read made it available already, unless a concurrent
                         // change wrote the row in between.)
                         Ok(()) if back => {
-                            self.set_availability(&[id], "available").await?;
+                            self.set_availability(&[id], Availability::Available)
+                                .await?;
                             report.restored += 1;
                         }
                         Ok(()) => report.changed += 1,
@@ -487,7 +489,7 @@ impl Ingest {
             })
             .await
             .map_err(Error::task("folder check"))?;
-            marked += self.set_availability(&gone, "missing").await?;
+            marked += self.set_availability(&gone, Availability::Missing).await?;
             if !full {
                 break;
             }
@@ -544,19 +546,13 @@ impl Ingest {
     }
 
     /// Sets the availability of local-folder tracks; returns how many changed.
-    async fn set_availability(&self, ids: &[String], availability: &str) -> Result<u64> {
-        let mut changed = 0;
-        for chunk in ids.chunks(500) {
-            let mut sql = self.db.sql("UPDATE tracks SET availability = ");
-            sql.push_bind(availability)
-                .push(", updated_at = {now} WHERE source = 'local_folder' AND availability <> ")
-                .push_bind(availability)
-                .push(" AND id IN (")
-                .push_list(chunk.iter().map(String::as_str))
-                .push(")");
-            changed += sql.execute(self.db.pool()).await?;
-        }
-        Ok(changed)
+    async fn set_availability(&self, ids: &[String], to: Availability) -> Result<u64> {
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let only = writes::Only {
+            source: Some(Source::LocalFolder),
+            from: None,
+        };
+        writes::set_availability(&self.db, &ids, to, only).await
     }
 
     /// Reads a changed file again: its blob is replaced (atomically), the track refreshed
@@ -623,17 +619,7 @@ impl Ingest {
             .refresh_from_file(id, facts, Some(file))
             .await?;
         let mut tx = self.db.begin().await?;
-        self.db
-            .sql(
-                "UPDATE tracks SET storage_uri = $2, format = $3, mime_type = $4,
-                     availability = 'available', updated_at = {now} WHERE id = $1",
-            )
-            .bind(id)
-            .bind(key)
-            .bind(facts.format)
-            .bind(facts.mime_type)
-            .execute(&mut *tx)
-            .await?;
+        writes::point_at(&self.db, &mut tx, id, key, facts).await?;
         let keys = self.media.delete_renditions(&mut tx, id).await?;
         tx.commit().await?;
         Ok(keys)
@@ -788,15 +774,7 @@ impl Ingest {
         let db = &self.db;
         let mut tx = db.begin().await?;
         for (id, relative, mtime) in moved {
-            db.sql(
-                "UPDATE tracks SET source_id = $2, source_mtime = $3, availability = 'available',
-                     updated_at = {now} WHERE id = $1",
-            )
-            .bind(id)
-            .bind(relative.as_str())
-            .bind(*mtime)
-            .execute(&mut *tx)
-            .await?;
+            writes::relink(db, &mut tx, id, relative, *mtime).await?;
         }
         let mut resolver = Resolver::new(db.clone());
         let mut inserted = Vec::with_capacity(batch.len());

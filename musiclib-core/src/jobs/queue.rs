@@ -109,12 +109,12 @@ impl SqlQueue {
 /// Why a job whose worker died on its last attempt failed.
 pub(crate) const ABANDONED: &str = "the worker running it stopped responding";
 
-const JOB_COLUMNS: &str =
+pub(super) const JOB_COLUMNS: &str =
     "id, kind, payload, state, attempts, max_attempts, progress, result, error, created_by,
     run_at, created_at, updated_at, finished_at";
 
 #[derive(sqlx::FromRow)]
-struct JobRow {
+pub(super) struct JobRow {
     id: String,
     kind: String,
     payload: String,

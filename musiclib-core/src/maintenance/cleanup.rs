@@ -23,6 +23,8 @@ use serde_json::Value;
 
 use super::Maintenance;
 use crate::auth::Caller;
+use crate::catalog::writes;
+use crate::domain::Availability;
 use crate::jobs::{JobContext, JobError, JobKind, Pool};
 use crate::storage::layout::{self, Namespace};
 use crate::{JobId, Result};
@@ -386,13 +388,11 @@ fn stale_staging_files(maintenance: &Maintenance) -> Vec<std::path::PathBuf> {
 impl Maintenance {
     /// Marks tracks whose original is gone as `missing` (never deletes them).
     async fn mark_missing(&self, ids: &[&str]) -> Result<()> {
-        for chunk in ids.chunks(500) {
-            let mut sql = self
-                .db
-                .sql("UPDATE tracks SET availability = 'missing', updated_at = {now} WHERE availability = 'available' AND id IN (");
-            sql.push_list(chunk.iter().copied()).push(")");
-            sql.execute(self.db.pool()).await?;
-        }
+        let only = writes::Only {
+            source: None,
+            from: Some(Availability::Available),
+        };
+        writes::set_availability(&self.db, ids, Availability::Missing, only).await?;
         Ok(())
     }
 

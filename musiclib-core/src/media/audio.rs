@@ -20,6 +20,8 @@ pub struct TrackAudio {
     pub size: u64,
     /// MIME type of the original.
     pub mime_type: String,
+    /// Bit rate in kbit/s, when known.
+    pub bitrate_kbps: Option<i64>,
     /// Strong validator: the content's sha256 (audio never changes in place).
     pub etag: String,
     /// When the audio was stored.
@@ -33,6 +35,7 @@ struct AudioRow {
     size_bytes: Option<i64>,
     content_sha256: Option<String>,
     mime_type: Option<String>,
+    bitrate_kbps: Option<i64>,
     created_at: i64,
 }
 
@@ -56,7 +59,7 @@ impl Media {
         let row: Option<AudioRow> = self
             .db
             .sql(
-                "SELECT storage_uri, availability, size_bytes, content_sha256, mime_type, created_at
+                "SELECT storage_uri, availability, size_bytes, content_sha256, mime_type, bitrate_kbps, created_at
                  FROM tracks WHERE id = $1",
             )
             .bind(id)
@@ -88,6 +91,7 @@ impl Media {
             mime_type: track
                 .mime_type
                 .unwrap_or_else(|| "application/octet-stream".into()),
+            bitrate_kbps: track.bitrate_kbps,
             etag,
             last_modified: Timestamp::from_micros(track.created_at),
         })

@@ -54,6 +54,15 @@ impl Quality {
         }
     }
 
+    /// The best quality within a bit rate limit (kbit/s); the lowest when none is.
+    pub fn within_kbps(max_kbps: i64) -> Quality {
+        Quality::ALL
+            .into_iter()
+            .filter(|quality| i64::from(quality.kbps()) <= max_kbps)
+            .max_by_key(|quality| quality.kbps())
+            .unwrap_or(Quality::Low)
+    }
+
     /// Opus bitrate in kbit/s.
     pub fn kbps(self) -> u32 {
         match self {
@@ -166,6 +175,7 @@ impl Media {
                 key: row.storage_uri,
                 size: row.size_bytes.max(0) as u64,
                 mime_type: "audio/ogg".into(),
+                bitrate_kbps: Some(i64::from(quality.kbps())),
                 etag: format!("\"{}\"", row.id),
                 last_modified: Timestamp::from_micros(row.created_at),
             }));

@@ -40,7 +40,7 @@ use tokio::sync::{Mutex, RwLock};
 use super::batch::{Candidate, Reason};
 use crate::db::Db;
 use crate::ids::TrackId;
-use crate::jobs::{JobContext, JobError, JobKind, Pool};
+use crate::jobs::{JobContext, JobError, JobKind, Jobs, Pool};
 use crate::storage::Storage;
 use crate::{Error, Result};
 
@@ -53,7 +53,7 @@ const STAMP_KEY: &str = "sound_features_stamp";
 /// Least time between two builds of the neighbour index.
 pub(crate) const REBUILD_INTERVAL: Duration = Duration::from_secs(5);
 /// Jobs an analysis gives way to.
-const IMPORT_KINDS: [&str; 4] = [
+const IMPORT_KINDS: &[&str] = &[
     "scan_local_folder",
     "enrich_task",
     "materialize_track",
@@ -660,14 +660,10 @@ async fn bump_stamp(db: &Db, tx: &mut crate::db::Tx) -> Result<()> {
 }
 
 /// Whether imports or enrichment are queued or running.
-async fn imports_waiting(db: &Db) -> bool {
-    let mut select =
-        db.sql("SELECT COUNT(*) FROM jobs WHERE state IN ('queued', 'running') AND kind IN (");
-    select.push_list(IMPORT_KINDS).push(")");
-    match select.fetch_scalar::<i64, _>(db.pool()).await {
-        Ok(count) => count > 0,
-        Err(_) => true,
-    }
+async fn imports_waiting(jobs: &Jobs) -> bool {
+    jobs.count_live(IMPORT_KINDS)
+        .await
+        .map_or(true, |count| count > 0)
 }
 
 /// The `analyze_sound` job: analyses tracks without features until none is left or imports
@@ -694,12 +690,12 @@ impl JobKind for AnalyzeSound {
         context: &JobContext,
         _payload: AnalyzeSoundPayload,
     ) -> Result<Value, JobError> {
-        let db = recommend.db.clone();
+        let jobs = recommend.jobs.clone();
         let mut total = SoundReport::default();
         loop {
             let report = recommend
                 .sound()
-                .analyze_pending(&recommend.storage, 20, || imports_waiting(&db))
+                .analyze_pending(&recommend.storage, 20, || imports_waiting(&jobs))
                 .await?;
             total.analyzed += report.analyzed;
             total.failed += report.failed;
@@ -741,7 +737,7 @@ async fn similarity_inputs(db: &Db) -> Result<String> {
 /// One sweep (see the module's notes): queues the recommendation jobs that have work.
 pub(crate) async fn sweep(recommend: &super::Recommend) -> Result<()> {
     let db = &recommend.db;
-    if recommend.sound().enabled() && !imports_waiting(db).await {
+    if recommend.sound().enabled() && !imports_waiting(&recommend.jobs).await {
         let status = recommend.sound().status().await?;
         if status.pending > 0 {
             recommend

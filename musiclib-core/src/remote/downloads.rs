@@ -18,12 +18,10 @@
 //! (`already_in_library`), with no job. A second download of a hit whose download is still
 //! live answers the live one.
 
-use serde_json::Value;
-
 use super::{fetch::FetchPayload, has_audio, DownloadTask, Remote};
 use crate::auth::Caller;
 use crate::domain::{Page, Paged};
-use crate::jobs::JobState;
+use crate::jobs::{Job, JobKind, JobState};
 use crate::{DownloadId, Error, JobId, Result, Timestamp, TrackId, UserId};
 
 /// State of a download (module docs).
@@ -130,10 +128,10 @@ pub struct NewDownload {
     pub created: bool,
 }
 
-const DOWNLOAD_SELECT: &str = "SELECT d.id, d.user_id, d.track_id, d.source, d.source_id, d.job_id, d.state,
-        d.error, d.created_at, d.updated_at, j.state AS job_state, j.attempts, j.max_attempts, j.run_at,
-        j.progress, j.error AS job_error, j.finished_at, j.updated_at AS job_updated_at
-    FROM downloads d LEFT JOIN jobs j ON j.id = d.job_id";
+const DOWNLOAD_SELECT: &str =
+    "SELECT d.id, d.user_id, d.track_id, d.source, d.source_id, d.job_id, d.state,
+        d.error, d.created_at, d.updated_at
+    FROM downloads d";
 
 #[derive(sqlx::FromRow)]
 struct DownloadRow {
@@ -147,27 +145,16 @@ struct DownloadRow {
     error: Option<String>,
     created_at: i64,
     updated_at: i64,
-    job_state: Option<String>,
-    attempts: Option<i64>,
-    max_attempts: Option<i64>,
-    run_at: Option<i64>,
-    progress: Option<String>,
-    job_error: Option<String>,
-    finished_at: Option<i64>,
-    job_updated_at: Option<i64>,
 }
 
-impl From<DownloadRow> for Download {
-    fn from(row: DownloadRow) -> Download {
-        let progress: Option<Value> = row
-            .progress
-            .as_deref()
-            .and_then(|text| serde_json::from_str(text).ok());
-        let progress_of = |name: &str| progress.as_ref().and_then(|value| value[name].as_i64());
-        let attempts = row.attempts.unwrap_or(0);
+impl DownloadRow {
+    /// The download, with what its job (when it still exists) says of its progress.
+    fn with_job(self, job: Option<&Job>) -> Download {
+        let row = self;
+        let progress_of = |name: &str| job.and_then(|job| job.progress.as_ref()?[name].as_i64());
+        let attempts = job.map_or(0, |job| job.attempts);
         let already_in_library = row.job_id.is_none() && row.state == "completed";
-        let job_state = row.job_state.as_deref().map(JobState::parse);
-        let state = match (row.state.as_str(), job_state) {
+        let state = match (row.state.as_str(), job.map(|job| job.state)) {
             ("cancelled", _) => DownloadState::Cancelled,
             ("completed", _) => DownloadState::Completed,
             (_, Some(JobState::Succeeded)) => DownloadState::Completed,
@@ -178,19 +165,20 @@ impl From<DownloadRow> for Download {
             // Its job is gone (purged): it did not complete.
             (_, None) => DownloadState::Failed,
         };
+        let job_updated_at = job.map(|job| job.updated_at);
         let finished_at = match state {
-            DownloadState::Completed | DownloadState::Failed => row
-                .finished_at
-                .or(row.job_updated_at)
-                .map(Timestamp::from_micros),
+            DownloadState::Completed | DownloadState::Failed => {
+                job.and_then(|job| job.finished_at).or(job_updated_at)
+            }
             DownloadState::Cancelled => Some(Timestamp::from_micros(row.updated_at)),
             _ => None,
         };
         let error = match state {
             DownloadState::Completed => None,
             DownloadState::Cancelled => row.error,
-            _ => row.job_error.or(row.error),
+            _ => job.and_then(|job| job.error.clone()).or(row.error),
         };
+        let updated_at = Timestamp::from_micros(row.updated_at);
         Download {
             id: DownloadId::from_db(row.id),
             user_id: row.user_id.map(UserId::from_db),
@@ -202,14 +190,14 @@ impl From<DownloadRow> for Download {
             bytes_downloaded: progress_of("bytes"),
             bytes_total: progress_of("total"),
             attempts,
-            max_attempts: row.max_attempts.unwrap_or(0),
+            max_attempts: job.map_or(0, |job| job.max_attempts),
             next_retry_at: (state == DownloadState::Retrying)
-                .then(|| row.run_at.map(Timestamp::from_micros))
+                .then(|| job.map(|job| job.run_at))
                 .flatten(),
             error,
             already_in_library,
             created_at: Timestamp::from_micros(row.created_at),
-            updated_at: Timestamp::from_micros(row.updated_at.max(row.job_updated_at.unwrap_or(0))),
+            updated_at: job_updated_at.map_or(updated_at, |job| job.max(updated_at)),
             finished_at,
         }
     }
@@ -271,17 +259,25 @@ impl Remote {
             let db = &self.db;
             let mut tx = db.begin().await?;
             crate::catalog::lock_track(db, &mut tx, &track.id).await?;
-            let live: Option<String> = db
+            let active: Vec<(String, String)> = db
                 .sql(
-                    "SELECT d.id FROM downloads d JOIN jobs j ON j.id = d.job_id
-                     WHERE d.user_id = $1 AND d.track_id = $2 AND d.state = 'active'
-                       AND j.state IN ('queued', 'running')
-                     ORDER BY d.created_at DESC LIMIT 1",
+                    "SELECT id, job_id FROM downloads
+                     WHERE user_id = $1 AND track_id = $2 AND state = 'active' AND job_id IS NOT NULL
+                     ORDER BY created_at DESC",
                 )
                 .bind(&caller.user.id)
                 .bind(&track.id)
-                .fetch_scalar_optional(&mut *tx)
+                .fetch_all(&mut *tx)
                 .await?;
+            let mut live = None;
+            for (download, job) in active {
+                let job = self.jobs.lock(&mut tx, &JobId::from_db(job)).await?;
+                if job.is_some_and(|job| matches!(job.state, JobState::Queued | JobState::Running))
+                {
+                    live = Some(download);
+                    break;
+                }
+            }
             if let Some(live) = live {
                 tx.commit().await?;
                 return Ok(NewDownload {
@@ -290,15 +286,8 @@ impl Remote {
                 });
             }
             // Locked, so a cancellation deciding whether anyone still uses it waits for us.
-            let state: Option<String> = db
-                .sql(&format!(
-                    "SELECT j.state FROM jobs j WHERE j.id = $1{}",
-                    db.lock("j")
-                ))
-                .bind(&job)
-                .fetch_scalar_optional(&mut *tx)
-                .await?;
-            if state.as_deref().is_none_or(|state| state == "failed") && attempt < 3 {
+            let state = self.jobs.lock(&mut tx, &job).await?.map(|job| job.state);
+            if state.is_none_or(|state| state == JobState::Failed) && attempt < 3 {
                 // The live job answered ended in between (its last download was cancelled):
                 // queue a fresh one.
                 tx.rollback().await?;
@@ -352,13 +341,33 @@ impl Remote {
     }
 
     async fn download_row(&self, id: &DownloadId) -> Result<Download> {
-        self.db
+        let row = self
+            .db
             .sql(&format!("{DOWNLOAD_SELECT} WHERE d.id = $1"))
             .bind(id)
             .fetch_optional::<DownloadRow, _>(self.db.pool())
             .await?
-            .map(Download::from)
-            .ok_or_else(|| Error::not_found("download", id))
+            .ok_or_else(|| Error::not_found("download", id))?;
+        Ok(self.with_jobs(vec![row]).await?.remove(0))
+    }
+
+    /// Downloads with what their jobs say (read in one query).
+    async fn with_jobs(&self, rows: Vec<DownloadRow>) -> Result<Vec<Download>> {
+        let ids: Vec<JobId> = rows
+            .iter()
+            .filter_map(|row| row.job_id.clone().map(JobId::from_db))
+            .collect();
+        let jobs = self.jobs.get_many(&ids.iter().collect::<Vec<_>>()).await?;
+        Ok(rows
+            .into_iter()
+            .map(|row| {
+                let job = row
+                    .job_id
+                    .clone()
+                    .and_then(|id| jobs.get(&JobId::from_db(id)));
+                row.with_job(job)
+            })
+            .collect())
     }
 
     /// The caller's downloads, newest first (`GET /downloads`).
@@ -380,7 +389,7 @@ impl Remote {
             .fetch_all(self.db.pool())
             .await?;
         Ok(Paged {
-            items: rows.into_iter().map(Download::from).collect(),
+            items: self.with_jobs(rows).await?,
             total,
             page,
         })
@@ -413,16 +422,11 @@ impl Remote {
         }
         let db = &self.db;
         let mut tx = db.begin().await?;
-        if let Some(job) = &download.job_id {
-            // Whoever joins the job meanwhile (a download, a materialization) waits for us.
-            db.sql(&format!(
-                "SELECT j.id FROM jobs j WHERE j.id = $1{}",
-                db.lock("j")
-            ))
-            .bind(job)
-            .fetch_scalar_optional::<String, _>(&mut *tx)
-            .await?;
-        }
+        // Whoever joins the job meanwhile (a download, a materialization) waits for us.
+        let job = match &download.job_id {
+            Some(job) => self.jobs.lock(&mut tx, job).await?,
+            None => None,
+        };
         db.sql(
             "UPDATE downloads SET state = 'cancelled', error = $2, updated_at = {now}
              WHERE id = $1 AND state = 'active'",
@@ -432,18 +436,14 @@ impl Remote {
         .execute(&mut *tx)
         .await?;
         let mut stopped = false;
-        if let Some(job) = &download.job_id {
+        if let Some(job) = &job {
             // A running job sees the same condition (`Remote::abandoned`) and stops itself.
-            stopped = db
-                .sql(&format!(
-                    "UPDATE jobs SET state = 'failed', error = $2, finished_at = {{now}}, updated_at = {{now}}
-                     WHERE id = $1 AND state = 'queued' AND {ABANDONED}"
-                ))
-                .bind(job)
-                .bind(super::fetch::CANCELLED)
-                .execute(&mut *tx)
-                .await?
-                == 1;
+            if self.nobody_wants(&mut *tx, job).await? {
+                stopped = self
+                    .jobs
+                    .fail_queued(&mut tx, &job.id, super::fetch::CANCELLED)
+                    .await?;
+            }
         }
         tx.commit().await?;
         if stopped {
@@ -455,8 +455,27 @@ impl Remote {
     }
 }
 
-/// The condition on a job `jobs` row under which no one wants its fetch any more: a
-/// `download_task` (no materialization joined it) with a cancelled download and no live one.
-pub(super) const ABANDONED: &str = "jobs.kind = 'download_task'
-    AND EXISTS (SELECT 1 FROM downloads c WHERE c.job_id = jobs.id AND c.state = 'cancelled')
-    AND NOT EXISTS (SELECT 1 FROM downloads a WHERE a.job_id = jobs.id AND a.state = 'active')";
+impl Remote {
+    /// Whether no one wants a fetch job any more: a `download_task` (no materialization
+    /// joined it, see [`Remote::materialize`]) with a cancelled download and no live one.
+    pub(super) async fn nobody_wants<'c, E>(&self, executor: E, job: &Job) -> Result<bool>
+    where
+        E: sqlx::Executor<'c, Database = sqlx::Any>,
+    {
+        if job.kind != DownloadTask::NAME {
+            return Ok(false);
+        }
+        let (cancelled, active): (i64, i64) = self
+            .db
+            .sql(
+                "SELECT COALESCE(SUM(CASE WHEN state = 'cancelled' THEN 1 ELSE 0 END), 0),
+                        COALESCE(SUM(CASE WHEN state = 'active' THEN 1 ELSE 0 END), 0)
+                 FROM downloads WHERE job_id = $1",
+            )
+            .bind(&job.id)
+            .fetch_optional(executor)
+            .await?
+            .unwrap_or_default();
+        Ok(cancelled > 0 && active == 0)
+    }
+}

@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::{has_audio, DownloadRequest, Progress, Remote, SourceError};
+use crate::catalog::writes::{self, StoredAudio};
 use crate::config::RetryPolicy;
 use crate::enrichment::{EnrichPayload, EnrichTrack};
 use crate::jobs::{JobContext, JobError, JobKind, Pool};
@@ -53,37 +54,41 @@ pub struct FetchPayload {
     pub download_id: Option<String>,
 }
 
-/// The `materialize_track` job: fetch a placeholder's audio now, because someone wants it.
-pub struct MaterializeTrack;
+/// A fetch of a placeholder's audio into storage, under the name of who asked for it:
+/// [`MaterializeTrack`] or [`DownloadTask`]. One handler, one payload, one dedup key per
+/// track: a second asker joins the live job. The name is how the job remembers that a
+/// materialization wants it ([`crate::remote::Remote::materialize`] renames a download's job
+/// it joins), so cancelling the downloads that share it does not stop it.
+pub struct Fetch<Asker>(std::marker::PhantomData<Asker>);
 
-impl JobKind for MaterializeTrack {
-    const NAME: &'static str = "materialize_track";
-    const POOL: Pool = Pool::General;
-    type Payload = FetchPayload;
-    type Service = Remote;
-
-    fn dedup_key(payload: &FetchPayload) -> Option<String> {
-        Some(dedup_key(&payload.track_id))
-    }
-
-    fn retry(config: &Config) -> Option<RetryPolicy> {
-        Some(config.remote.download_retry)
-    }
-
-    async fn run(
-        remote: &Remote,
-        context: &JobContext,
-        payload: FetchPayload,
-    ) -> Result<Value, JobError> {
-        remote.fetch(context, &payload.track_id).await
-    }
+/// Who asks for a [`Fetch`], which names its job.
+pub trait Asker: Send + Sync + 'static {
+    /// The job kind's stored name.
+    const NAME: &'static str;
 }
 
-/// The `download_task` job: fetch a remote item into the library, for `/downloads`.
-pub struct DownloadTask;
+/// A materialization (`POST /tracks/{id}/materialize`, a stream of a placeholder).
+pub struct ForPlayback;
 
-impl JobKind for DownloadTask {
+impl Asker for ForPlayback {
+    const NAME: &'static str = "materialize_track";
+}
+
+/// A download (`/downloads`).
+pub struct ForDownload;
+
+impl Asker for ForDownload {
     const NAME: &'static str = "download_task";
+}
+
+/// The `materialize_track` job: fetch a placeholder's audio now, because someone wants it.
+pub type MaterializeTrack = Fetch<ForPlayback>;
+
+/// The `download_task` job: fetch a remote item into the library, for `/downloads`.
+pub type DownloadTask = Fetch<ForDownload>;
+
+impl<A: Asker> JobKind for Fetch<A> {
+    const NAME: &'static str = A::NAME;
     const POOL: Pool = Pool::General;
     type Payload = FetchPayload;
     type Service = Remote;
@@ -107,8 +112,11 @@ impl JobKind for DownloadTask {
 
 /// One live fetch per track, whichever kind asked.
 fn dedup_key(track: &TrackId) -> String {
-    format!("fetch:{track}")
+    format!("{DEDUP_PREFIX}{track}")
 }
+
+/// What every fetch's dedup key starts with.
+const DEDUP_PREFIX: &str = "fetch:";
 
 /// A staging directory removed when dropped.
 struct StagingDir(PathBuf);
@@ -300,37 +308,13 @@ impl Remote {
         if row.availability != "placeholder" {
             return Ok(false);
         }
-        let facts = &stored.facts;
-        let tags = &facts.tags;
-        let tags_json = serde_json::to_string(tags).unwrap_or_default();
-        db.sql(
-            "UPDATE tracks SET storage_uri = $2, format = $3, mime_type = $4, bitrate_kbps = $5,
-                 sample_rate = $6, channels = $7, size_bytes = $8, content_sha256 = $9, duration_ms = $10,
-                 has_embedded_cover = $11, tags = $12, availability = 'available',
-                 genre = COALESCE(genre, $13), year = COALESCE(year, $14),
-                 track_number = COALESCE(track_number, $15), disc_number = COALESCE(disc_number, $16),
-                 musicbrainz_recording_id = COALESCE(musicbrainz_recording_id, $17), updated_at = {now}
-             WHERE id = $1",
-        )
-        .bind(track_id)
-        .bind(key)
-        .bind(facts.format)
-        .bind(facts.mime_type)
-        .bind(facts.bitrate_kbps)
-        .bind(facts.sample_rate)
-        .bind(facts.channels)
-        .bind(stored.size as i64)
-        .bind(stored.sha256.as_str())
-        .bind(facts.duration_ms)
-        .bind(facts.has_embedded_cover)
-        .bind(tags_json)
-        .bind(tags.genre.as_deref())
-        .bind(tags.year)
-        .bind(tags.track_number)
-        .bind(tags.disc_number)
-        .bind(tags.musicbrainz_recording_id.as_deref())
-        .execute(&mut *tx)
-        .await?;
+        let audio = StoredAudio {
+            key,
+            facts: &stored.facts,
+            size_bytes: stored.size as i64,
+            sha256: &stored.sha256,
+        };
+        writes::fill_placeholder(db, &mut tx, track_id, audio).await?;
         tx.commit().await.map_err(crate::Error::from)?;
         Ok(true)
     }
@@ -338,16 +322,10 @@ impl Remote {
     /// Whether no one wants this job's fetch any more (its downloads were cancelled, and no
     /// materialization asked for it: `downloads.rs`).
     async fn abandoned(&self, job: &JobId) -> Result<bool> {
-        let count: i64 = self
-            .db
-            .sql(&format!(
-                "SELECT COUNT(*) FROM jobs WHERE id = $1 AND {}",
-                super::downloads::ABANDONED
-            ))
-            .bind(job)
-            .fetch_scalar(self.db.pool())
-            .await?;
-        Ok(count > 0)
+        let Some(job) = self.jobs.get_many(&[job]).await?.remove(job) else {
+            return Ok(false);
+        };
+        self.nobody_wants(self.db.pool(), &job).await
     }
 
     /// The staging directory of a track's fetch.
@@ -357,15 +335,7 @@ impl Remote {
 
     /// Whether a live fetch job of the track exists.
     async fn fetch_live(&self, track_id: &TrackId) -> Result<bool> {
-        let count: i64 = self
-            .db
-            .sql(
-                "SELECT COUNT(*) FROM jobs WHERE dedup_key = $1 AND state IN ('queued', 'running')",
-            )
-            .bind(dedup_key(track_id))
-            .fetch_scalar(self.db.pool())
-            .await?;
-        Ok(count > 0)
+        self.jobs.live(&dedup_key(track_id)).await
     }
 
     /// Removes a track's staging directory when no live job would use it (best effort).
@@ -413,12 +383,7 @@ impl Remote {
             return;
         }
         // The live fetches, read once.
-        let live: HashSet<String> = match self
-            .db
-            .sql("SELECT dedup_key FROM jobs WHERE dedup_key LIKE 'fetch:%' AND state IN ('queued', 'running')")
-            .fetch_scalars::<String, _>(self.db.pool())
-            .await
-        {
+        let live: HashSet<String> = match self.jobs.live_dedup_keys(DEDUP_PREFIX).await {
             Ok(keys) => keys.into_iter().collect(),
             Err(_) => return,
         };

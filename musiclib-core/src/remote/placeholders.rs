@@ -10,6 +10,7 @@
 
 use super::{Remote, RemoteHit, RemoteSource, METADATA_TIMEOUT};
 use crate::auth::Caller;
+use crate::catalog::writes::{self, Names, NewRow};
 use crate::catalog::Resolver;
 use crate::domain::Track;
 use crate::{AlbumId, ArtistId, Error, Result, TrackId};
@@ -110,60 +111,34 @@ impl Remote {
         let source = super::track_source(&hit.source);
         let mut tx = db.begin().await?;
         let mut resolver = Resolver::new(db.clone());
-        let album_artist = hit.album_artist.clone().or_else(|| hit.artist.clone());
-        let artist_id = match &hit.artist {
-            Some(name) => Some(resolver.artist(&mut tx, name).await?),
-            None => None,
-        };
-        let album_id = match &hit.album {
-            Some(album) => Some(
-                resolver
-                    .album(
-                        &mut tx,
-                        album,
-                        album_artist.as_deref(),
-                        hit.year,
-                        hit.genre.as_deref(),
-                    )
-                    .await?,
-            ),
-            None => None,
-        };
+        let description = Names {
+            title: hit.title.clone(),
+            artist: hit.artist.clone(),
+            album: hit.album.clone(),
+            album_artist: hit.album_artist.clone().or_else(|| hit.artist.clone()),
+            genre: hit.genre.clone(),
+            year: hit.year,
+            track_number: hit.track_number,
+            disc_number: None,
+        }
+        .resolve(&mut tx, &mut resolver)
+        .await?;
+        let (artist_id, album_id) = (&description.artist_id, &description.album_id);
         let id = TrackId::new();
-        let search_text = crate::text::search_key(&[
-            &hit.title,
-            hit.artist.as_deref().unwrap_or(""),
-            hit.album.as_deref().unwrap_or(""),
-        ]);
-        let inserted = db
-            .sql(
-                "INSERT INTO tracks (id, title, artist_id, album_id, artist_name, album_title, album_artist_name,
-                     genre, year, track_number, duration_ms, storage_uri, source, source_id, added_by,
-                     availability, metadata_status, search_text, shuffle_key, created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, '', $12, $13, $14,
-                     'placeholder', 'pending', $15, $16, {now}, {now})
-                 ON CONFLICT (source, source_id) DO NOTHING",
-            )
-            .bind(&id)
-            .bind(hit.title.as_str())
-            .bind(artist_id.as_ref())
-            .bind(album_id.as_ref())
-            .bind(hit.artist.as_deref())
-            .bind(hit.album.as_deref())
-            .bind(album_artist.as_deref().filter(|_| hit.album.is_some()))
-            .bind(hit.genre.as_deref())
-            .bind(hit.year)
-            .bind(hit.track_number)
-            .bind(hit.duration_ms)
-            .bind(source.as_str())
-            .bind(hit.source_id.as_str())
-            .bind(&caller.user.id)
-            .bind(search_text)
-            .bind(crate::domain::shuffle_key())
-            .execute(&mut *tx)
-            .await?;
+        let row = NewRow {
+            id: &id,
+            description: &description,
+            audio: None,
+            announced_duration_ms: hit.duration_ms,
+            source,
+            source_id: &hit.source_id,
+            source_mtime: None,
+            added_by: Some(&caller.user.id),
+            musicbrainz_recording_id: None,
+        };
+        let inserted = writes::insert(db, &mut tx, &row).await?;
         tx.commit().await?;
-        if inserted == 0 {
+        if !inserted {
             let track = self
                 .find_track(&hit.source, &hit.source_id)
                 .await?

@@ -277,3 +277,63 @@ fn the_path_reader_sees_groups_and_plain_paths() {
     assert!(names.starts_with(&["auth".into(), "db".into(), "Result".into(), "media".into()]));
     assert!(!names.contains(&"admin".to_string()));
 }
+
+/// Tables with one writer: the file or folder (under `src/`) that alone may hold their
+/// writing statements, and for `jobs`, reads too.
+const OWNERS: &[(&str, &[&str], &str)] = &[
+    // Every column derived from others is computed there (search text, shuffle key).
+    (
+        "tracks",
+        &["INSERT INTO tracks ", "UPDATE tracks "],
+        "catalog/writes.rs",
+    ),
+    (
+        "jobs",
+        &[
+            "INSERT INTO jobs",
+            "UPDATE jobs",
+            "FROM jobs",
+            "JOIN jobs",
+            "DELETE FROM jobs",
+        ],
+        "jobs",
+    ),
+];
+
+#[test]
+fn tables_with_one_writer_are_written_by_it_alone() {
+    let root = source_root();
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let mut strays = Vec::new();
+    for file in files {
+        let relative = file.strip_prefix(&root).unwrap();
+        let shown = relative.to_string_lossy().replace('\\', "/");
+        // The test harness sets up states no request reaches (through the owners' helpers
+        // where it writes) and reads jobs to check them.
+        if shown == "testing.rs" || shown.starts_with("testing/") {
+            continue;
+        }
+        let code = code(&std::fs::read_to_string(&file).unwrap());
+        for (table, statements, owner) in OWNERS {
+            let owned = shown == *owner
+                || shown == format!("{owner}.rs")
+                || shown.starts_with(&format!("{owner}/"));
+            if owned {
+                continue;
+            }
+            for statement in *statements {
+                if code.contains(statement) {
+                    strays.push(format!(
+                        "{shown}: `{statement}` ({table} is written by {owner})"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        strays.is_empty(),
+        "statements outside their table's owner:\n{}",
+        strays.join("\n")
+    );
+}

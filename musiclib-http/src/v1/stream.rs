@@ -7,6 +7,7 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
+use musiclib_core::media::{Delivery, Encoding, Want};
 use musiclib_core::{Library, TrackId};
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -137,17 +138,22 @@ async fn stream(
         .settings()
         .stream_quality(&caller, query.quality.as_deref())
         .await?;
-    let rendition = match quality {
-        Some(quality) => library.media().rendition_for_stream(&id, quality).await?,
-        None => None,
+    let want = Want {
+        encoding: quality.map_or(Encoding::Original, Encoding::Opus),
+        ..Want::original()
     };
-    let served = match (quality, &rendition) {
-        (Some(quality), Some(_)) => format!("opus-{}", quality.as_str()),
-        _ => "original".to_string(),
+    let (audio, served) = match library.open_audio(&caller, &id, &want).await? {
+        Delivery::Stored { audio, rendition } => (audio, rendition),
+        // Not asked for (`live` is false).
+        Delivery::Live { .. } => {
+            return Err(
+                musiclib_core::Error::internal("a live encode /stream did not ask for").into(),
+            )
+        }
     };
-    let audio = match rendition {
-        Some(rendition) => rendition,
-        None => library.media().track_audio(&id).await?,
+    let served = match served {
+        Some(quality) => format!("opus-{}", quality.as_str()),
+        None => "original".to_string(),
     };
     let mut headers = HeaderMap::new();
     headers.insert(

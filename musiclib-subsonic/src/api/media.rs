@@ -3,61 +3,22 @@
 use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use futures::stream::BoxStream;
 use musiclib_core::catalog::ItemKind;
-use musiclib_core::media::{placeholder_cover, Cover, Quality, TrackAudio, THUMBNAIL_SIZES};
-use musiclib_core::{ErrorKind, TrackId};
+use musiclib_core::media::{
+    placeholder_cover, Cover, Delivery, Encoding, TrackAudio, Want, THUMBNAIL_SIZES,
+};
+use musiclib_core::ErrorKind;
 
 use super::{album_id, artist_id, playlist_id, track_id};
 use crate::response::{Element, SubsonicError};
 use crate::{Outcome, Reply, Request};
 
-/// What `stream` sends.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Delivery {
-    /// The original file.
-    Original,
-    /// Opus at a quality: the cached rendition, or a live transcode from `offset` seconds.
-    Opus { quality: Quality, offset: f64 },
-}
-
-/// The Opus quality for a bit rate limit: the best one within it (the lowest when none is).
-fn quality_within(max_kbps: i64) -> Quality {
-    Quality::ALL
-        .iter()
-        .copied()
-        .filter(|quality| i64::from(quality.kbps()) <= max_kbps)
-        .max_by_key(|quality| quality.kbps())
-        .unwrap_or(Quality::Low)
-}
-
-/// Decides from `format`, `maxBitRate` and `timeOffset`. `raw` (or no format) with no limit,
-/// or a limit the original is within, is the original; any other format (musiclib's
-/// renditions are all Opus) or a lower limit is Opus; a `timeOffset` with Opus starts there.
-fn delivery(
-    format: Option<&str>,
-    max_kbps: Option<i64>,
-    offset: f64,
-    original_kbps: Option<i64>,
-) -> Delivery {
-    let limit = max_kbps.filter(|kbps| *kbps > 0);
-    let raw = match format.map(str::to_ascii_lowercase).as_deref() {
-        Some("raw") => true,
-        None => limit.is_none_or(|limit| original_kbps.is_some_and(|original| original <= limit)),
-        Some(_) => false,
-    };
-    if raw {
-        Delivery::Original
-    } else {
-        Delivery::Opus {
-            quality: limit.map_or(Quality::High, quality_within),
-            offset,
-        }
-    }
-}
-
 /// `stream`: Range requests work on the original and on cached renditions; a rendition not
-/// built yet is transcoded live (and queued for the cache). Never counts a play: only
-/// `scrobble` does.
+/// built yet is transcoded live (and queued for the cache). A placeholder of a remote item
+/// (a playlist may hold one) is fetched first, the request waiting for it: a Subsonic app
+/// can only play what `stream` sends. Never counts a play: only `scrobble` does.
 pub(crate) async fn stream(request: &Request) -> Outcome {
     let params = &request.params;
     let id = track_id(params.required("id")?)?;
@@ -65,92 +26,65 @@ pub(crate) async fn stream(request: &Request) -> Outcome {
     if offset < 0.0 {
         return Err(SubsonicError::invalid("timeOffset", "must not be negative"));
     }
-    let library = &request.library;
-    let format = params.get("format");
-    let max_kbps = params.int("maxBitRate")?;
-    // The original's bit rate matters only for a limit without a format: read the track
-    // only then (every seek of a player is a stream request).
-    let original_kbps = match (format, max_kbps) {
-        (None, Some(limit)) if limit > 0 => library.catalog().get_track(&id).await?.bitrate_kbps,
-        _ => None,
+    let want = Want {
+        encoding: Encoding::subsonic(params.get("format"), params.int("maxBitRate")?),
+        offset_seconds: offset,
+        live: true,
+        wait_for_placeholder: Some(MATERIALIZE_WAIT),
     };
-    let plan = delivery(format, max_kbps, offset, original_kbps);
-    let audio = audio_of(request, &id).await?;
-    let response = match plan {
-        Delivery::Original => send_audio(request, &audio).await?,
-        Delivery::Opus {
-            quality,
-            offset: 0.0,
-        } => match library.media().rendition_for_stream(&id, quality).await? {
-            Some(rendition) => send_audio(request, &rendition).await?,
-            None => live(request, &id, quality, 0.0).await?,
-        },
-        Delivery::Opus { quality, offset } => live(request, &id, quality, offset).await?,
+    let response = match request
+        .library
+        .open_audio(&request.caller, &id, &want)
+        .await
+    {
+        Ok(Delivery::Stored { audio, .. }) => send_audio(request, &audio).await?,
+        Ok(Delivery::Live { body, .. }) => live(body),
+        // Past the bound on live encodes, an HTTP 503 with `Retry-After` (players retry a
+        // stream URL; an envelope with HTTP 200 would be played as audio).
+        Err(error) if error.code() == "busy" => {
+            let seconds = error.retry_after_seconds().unwrap_or(10);
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::RETRY_AFTER, HeaderValue::from(seconds))],
+                error.to_string(),
+            )
+                .into_response()
+        }
+        Err(error) => return Err(error.into()),
     };
     Ok(Reply::Media(response))
 }
 
-/// `download`: the original file, with Range.
+/// `download`: the original file, with Range (a placeholder fetched first, as `stream`).
 pub(crate) async fn download(request: &Request) -> Outcome {
     let id = track_id(request.params.required("id")?)?;
-    let audio = audio_of(request, &id).await?;
-    Ok(Reply::Media(send_audio(request, &audio).await?))
+    let want = Want {
+        wait_for_placeholder: Some(MATERIALIZE_WAIT),
+        ..Want::original()
+    };
+    match request
+        .library
+        .open_audio(&request.caller, &id, &want)
+        .await?
+    {
+        Delivery::Stored { audio, .. } => Ok(Reply::Media(send_audio(request, &audio).await?)),
+        Delivery::Live { body, .. } => Ok(Reply::Media(live(body))),
+    }
 }
 
 /// How long `stream` and `download` of a placeholder wait for its audio to be fetched.
 const MATERIALIZE_WAIT: std::time::Duration = std::time::Duration::from_secs(90);
 
-/// The track's stored audio. A placeholder of a remote item (a playlist may hold one) is
-/// fetched first, the request waiting for it: a Subsonic app can only play what `stream`
-/// sends.
-async fn audio_of(request: &Request, id: &TrackId) -> Result<TrackAudio, SubsonicError> {
-    let library = &request.library;
-    match library.media().track_audio(id).await {
-        Err(musiclib_core::Error::NotMaterialized(_)) => {
-            library
-                .remote()
-                .materialize_and_wait(&request.caller, id, MATERIALIZE_WAIT)
-                .await?;
-            Ok(library.media().track_audio(id).await?)
-        }
-        other => Ok(other?),
-    }
-}
-
-/// A live transcode. Past the bound on live encodes, an HTTP 503 with `Retry-After` (players
-/// retry a stream URL; an envelope with HTTP 200 would be played as audio).
-async fn live(
-    request: &Request,
-    id: &TrackId,
-    quality: Quality,
-    offset: f64,
-) -> Result<Response, SubsonicError> {
-    let transcode = request
-        .library
-        .media()
-        .live_transcode(&request.caller, id, quality, offset)
-        .await;
-    let body = match transcode {
-        Ok(body) => body,
-        Err(error) if error.code() == "busy" => {
-            let seconds = error.retry_after_seconds().unwrap_or(10);
-            return Ok((
-                StatusCode::SERVICE_UNAVAILABLE,
-                [(header::RETRY_AFTER, HeaderValue::from(seconds))],
-                error.to_string(),
-            )
-                .into_response());
-        }
-        Err(error) => return Err(error.into()),
-    };
-    Ok((
+/// A live transcode's response.
+fn live(body: BoxStream<'static, std::io::Result<Bytes>>) -> Response {
+    (
         [
             (header::CONTENT_TYPE, HeaderValue::from_static("audio/ogg")),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
         ],
         Body::from_stream(body),
     )
-        .into_response())
+        .into_response()
 }
 
 /// Sends stored audio as every media response is sent (musiclib-media-http): validators,
@@ -334,48 +268,4 @@ pub(crate) async fn lyrics_by_song_id(request: &Request) -> Outcome {
     Ok(Reply::Envelope(Some(
         Element::new("lyricsList").list("structuredLyrics", entries),
     )))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn format_and_bit_rate_choose_the_delivery() {
-        let opus = |quality| Delivery::Opus {
-            quality,
-            offset: 0.0,
-        };
-        assert_eq!(delivery(None, None, 0.0, Some(900)), Delivery::Original);
-        assert_eq!(
-            delivery(Some("raw"), Some(64), 0.0, Some(900)),
-            Delivery::Original
-        );
-        assert_eq!(delivery(None, Some(0), 0.0, Some(900)), Delivery::Original);
-        assert_eq!(
-            delivery(None, Some(320), 0.0, Some(256)),
-            Delivery::Original
-        );
-        assert_eq!(
-            delivery(None, Some(320), 0.0, Some(900)),
-            opus(Quality::High)
-        );
-        assert_eq!(
-            delivery(None, Some(128), 0.0, Some(900)),
-            opus(Quality::Medium)
-        );
-        assert_eq!(delivery(None, Some(96), 0.0, None), opus(Quality::Low));
-        assert_eq!(delivery(None, Some(32), 0.0, None), opus(Quality::Low));
-        assert_eq!(
-            delivery(Some("mp3"), None, 0.0, Some(128)),
-            opus(Quality::High)
-        );
-        assert_eq!(
-            delivery(Some("opus"), Some(128), 30.0, None),
-            Delivery::Opus {
-                quality: Quality::Medium,
-                offset: 30.0
-            }
-        );
-    }
 }
