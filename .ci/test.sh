@@ -7,9 +7,11 @@
 #   - checks the formatting (rustfmt) and the lints (clippy, warnings are errors),
 #   - builds once (the fuzz targets too) and runs every test on SQLite + local disk and on
 #     PostgreSQL + S3, going on past a failing test binary,
+#   - builds the web player (Node.js from apt when missing, npm packages from the lock file),
 #   - runs the examples and the Subsonic end-to-end test (a real client library from PyPI
 #     against the real binary, on both set-ups), schemathesis (pinned, from PyPI) against
-#     /api/v1/openapi.json, and checks the crates' dependency rules.
+#     /api/v1/openapi.json, the web player's unit tests and its Playwright tests in Debian's
+#     Chromium (both set-ups), and checks the crates' dependency rules.
 # It sets MUSICLIB_TEST_SERVICES=1: tests that need these services then run, and a missing
 # one fails them (outside this command they show as ignored, never as passed).
 # Everything it starts is stopped on exit.
@@ -136,6 +138,9 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 log "building"
 cargo build --workspace --all-targets --quiet
 
+log "building the web player (web/: npm packages from the lock file, Vite)"
+.ci/web.sh target/debug/musiclib
+
 log "running the tests (SQLite + local disk, PostgreSQL + S3)"
 # Every test binary runs whatever an earlier one did: one failure never hides the others.
 test_status=0
@@ -163,6 +168,16 @@ E2E_DATABASE_URL="postgres://postgres@127.0.0.1:$pg_port/musiclib_e2e" \
 
 log "schema fuzzing of /api/v1 against its own OpenAPI document (schemathesis)"
 .ci/schemathesis.sh target/debug/musiclib
+
+log "the web player's unit tests (Vitest)"
+(cd web && npm run --silent test)
+log "the web player in Chromium (Playwright), embedded"
+.ci/web-e2e.sh target/debug/musiclib "$MUSICLIB_TEST_CORPUS/library"
+log "the web player in Chromium (Playwright), PostgreSQL + S3"
+run_pg "$pg_bin/createdb" -h 127.0.0.1 -p "$pg_port" -U postgres musiclib_web_e2e
+E2E_DATABASE_URL="postgres://postgres@127.0.0.1:$pg_port/musiclib_web_e2e" \
+  E2E_S3_ENDPOINT="$MUSICLIB_TEST_S3_ENDPOINT" E2E_S3_BUCKET="$MUSICLIB_TEST_S3_BUCKET" E2E_S3_PREFIX=web-e2e \
+  .ci/web-e2e.sh target/debug/musiclib "$MUSICLIB_TEST_CORPUS/library"
 
 read -r passed failed ignored < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i == "passed;") p += $(i-1); if ($i == "failed;") f += $(i-1); if ($i == "ignored;") g += $(i-1) } } END { print p + 0, f + 0, g + 0 }' "$state/test.log")
 if [ "$ignored" -ne 0 ]; then

@@ -42,6 +42,9 @@ pub enum Command {
     Scan,
     /// Print the effective configuration (secrets redacted) and exit.
     Config,
+    /// Print the OpenAPI document of `/api/v1` (what `/api/v1/openapi.json` serves; the web
+    /// player's types are generated from it). Needs no settings.
+    Openapi,
     /// Print Chromaprint fingerprints of audio files, as `fpcalc` does (same options, also
     /// spelled with one dash: `-raw`, `-json`, `-plain`, `-length`). Needs no settings.
     Fingerprint {

@@ -7,6 +7,7 @@ mod listener;
 mod settings;
 mod shutdown;
 mod telemetry;
+mod web;
 mod wiring;
 
 use clap::Parser;
@@ -26,6 +27,18 @@ fn main() -> std::process::ExitCode {
     } = &cli.command
     {
         return fingerprint::run(files, *raw, *json, *plain, *length);
+    }
+    if let Command::Openapi = &cli.command {
+        return match musiclib_http::openapi().to_pretty_json() {
+            Ok(json) => {
+                println!("{json}");
+                std::process::ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("musiclib: cannot write the OpenAPI document: {error}");
+                std::process::ExitCode::FAILURE
+            }
+        };
     }
     match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -83,7 +96,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 command: UserCommand::Create { username, admin },
             } => wiring::create_user(settings, &username, admin).await,
             Command::Scan => wiring::scan(settings).await,
-            Command::Fingerprint { .. } => unreachable!("handled before settings are read"),
+            Command::Fingerprint { .. } | Command::Openapi => {
+                unreachable!("handled before settings are read")
+            }
             Command::Config => {
                 // Every declared setting: the library's as GET /api/v1/admin/settings shows
                 // them, then the program's; secrets redacted.

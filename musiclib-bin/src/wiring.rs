@@ -109,9 +109,11 @@ pub async fn serve(settings: Settings, run_worker: bool) -> Result<()> {
         database = library.database_kind().as_str(),
         storage = library.storage().kind().as_str(),
         workers = workers.len(),
+        web_player = crate::web::built(),
         "musiclib is listening"
     );
-    let app = musiclib_http::router_with(library.clone(), musiclib_subsonic::router(library));
+    let more = musiclib_subsonic::router(library.clone()).merge(crate::web::router());
+    let app = musiclib_http::router_with(library, more);
     // Each request carries its connection's address (`ConnectInfo`): failed sign-ins are
     // throttled per client address as well as per account.
     crate::listener::serve(listener, app, listener_limits(&settings), shutdown.clone()).await?;
