@@ -25,11 +25,8 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 . .ci/toolchain.sh
 
-admin_user="admin"
-admin_password="admin-password-1"
-
-log() { printf '\n==> %s\n' "$*" >&2; }
-die() { echo "web-e2e: $*" >&2; exit 1; }
+name=web-e2e
+. "$repo/.ci/e2e-server.sh"
 
 if [ ! -x /usr/bin/chromium ]; then
   log "installing chromium (Debian's package: Playwright drives it, nothing is downloaded)"
@@ -37,67 +34,13 @@ if [ ! -x /usr/bin/chromium ]; then
 fi
 [ -f web/dist/index.html ] || die "web/dist is not built: run .ci/web.sh $1 first"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-port="$(free_port)"
-base="http://127.0.0.1:$port"
-tmp="$(mktemp -d /tmp/musiclib-web-e2e.XXXXXX)"
-server_pid=""
-lrclib_pid=""
-
-cleanup() {
-  local status=$?
-  [ -z "$lrclib_pid" ] || kill "$lrclib_pid" 2>/dev/null || true
-  if [ -n "$server_pid" ]; then
-    kill "$server_pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.2; done
-    kill -9 "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
-  if [ "$status" -ne 0 ]; then
-    echo >&2
-    echo "web-e2e: FAILED (exit $status); last lines of $tmp/server.log:" >&2
-    tail -n 60 "$tmp/server.log" >&2 2>/dev/null || true
-    echo "(state kept in $tmp)" >&2
-  else
-    rm -rf "$tmp"
-  fi
-  exit "$status"
-}
-trap cleanup EXIT
-
-backend=(-u DATABASE_URL -u STORAGE_BACKEND -u S3_BUCKET -u S3_ENDPOINT -u S3_PREFIX)
-setup="embedded default (SQLite, local disk)"
-if [ -n "${E2E_DATABASE_URL:-}" ] && [ -n "${E2E_S3_ENDPOINT:-}" ]; then
-  backend=(DATABASE_URL="$E2E_DATABASE_URL" STORAGE_BACKEND=s3 S3_ENDPOINT="$E2E_S3_ENDPOINT"
-    S3_BUCKET="${E2E_S3_BUCKET:-musiclib-test}" S3_PREFIX="${E2E_S3_PREFIX:-web-e2e}" S3_ALLOW_HTTP=true
-    S3_ACCESS_KEY_ID=test S3_SECRET_ACCESS_KEY=test)
-  setup="PostgreSQL + S3"
-fi
 # A stand-in LRCLIB on loopback (LRCLIB's answer shape): every lookup answers synced lyrics
 # with a line every 2 seconds, so the player has lines to highlight in time (the corpus has
 # no lyrics).
 lrclib_port="$(free_port)"
 node "$repo/web/e2e/lrclib-mock.mjs" "$lrclib_port" >"$tmp/lrclib.log" 2>&1 &
-lrclib_pid=$!
-
-log "starting $binary serve on $base ($setup, DATA_DIR=$tmp, music from $music)"
-(
-  cd "$tmp"
-  exec env -u LOCAL_STORAGE_PATH -u MUSICLIB_CONFIG -u JWT_SECRET -u LEGACY_SECRET_KEY -u ACOUSTID_API_KEY \
-    "${backend[@]}" \
-    DATA_DIR="$tmp" BIND_ADDRESS="127.0.0.1:$port" LOCAL_MEDIA_IMPORT_PATH="$music" \
-    LRCLIB_BASE_URL="http://127.0.0.1:$lrclib_port" \
-    ADMIN_USERNAME="$admin_user" ADMIN_PASSWORD="$admin_password" ALLOW_REGISTRATION=true \
-    "$binary" serve
-) >"$tmp/server.log" 2>&1 &
-server_pid=$!
-
-for _ in $(seq 1 300); do
-  curl -sf "$base/health" >/dev/null 2>&1 && break
-  kill -0 "$server_pid" 2>/dev/null || die "the server exited during start-up"
-  sleep 0.2
-done
-curl -sf "$base/health" >/dev/null 2>&1 || die "GET /health did not answer 200 within 60 s"
+helpers+=($!)
+start_server "http://127.0.0.1:$lrclib_port"
 
 log "importing $music"
 python3 - "$base" "$admin_user" "$admin_password" <<'PY' || die "the import did not finish"
