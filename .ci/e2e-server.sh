@@ -1,10 +1,21 @@
-# Sourced by the end-to-end scripts (subsonic-e2e.sh, web-e2e.sh) after they set `name` (for
-# messages and the state folder), `binary` and `music`: a musiclib server on a free loopback
+# Sourced by the end-to-end scripts (subsonic-e2e.sh, web-e2e.sh) with their arguments
+# (<path-to-musiclib-binary> <music-folder>), after they set `name` (for messages and the
+# state folder) and `repo`; goes to `repo`. Gives a musiclib server on a free loopback
 # port with a fresh DATA_DIR and `music` as LOCAL_MEDIA_IMPORT_PATH, on the embedded default or,
 # when E2E_DATABASE_URL and E2E_S3_ENDPOINT are set, on PostgreSQL + S3 (E2E_S3_BUCKET,
 # E2E_S3_PREFIX; moto's test credentials), with an admin account. Everything it starts (and
 # every pid added to `helpers`) is stopped on exit; on failure the tail of the server's log is
 # printed and its state kept.
+
+if [ $# -ne 2 ]; then
+  echo "usage: $0 <path-to-musiclib-binary> <music-folder>" >&2
+  exit 2
+fi
+[ -f "$1" ] && [ -x "$1" ] || { echo "not an executable: $1" >&2; exit 2; }
+[ -d "$2" ] || { echo "not a folder: $2" >&2; exit 2; }
+binary="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+music="$(cd "$2" && pwd)"
+cd "$repo"
 
 admin_user="admin"
 admin_password="admin-password-1"

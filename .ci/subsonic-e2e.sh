@@ -14,23 +14,12 @@
 # SUBSONIC_E2E_VENV overrides the venv location.
 set -euo pipefail
 
-if [ $# -ne 2 ]; then
-  echo "usage: $0 <path-to-musiclib-binary> <music-folder>" >&2
-  exit 2
-fi
-[ -f "$1" ] && [ -x "$1" ] || { echo "not an executable: $1" >&2; exit 2; }
-[ -d "$2" ] || { echo "not a folder: $2" >&2; exit 2; }
-binary="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
-music="$(cd "$2" && pwd)"
-
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$repo"
+name=subsonic-e2e
+. "$repo/.ci/e2e-server.sh" "$@"
 
 client_version="10.4.1"
 venv="${SUBSONIC_E2E_VENV:-$repo/target/ci/e2e-venv}"
-name=subsonic-e2e
-. "$repo/.ci/e2e-server.sh"
-
 # ---------------------------------------------------------------- client library
 if ! "$venv/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(m.version("py-opensonic") != sys.argv[1])' \
     "$client_version" 2>/dev/null; then

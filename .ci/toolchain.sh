@@ -15,11 +15,11 @@ fi
 
 rust_wanted="$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)"
 [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+# at_least WANTED HAVE: whether version HAVE is WANTED or newer.
+at_least() { [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -n 1)" = "$1" ]; }
 rust_recent_enough() {
   command -v cargo >/dev/null && command -v rustc >/dev/null || return 1
-  local have
-  have="$(rustc --version | cut -d' ' -f2 | cut -d- -f1)"
-  [ "$(printf '%s\n%s\n' "$rust_wanted" "$have" | sort -V | head -n 1)" = "$rust_wanted" ]
+  at_least "$rust_wanted" "$(rustc --version | cut -d' ' -f2 | cut -d- -f1)"
 }
 if ! rust_recent_enough; then
   if command -v rustup >/dev/null; then

@@ -12,21 +12,10 @@
 #   .ci/web-e2e.sh <path-to-musiclib-binary> <music-folder>
 set -euo pipefail
 
-if [ $# -ne 2 ]; then
-  echo "usage: $0 <path-to-musiclib-binary> <music-folder>" >&2
-  exit 2
-fi
-[ -f "$1" ] && [ -x "$1" ] || { echo "not an executable: $1" >&2; exit 2; }
-[ -d "$2" ] || { echo "not a folder: $2" >&2; exit 2; }
-binary="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
-music="$(cd "$2" && pwd)"
-
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$repo"
-. .ci/toolchain.sh
-
 name=web-e2e
-. "$repo/.ci/e2e-server.sh"
+. "$repo/.ci/e2e-server.sh" "$@"
+. .ci/toolchain.sh
 
 if [ ! -x /usr/bin/chromium ]; then
   log "installing chromium (Debian's package: Playwright drives it, nothing is downloaded)"

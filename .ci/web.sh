@@ -4,7 +4,7 @@
 # installs Node.js from apt when it is missing or older than Vite needs, writes the OpenAPI
 # document the binary serves to web/openapi.json (the UI's API types are generated from it,
 # so an API change breaks this build, not the UI's users), installs the locked npm packages
-# and builds. Sourced helpers come from toolchain.sh.
+# and builds. `apt_install` and `at_least` come from toolchain.sh.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 binary="${1:?usage: .ci/web.sh MUSICLIB_BINARY}"
@@ -13,9 +13,7 @@ binary="${1:?usage: .ci/web.sh MUSICLIB_BINARY}"
 node_wanted=20.19.0
 node_recent_enough() {
   command -v node >/dev/null && command -v npm >/dev/null || return 1
-  local have
-  have="$(node --version | tr -d v)"
-  [ "$(printf '%s\n%s\n' "$node_wanted" "$have" | sort -V | head -n 1)" = "$node_wanted" ]
+  at_least "$node_wanted" "$(node --version | tr -d v)"
 }
 if ! node_recent_enough; then
   echo "installing Node.js and npm from apt (Node.js $node_wanted or newer builds the web player)" >&2
