@@ -14,6 +14,7 @@
 
 pub mod registry;
 
+mod list;
 mod queue;
 mod shared;
 mod worker;
@@ -23,6 +24,7 @@ use std::sync::{Arc, OnceLock};
 use serde_json::Value;
 use tokio::sync::Notify;
 
+pub use list::JobFilter;
 pub use registry::{JobKind, Kinds, Pool, Registry};
 pub use worker::{spawn_workers, JobContext, Outcome, Worker, WorkerPlan};
 
@@ -60,6 +62,18 @@ impl JobState {
             JobState::Succeeded => "succeeded",
             JobState::Failed => "failed",
         }
+    }
+
+    /// A state by its stored spelling, `None` for any other text (input to check).
+    pub fn from_name(text: &str) -> Option<JobState> {
+        [
+            JobState::Queued,
+            JobState::Running,
+            JobState::Succeeded,
+            JobState::Failed,
+        ]
+        .into_iter()
+        .find(|state| state.as_str() == text)
     }
 
     pub(crate) fn parse(text: &str) -> JobState {

@@ -3,12 +3,13 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use musiclib_core::jobs::{JobFilter, JobState};
 use musiclib_core::{Library, UserId};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use super::dto::{JobQueued, Page, PageParams, UserOut};
+use super::dto::{JobOut, JobQueued, Page, PageParams, UserOut};
 use super::sources::SourceOut;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{Auth, Json, Query};
@@ -23,6 +24,64 @@ pub(super) fn routes() -> OpenApiRouter<Library> {
         .routes(routes!(reindex))
         .routes(routes!(patch_admin_settings))
         .routes(routes!(patch_admin_source))
+        .routes(routes!(list_jobs))
+}
+
+/// A job's state, to filter by.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum JobStateIn {
+    /// Waiting to run (also between retries).
+    Queued,
+    /// Leased to a worker.
+    Running,
+    /// Finished.
+    Succeeded,
+    /// Gave up.
+    Failed,
+}
+
+impl From<JobStateIn> for JobState {
+    fn from(state: JobStateIn) -> JobState {
+        match state {
+            JobStateIn::Queued => JobState::Queued,
+            JobStateIn::Running => JobState::Running,
+            JobStateIn::Succeeded => JobState::Succeeded,
+            JobStateIn::Failed => JobState::Failed,
+        }
+    }
+}
+
+/// Which jobs to list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct JobsQuery {
+    /// Only jobs in this state.
+    #[param(inline)]
+    state: Option<JobStateIn>,
+    /// Only jobs of this kind (`scan_local_folder`, `enrich_task`, …).
+    kind: Option<String>,
+}
+
+/// Admin only: recent jobs, newest first, of every user and of the server.
+#[utoipa::path(get, path = "/admin/jobs", tag = "admin", params(JobsQuery, PageParams), security(("bearer" = [])),
+    responses((status = 200, body = Page<JobOut>), (status = 401, body = ErrorBody),
+        (status = 403, description = "Not an admin", body = ErrorBody), (status = 422, body = ErrorBody)))]
+async fn list_jobs(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    Query(filter): Query<JobsQuery>,
+    Query(paging): Query<PageParams>,
+) -> Result<axum::Json<Page<JobOut>>, ApiError> {
+    let filter = JobFilter {
+        state: filter.state.map(JobState::from),
+        kind: filter.kind.filter(|kind| !kind.is_empty()),
+    };
+    let jobs = library
+        .jobs()
+        .list(&caller, &filter, paging.page()?)
+        .await?;
+    Ok(axum::Json(Page::from_core(jobs, JobOut::from)))
 }
 
 /// A new account.

@@ -193,6 +193,50 @@ async fn reindex_rereads_files(backend: Backend) {
     assert_eq!(result["changed"], 1, "{job}");
     assert_eq!(result["failed"], 0, "{job}");
 
+    // The admin's list of jobs: newest first, by state and by kind, admins only.
+    let (status, _) = app.get("/api/v1/admin/jobs", Some(&user)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, all) = app.get("/api/v1/admin/jobs", Some(&admin)).await;
+    assert_eq!(status, StatusCode::OK, "{all}");
+    let items = all["items"].as_array().unwrap();
+    assert!(
+        items.len() >= 3,
+        "two uploads' enrichment and the reindex: {all}"
+    );
+    assert_eq!(items[0]["id"], queued["job_id"], "the newest first: {all}");
+    let created: Vec<&str> = items
+        .iter()
+        .map(|job| job["created_at"].as_str().unwrap())
+        .collect();
+    assert!(
+        created.windows(2).all(|pair| pair[0] >= pair[1]),
+        "{created:?}"
+    );
+    let (_, reindexes) = app
+        .get(
+            "/api/v1/admin/jobs?kind=reindex_library&state=succeeded",
+            Some(&admin),
+        )
+        .await;
+    assert_eq!(reindexes["total"], 1, "{reindexes}");
+    assert_eq!(reindexes["items"][0]["id"], queued["job_id"]);
+    let (_, none) = app
+        .get(
+            "/api/v1/admin/jobs?kind=reindex_library&state=failed",
+            Some(&admin),
+        )
+        .await;
+    assert_eq!(none["total"], 0, "{none}");
+    let (_, paged) = app
+        .get("/api/v1/admin/jobs?limit=1&offset=1", Some(&admin))
+        .await;
+    assert_eq!(paged["items"].as_array().unwrap().len(), 1, "{paged}");
+    assert_eq!(paged["items"][0]["id"], items[1]["id"]);
+    let (status, body) = app
+        .get("/api/v1/admin/jobs?state=sleeping", Some(&admin))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+
     let (_, restored) = app
         .get(&format!("/api/v1/tracks/{}", ids[0]), Some(&admin))
         .await;
