@@ -11,7 +11,7 @@
 use super::refresh::FileFacts;
 use super::resolve::Resolver;
 use super::rows::TrackRow;
-use crate::db::{Db, Tx, CHUNK};
+use crate::db::{Db, Sql, Tx, CHUNK};
 use crate::domain::{Availability, MetadataStatus, Source};
 use crate::probe::AudioFacts;
 use crate::{AlbumId, ArtistId, Result, TrackId, UserId};
@@ -87,6 +87,25 @@ impl Description {
         }
     }
 
+    /// The columns a description is stored in, each with its value bound in `sql` (the
+    /// derived `search_text` too): an insert and an update write the same list.
+    fn columns(&self, sql: &mut Sql) -> Vec<(&'static str, String)> {
+        let names = &self.names;
+        vec![
+            ("title", sql.arg(names.title.as_str())),
+            ("artist_id", sql.arg(self.artist_id.as_ref())),
+            ("artist_name", sql.arg(names.artist.as_deref())),
+            ("album_id", sql.arg(self.album_id.as_ref())),
+            ("album_title", sql.arg(names.album.as_deref())),
+            ("album_artist_name", sql.arg(self.album_artist())),
+            ("genre", sql.arg(names.genre.as_deref())),
+            ("year", sql.arg(names.year)),
+            ("track_number", sql.arg(names.track_number)),
+            ("disc_number", sql.arg(names.disc_number)),
+            ("search_text", sql.arg(self.search_text())),
+        ]
+    }
+
     fn album_artist(&self) -> Option<&str> {
         self.names
             .album_artist
@@ -136,58 +155,71 @@ pub(crate) struct NewRow<'a> {
 /// Inserts a `pending` track. False when a track with the same (source, source_id) is
 /// already there.
 pub(crate) async fn insert(db: &Db, tx: &mut Tx, row: &NewRow<'_>) -> Result<bool> {
-    let description = row.description;
-    let names = &description.names;
     let facts = row.audio.map(|audio| audio.facts);
     let availability = match row.audio {
         Some(_) => Availability::Available,
         None => Availability::Placeholder,
     };
-    let inserted = db
-        .sql(
-            "INSERT INTO tracks (id, title, artist_id, album_id, artist_name, album_title, album_artist_name, genre,
-                 year, track_number, disc_number, duration_ms, format, mime_type, bitrate_kbps, sample_rate, channels,
-                 size_bytes, content_sha256, storage_uri, source, source_id, source_mtime, added_by, availability,
-                 metadata_status, musicbrainz_recording_id, has_embedded_cover, tags, search_text, shuffle_key,
-                 created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-                 $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, {now}, {now})
-             ON CONFLICT (source, source_id) DO NOTHING",
-        )
-        .bind(row.id)
-        .bind(names.title.as_str())
-        .bind(description.artist_id.as_ref())
-        .bind(description.album_id.as_ref())
-        .bind(names.artist.as_deref())
-        .bind(names.album.as_deref())
-        .bind(description.album_artist())
-        .bind(names.genre.as_deref())
-        .bind(names.year)
-        .bind(names.track_number)
-        .bind(names.disc_number)
-        .bind(facts.map_or(row.announced_duration_ms, |facts| Some(facts.duration_ms)))
-        .bind(facts.map(|facts| facts.format))
-        .bind(facts.map(|facts| facts.mime_type))
-        .bind(facts.and_then(|facts| facts.bitrate_kbps))
-        .bind(facts.and_then(|facts| facts.sample_rate))
-        .bind(facts.and_then(|facts| facts.channels))
-        .bind(row.audio.map(|audio| audio.size_bytes))
-        .bind(row.audio.map(|audio| audio.sha256))
-        .bind(row.audio.map_or("", |audio| audio.key))
-        .bind(row.source.as_str())
-        .bind(row.source_id)
-        .bind(row.source_mtime)
-        .bind(row.added_by)
-        .bind(availability.as_str())
-        .bind(MetadataStatus::Pending.as_str())
-        .bind(row.musicbrainz_recording_id)
-        .bind(facts.is_some_and(|facts| facts.has_embedded_cover))
-        .bind(facts.map(|facts| serde_json::to_string(&facts.tags).unwrap_or_default()))
-        .bind(description.search_text())
-        .bind(crate::domain::shuffle_key())
-        .execute(&mut **tx)
-        .await?;
-    Ok(inserted == 1)
+    let mut sql = db.sql("");
+    let mut columns = row.description.columns(&mut sql);
+    columns.extend([
+        ("id", sql.arg(row.id)),
+        (
+            "duration_ms",
+            sql.arg(facts.map_or(row.announced_duration_ms, |facts| Some(facts.duration_ms))),
+        ),
+        ("format", sql.arg(facts.map(|facts| facts.format))),
+        ("mime_type", sql.arg(facts.map(|facts| facts.mime_type))),
+        (
+            "bitrate_kbps",
+            sql.arg(facts.and_then(|facts| facts.bitrate_kbps)),
+        ),
+        (
+            "sample_rate",
+            sql.arg(facts.and_then(|facts| facts.sample_rate)),
+        ),
+        ("channels", sql.arg(facts.and_then(|facts| facts.channels))),
+        (
+            "size_bytes",
+            sql.arg(row.audio.map(|audio| audio.size_bytes)),
+        ),
+        (
+            "content_sha256",
+            sql.arg(row.audio.map(|audio| audio.sha256)),
+        ),
+        (
+            "storage_uri",
+            sql.arg(row.audio.map_or("", |audio| audio.key)),
+        ),
+        ("source", sql.arg(row.source.as_str())),
+        ("source_id", sql.arg(row.source_id)),
+        ("source_mtime", sql.arg(row.source_mtime)),
+        ("added_by", sql.arg(row.added_by)),
+        ("availability", sql.arg(availability.as_str())),
+        ("metadata_status", sql.arg(MetadataStatus::Pending.as_str())),
+        (
+            "musicbrainz_recording_id",
+            sql.arg(row.musicbrainz_recording_id),
+        ),
+        (
+            "has_embedded_cover",
+            sql.arg(facts.is_some_and(|facts| facts.has_embedded_cover)),
+        ),
+        (
+            "tags",
+            sql.arg(facts.map(|facts| serde_json::to_string(&facts.tags).unwrap_or_default())),
+        ),
+        ("shuffle_key", sql.arg(crate::domain::shuffle_key())),
+        ("created_at", "{now}".to_string()),
+        ("updated_at", "{now}".to_string()),
+    ]);
+    let (names, values): (Vec<&str>, Vec<String>) = columns.into_iter().unzip();
+    sql.push(&format!(
+        "INSERT INTO tracks ({}) VALUES ({}) ON CONFLICT (source, source_id) DO NOTHING",
+        names.join(", "),
+        values.join(", ")
+    ));
+    Ok(sql.execute(&mut **tx).await? == 1)
 }
 
 /// Writes a track's description (and the search text derived from it).
@@ -197,27 +229,18 @@ pub(crate) async fn describe(
     id: &TrackId,
     description: &Description,
 ) -> Result<()> {
-    let names = &description.names;
-    db.sql(
-        "UPDATE tracks SET title = $2, artist_id = $3, artist_name = $4, album_id = $5, album_title = $6,
-             album_artist_name = $7, genre = $8, year = $9, track_number = $10, disc_number = $11,
-             search_text = $12, updated_at = {now}
-         WHERE id = $1",
-    )
-    .bind(id)
-    .bind(names.title.as_str())
-    .bind(description.artist_id.as_ref())
-    .bind(names.artist.as_deref())
-    .bind(description.album_id.as_ref())
-    .bind(names.album.as_deref())
-    .bind(description.album_artist())
-    .bind(names.genre.as_deref())
-    .bind(names.year)
-    .bind(names.track_number)
-    .bind(names.disc_number)
-    .bind(description.search_text())
-    .execute(&mut **tx)
-    .await?;
+    let mut sql = db.sql("");
+    let sets: Vec<String> = description
+        .columns(&mut sql)
+        .into_iter()
+        .map(|(column, value)| format!("{column} = {value}"))
+        .collect();
+    let id = sql.arg(id);
+    sql.push(&format!(
+        "UPDATE tracks SET {}, updated_at = {{now}} WHERE id = {id}",
+        sets.join(", ")
+    ));
+    sql.execute(&mut **tx).await?;
     Ok(())
 }
 
