@@ -23,7 +23,7 @@ shared="${MUSICLIB_SHARED:-$repo/../shared}"
 state="$repo/target/ci"
 mkdir -p "$state"
 
-log() { printf '\n==> %s\n' "$*" >&2; }
+log() { printf '\n==> [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
 
 # ---------------------------------------------------------------- dependencies
 . .ci/toolchain.sh
