@@ -61,9 +61,86 @@ pub struct TrackQuery {
     /// page before. Offered for the sorts title, created_at and updated_at.
     #[param(max_length = 2048)]
     cursor: Option<String>,
+    /// Comma-separated track ids, at most 200: those tracks in this order (repeats kept, ids
+    /// of tracks not in the library left out), one page. Not combined with the other
+    /// parameters.
+    #[param(max_length = 7400)]
+    ids: Option<String>,
 }
 
-/// Lists tracks.
+/// The most ids one `GET /tracks?ids=` reads.
+const MAX_IDS: usize = 200;
+
+impl TrackQuery {
+    /// Whether anything but `ids` is asked.
+    fn filters_or_pages(&self) -> bool {
+        let TrackQuery {
+            source,
+            artist_id,
+            album_id,
+            genre,
+            year,
+            metadata_status,
+            availability,
+            q,
+            sort,
+            limit,
+            offset,
+            cursor,
+            ids: _,
+        } = self;
+        source.is_some()
+            || artist_id.is_some()
+            || album_id.is_some()
+            || genre.is_some()
+            || year.is_some()
+            || metadata_status.is_some()
+            || availability.is_some()
+            || q.is_some()
+            || sort.is_some()
+            || limit.is_some()
+            || offset.is_some()
+            || cursor.is_some()
+    }
+}
+
+/// The tracks of `GET /tracks?ids=`.
+async fn tracks_by_ids(
+    library: &Library,
+    query: &TrackQuery,
+    ids: &str,
+) -> Result<Page<TrackOut>, ApiError> {
+    if query.filters_or_pages() {
+        return Err(ApiError::invalid(
+            "ids",
+            "ids is not combined with filters, sorts or paging",
+        ));
+    }
+    let ids = ids
+        .split(',')
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
+        .map(|id| TrackId::parse_field(id, "ids"))
+        .collect::<Result<Vec<_>, _>>()?;
+    if ids.is_empty() || ids.len() > MAX_IDS {
+        return Err(ApiError::invalid(
+            "ids",
+            format!("between 1 and {MAX_IDS} track ids, separated by commas"),
+        ));
+    }
+    let tracks = library.catalog().tracks_by_ids(&ids).await?;
+    let found = tracks.len() as i64;
+    Ok(Page::from_core(
+        musiclib_core::domain::Paged {
+            items: tracks,
+            total: found,
+            page: musiclib_core::domain::Page::new(Some(MAX_IDS as i64), Some(0))?,
+        },
+        TrackOut::from,
+    ))
+}
+
+/// Lists tracks; or reads several by id (`ids`).
 #[utoipa::path(get, path = "/tracks", tag = "tracks", params(TrackQuery), security(("bearer" = [])),
     responses((status = 200, body = Page<TrackOut>), (status = 401, body = ErrorBody), (status = 422, body = ErrorBody)))]
 async fn list_tracks(
@@ -71,6 +148,9 @@ async fn list_tracks(
     _auth: Auth,
     Query(query): Query<TrackQuery>,
 ) -> Result<axum::Json<Page<TrackOut>>, ApiError> {
+    if let Some(ids) = &query.ids {
+        return Ok(axum::Json(tracks_by_ids(&library, &query, ids).await?));
+    }
     let filter = TrackFilter {
         source: query
             .source

@@ -659,3 +659,52 @@ both_backends!(cursor_paging, |backend| async move {
         );
     }
 });
+
+both_backends!(tracks_by_ids, |backend| async move {
+    let app = App::new(TestLibrary::new(backend).await).await;
+    musiclib_core::testing::insert_library_tracks(&app.library, 6, 2).await;
+    let token = app.register("reader").await;
+    let (_, all) = app.get("/api/v1/tracks?sort=title", Some(&token)).await;
+    let ids: Vec<&str> = all["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|track| track["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 6, "{all}");
+    // In the order asked, a repeat kept, an unknown id left out.
+    let unknown = "00000000-0000-0000-0000-000000000000";
+    let asked = [ids[4], ids[0], unknown, ids[4], ids[2]];
+    let (status, page) = app
+        .get(
+            &format!("/api/v1/tracks?ids={}", asked.join(",")),
+            Some(&token),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    let got: Vec<&str> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|track| track["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(got, [ids[4], ids[0], ids[4], ids[2]]);
+    assert_eq!(page["total"], 4);
+
+    for bad in [
+        "ids=".to_string(),
+        "ids=not-an-id".to_string(),
+        format!("ids={}&sort=title", ids[0]),
+        format!("ids={}", vec![ids[0]; 201].join(",")),
+    ] {
+        let (status, body) = app
+            .get(&format!("/api/v1/tracks?{bad}"), Some(&token))
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {body}");
+        assert_eq!(body["error"]["field"], "ids", "{bad}: {body}");
+    }
+    let (status, _) = app
+        .get(&format!("/api/v1/tracks?ids={}", ids[0]), None)
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+});
