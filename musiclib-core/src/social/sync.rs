@@ -50,6 +50,12 @@ struct StampedTrack {
 }
 
 impl Social {
+    /// Where a client that has just read what it keeps starts pulling: the sync clock now,
+    /// with no changes (a first pull from 0 lists the whole catalogue).
+    pub async fn sync_cursor(&self, _caller: &Caller) -> Result<i64> {
+        self.db.sync_clock().await
+    }
+
     /// The caller's changes with stamps in `(since, cursor]`, at most
     /// `limit` of them (oldest first); `has_more` when the page stopped short of the clock.
     pub async fn sync_changes(

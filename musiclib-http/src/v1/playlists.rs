@@ -6,12 +6,12 @@ use axum::response::Response;
 use musiclib_core::playlists::{NewPlaylist, Playlist, PlaylistChanges, MAX_COVER_BYTES};
 use musiclib_core::{Library, PlaylistId, TrackId};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::dto::{Page, PageParams};
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{Auth, Json, Query};
+use crate::extract::{Auth, Json, MediaAuth, Query};
 
 pub(super) fn routes() -> OpenApiRouter<Library> {
     OpenApiRouter::new()
@@ -318,13 +318,23 @@ async fn remove_tracks(
     Ok(axum::Json(playlist.into()))
 }
 
-/// The stored cover image; 404 when none is stored.
-#[utoipa::path(get, path = "/playlists/{id}/cover", tag = "playlists", params(("id" = String, Path)), security(("bearer" = [])),
+/// Access token, for image elements (they cannot send an Authorization header).
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct CoverToken {
+    /// Access token.
+    #[allow(dead_code)]
+    token: Option<String>,
+}
+
+/// The stored cover image; 404 when none is stored. Bearer or `?token=`.
+#[utoipa::path(get, path = "/playlists/{id}/cover", tag = "playlists", params(("id" = String, Path), CoverToken),
+    security(("bearer" = []), ("token" = [])),
     responses((status = 200, description = "The image", content_type = "image/*"), (status = 304, description = "Not modified"),
         (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn get_cover(
     State(library): State<Library>,
-    Auth(caller): Auth,
+    MediaAuth(caller): MediaAuth,
     method: axum::http::Method,
     Path(id): Path<String>,
     request: axum::http::HeaderMap,

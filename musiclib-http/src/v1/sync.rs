@@ -19,6 +19,7 @@ pub(super) fn routes() -> OpenApiRouter<Library> {
         .routes(routes!(like_state))
         .routes(routes!(list_history, post_history))
         .routes(routes!(changes))
+        .routes(routes!(cursor))
         .routes(routes!(push))
 }
 
@@ -355,6 +356,28 @@ async fn changes(
             .await?
             .into(),
     ))
+}
+
+/// The place to pull from.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CursorOut {
+    /// Pass as `since` to `/sync/changes` to get what changes after now.
+    cursor: String,
+}
+
+/// The sync cursor now, without any changes: for a client that has just read what it keeps
+/// offline through the other endpoints and needs only what changes from here on (a pull
+/// from nothing lists the whole catalogue).
+#[utoipa::path(get, path = "/sync/cursor", tag = "sync", security(("bearer" = [])),
+    responses((status = 200, body = CursorOut), (status = 401, body = ErrorBody)))]
+async fn cursor(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+) -> Result<axum::Json<CursorOut>, ApiError> {
+    let cursor = library.social().sync_cursor(&caller).await?;
+    Ok(axum::Json(CursorOut {
+        cursor: cursor.to_string(),
+    }))
 }
 
 /// A batch of offline events.

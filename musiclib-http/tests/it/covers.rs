@@ -318,3 +318,49 @@ async fn candidates_need_an_api_key(backend: Backend) {
         .unwrap()
         .contains("ACOUSTID_API_KEY"));
 }
+
+// A playlist's cover reads by `?token=` too (an image element cannot send a header), and
+// only for who may read the playlist.
+both_backends!(playlist_cover_by_token, |backend: Backend| async move {
+    let app = App::new(TestLibrary::new(backend).await).await;
+    let owner = app.register("owner").await;
+    let other = app.register("other").await;
+    let (status, playlist) = app
+        .json(
+            "POST",
+            "/api/v1/playlists",
+            Some(&owner),
+            serde_json::json!({"name": "Mine", "public": false}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{playlist}");
+    let uri = format!(
+        "/api/v1/playlists/{}/cover",
+        playlist["id"].as_str().unwrap()
+    );
+    let put = Request::put(&uri)
+        .header(header::AUTHORIZATION, format!("Bearer {owner}"))
+        .header(header::CONTENT_TYPE, "image/jpeg")
+        .body(Body::from(front_image()))
+        .unwrap();
+    let (status, _, _) = app.raw(put).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+
+    let by_token = |token: &str| {
+        get(&format!("{uri}?token={token}"), None)
+            .body(Body::empty())
+            .unwrap()
+    };
+    let (status, headers, bytes) = app.raw(by_token(&owner)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers[header::CONTENT_TYPE], "image/jpeg");
+    assert_eq!(bytes, front_image());
+    let (status, _, _) = app.raw(by_token(&other)).await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "another user's private playlist"
+    );
+    let (status, _, _) = app.raw(by_token("garbage")).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+});

@@ -163,6 +163,7 @@ fn rows() -> Vec<Row> {
         row("GET /admin/services", "read the service report", |_, _| "/admin/services".into(), ADMIN),
         row("GET /admin/sources", "read the source registry", |_, _| "/admin/sources".into(), ADMIN),
         row("GET /admin/settings", "read server settings", |_, _| "/admin/settings".into(), ADMIN),
+        row("GET /admin/jobs", "list every user's jobs", |_, _| "/admin/jobs".into(), ADMIN),
         row("POST /admin/reindex", "reindex", |_, _| "/admin/reindex".into(), [401, 403, 403, 202])
             .body(|_, _| Payload::Json(json!({}))),
         row(
@@ -520,6 +521,7 @@ fn rows() -> Vec<Row> {
             }))
         }),
         row("GET /sync/changes", "sync", |_, _| "/sync/changes?since=0".into(), ANY_USER),
+        row("GET /sync/cursor", "where to pull from now", |_, _| "/sync/cursor".into(), ANY_USER),
         row("POST /sync/push", "push events", |_, _| "/sync/push".into(), ANY_USER).body(|w, role| {
             Payload::Json(json!({
                 "likes": [{

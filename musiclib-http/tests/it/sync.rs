@@ -180,6 +180,16 @@ async fn playlists_likes_history_and_sync_over_http(backend: Backend) {
     );
     let (status, _) = app.get("/api/v1/sync/changes", None).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
+    // The cursor now: at or past where the full pull ended.
+    let (status, now) = app.get("/api/v1/sync/cursor", Some(&alice)).await;
+    assert_eq!(status, StatusCode::OK, "{now}");
+    let number = |cursor: &str| cursor.parse::<i64>().unwrap();
+    assert!(
+        number(now["cursor"].as_str().unwrap()) >= number(cursor),
+        "{now} {cursor}"
+    );
+    let (status, _) = app.get("/api/v1/sync/cursor", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
 
     let (status, _) = app
         .json("DELETE", &uri, Some(&alice), serde_json::Value::Null)
@@ -192,4 +202,20 @@ async fn playlists_likes_history_and_sync_over_http(backend: Backend) {
         )
         .await;
     assert_eq!(last["deleted"]["playlists"], json!([playlist["id"]]));
+    // A cursor taken after the deletion sees it no more.
+    let (_, now) = app.get("/api/v1/sync/cursor", Some(&alice)).await;
+    let (_, after) = app
+        .get(
+            &format!(
+                "/api/v1/sync/changes?since={}",
+                now["cursor"].as_str().unwrap()
+            ),
+            Some(&alice),
+        )
+        .await;
+    assert_eq!(
+        after["deleted"],
+        json!({"tracks": [], "playlists": []}),
+        "{after}"
+    );
 }
