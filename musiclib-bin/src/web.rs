@@ -43,6 +43,8 @@ pub const APP_ROUTES: &[&str] = &[
     "settings",
     "admin",
     "upload",
+    "offline",
+    "radio",
 ];
 
 /// What `/` says when the binary was built without the UI.
