@@ -4,6 +4,8 @@
 #   - starts `<binary> serve` on a free loopback port with a fresh DATA_DIR and <music-folder>
 #     as LOCAL_MEDIA_IMPORT_PATH: on the embedded default, or, when E2E_DATABASE_URL and
 #     E2E_S3_ENDPOINT are set, on PostgreSQL + S3 (as .ci/subsonic-e2e.sh),
+#   - starts a second musiclib (web/e2e/friend-server.sh) as the server's `subsonic` remote
+#     source, for the remote search tests,
 #   - imports the folder as the admin and waits for the scan,
 #   - runs `npm run e2e` in web/ with MUSICLIB_URL, MUSICLIB_USER and MUSICLIB_PASSWORD.
 # The binary must serve the built player (.ci/web.sh first). The server is stopped on exit;
@@ -29,6 +31,16 @@ fi
 lrclib_port="$(free_port)"
 node "$repo/web/e2e/lrclib-mock.mjs" "$lrclib_port" >"$tmp/lrclib.log" 2>&1 &
 helpers+=($!)
+# A friend's musiclib on loopback (SQLite, three tracks of its own, behind a slow link so a
+# download can be watched): the tested server's `subsonic` remote source, for remote search,
+# save, play and download in the search box.
+friend_port="$(free_port)"
+FRIEND_LINK_PORT="$(free_port)"
+export FRIEND_LINK_PORT
+friend="$("$repo/web/e2e/friend-server.sh" "$binary" "$music" "$friend_port" "$tmp/friend")" \
+  || die "the friend's server did not start (logs in $tmp/friend)"
+eval "$friend"
+helpers+=($FRIEND_PIDS)
 start_server "http://127.0.0.1:$lrclib_port"
 
 log "importing $music"
@@ -62,6 +74,9 @@ PY
 
 log "running the Playwright tests in Chromium ($setup)"
 cd web
+# WEB_E2E_ARGS: more arguments for `playwright test` (the test command runs the tests that
+# depend on the backend, `--project desktop --grep-invert @ui`, on its second set-up).
+# shellcheck disable=SC2086
 MUSICLIB_URL="$base" MUSICLIB_USER="$admin_user" MUSICLIB_PASSWORD="$admin_password" \
-  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm run --silent e2e
+  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm run --silent e2e -- ${WEB_E2E_ARGS:-}
 log "web player end-to-end test passed ($setup)"
