@@ -1,5 +1,6 @@
 import { defineConfig } from 'vite';
 import { svelte } from '@sveltejs/vite-plugin-svelte';
+import { serviceWorker } from './sw/plugin.ts';
 
 // The server's Content-Security-Policy for the UI; the dev and preview servers send it too, so
 // a violation shows up while developing and in the e2e tests, not first in production.
@@ -13,7 +14,7 @@ const api = process.env.MUSICLIB_API ?? 'http://127.0.0.1:18123';
 const proxy = { '/api': { target: api, changeOrigin: false } };
 
 export default defineConfig({
-  plugins: [svelte()],
+  plugins: [svelte(), serviceWorker()],
   build: {
     // No data: URIs and no inlined assets: everything is a file under /assets/.
     assetsInlineLimit: 0,

@@ -31,6 +31,8 @@ async function routes(api: Api): Promise<[string, string][]> {
     ['settings', '/settings'],
     ['upload', '/upload'],
     ['admin', '/admin'],
+    ['offline', '/offline'],
+    ['radio', '/radio'],
   ];
 }
 
@@ -54,7 +56,7 @@ async function check(page: Page, name: string, viewport: string) {
   await page.screenshot({ path: `test-results/${viewport}-${name}.png` });
 }
 
-test('every page passes axe without sideways scrolling', async ({ signedIn: page, api }, info) => {
+test('every page passes axe without sideways scrolling', { tag: '@ui' }, async ({ signedIn: page, api }, info) => {
   test.setTimeout(300_000);
   const viewport = info.project.name;
   // Something in the queue, so the player bar and the now-playing page have content.

@@ -6,3 +6,11 @@ import { applyTheme, savedTheme } from './lib/stores/theme';
 
 applyTheme(savedTheme());
 mount(App, { target: document.getElementById('app')! });
+
+// The service worker keeps the app's files, so it opens without the network (built app only).
+// Registered once the page has loaded: its downloads do not compete with the first page's.
+if (import.meta.env.PROD && 'serviceWorker' in navigator) {
+  const register = () => void navigator.serviceWorker.register('/sw.js').catch(() => undefined);
+  if (document.readyState === 'complete') register();
+  else addEventListener('load', register, { once: true });
+}

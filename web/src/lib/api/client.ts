@@ -2,6 +2,7 @@
 import createClient, { type Middleware } from 'openapi-fetch';
 import type { components, paths } from './schema';
 import { auth } from '../stores/auth.svelte';
+import { t } from '../messages';
 
 export type Schemas = components['schemas'];
 export type Track = Schemas['TrackOut'];
@@ -23,12 +24,23 @@ const authorize: Middleware = {
   },
 };
 
+// No answer at all (offline, the server down, a timeout): an error answer like the server's,
+// so pages show that they need the network instead of waiting on a promise that threw.
+// A caller's own abort still throws.
+const unreachable: Middleware = {
+  onError({ error }) {
+    if (error instanceof DOMException && error.name === 'AbortError') return;
+    const body = { error: { code: 'unreachable', message: t.unreachable } };
+    return new Response(JSON.stringify(body), { status: 503, headers: { 'Content-Type': 'application/json' } });
+  },
+};
+
 // Array parameters are comma-separated (`style: form, explode: false` in the document).
 export const api = createClient<paths>({
   baseUrl: '/api/v1',
   querySerializer: { array: { style: 'form', explode: false } },
 });
-api.use(authorize);
+api.use(authorize, unreachable);
 
 /** The server's error message, for a toast or a form. */
 export function errorMessage(error: unknown, fallback: string): string {

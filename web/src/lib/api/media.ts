@@ -19,6 +19,11 @@ export function coverUrl(kind: 'albums' | 'tracks', id: string, size: CoverSize)
   return `/api/v1/${kind}/${encodeURIComponent(id)}/cover?${params}`;
 }
 
+/** A playlist's own cover (uploaded by its owner). */
+export function playlistCoverUrl(id: string): string {
+  return `/api/v1/playlists/${encodeURIComponent(id)}/cover?${new URLSearchParams({ token: auth.token ?? '' })}`;
+}
+
 /** `srcset` of a cover shown `shown` CSS pixels wide: the listed size and its double. */
 export function coverSrcset(kind: 'albums' | 'tracks', id: string): string {
   return COVER_SIZES.map((size) => `${coverUrl(kind, id, size)} ${size}w`).join(', ');

@@ -1,32 +1,33 @@
-// Tracks by id, for lists that give only ids (likes, history, playlists): read one by one
-// (the API has no batch read), a few at a time, and remembered for the session.
+// Tracks by id, for lists that give only ids (likes, history, playlists): read 200 at a time
+// (`GET /tracks?ids=`), and remembered for the session.
 import { api, type Track } from './client';
 
-const cache = new Map<string, Promise<Track | null>>();
-const PARALLEL = 6;
+const cache = new Map<string, Track>();
+/** The most ids one read takes (the API's bound). */
+const BATCH = 200;
 
-function one(id: string): Promise<Track | null> {
-  let hit = cache.get(id);
-  if (!hit) {
-    hit = api.GET('/tracks/{id}', { params: { path: { id } } }).then(({ data }) => data ?? null);
-    cache.set(id, hit);
-    void hit.then((track) => track ?? cache.delete(id));
+/**
+ * The tracks of `ids` in order (repeats kept); ids the server no longer has are left out.
+ * Throws when the server could not be asked, so a caller that keeps things (offline) never
+ * takes a failed read for tracks that are gone.
+ */
+export async function readTracks(ids: readonly string[]): Promise<Track[]> {
+  const missing = [...new Set(ids.filter((id) => !cache.has(id)))];
+  for (let i = 0; i < missing.length; i += BATCH) {
+    const { data } = await api.GET('/tracks', { params: { query: { ids: missing.slice(i, i + BATCH).join(',') } } });
+    if (!data) throw new Error('the tracks could not be read');
+    for (const track of data.items) cache.set(track.id, track);
   }
-  return hit;
+  return ids.map((id) => cache.get(id)).filter((track): track is Track => track !== undefined);
 }
 
-/** The tracks of `ids` in order; ids the server no longer has are left out. */
+/** As {@link readTracks}, for pages: a failed read shows the tracks already known. */
 export async function tracksById(ids: readonly string[]): Promise<Track[]> {
-  const out: (Track | null)[] = new Array(ids.length).fill(null);
-  let next = 0;
-  async function worker() {
-    while (next < ids.length) {
-      const i = next++;
-      out[i] = await one(ids[i]!);
-    }
+  try {
+    return await readTracks(ids);
+  } catch {
+    return ids.map((id) => cache.get(id)).filter((track): track is Track => track !== undefined);
   }
-  await Promise.all(Array.from({ length: Math.min(PARALLEL, ids.length) }, worker));
-  return out.filter((track): track is Track => track !== null);
 }
 
 /** Forget a changed track (after an edit). */

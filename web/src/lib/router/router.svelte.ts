@@ -21,15 +21,19 @@ const table: [string, Loader, boolean?][] = [
   ['/artists', () => import('../../pages/Artists.svelte')],
   ['/artists/:id', () => import('../../pages/Artist.svelte')],
   ['/tracks', () => import('../../pages/Tracks.svelte')],
+  ['/tracks/:id', () => import('../../pages/Track.svelte')],
   ['/search', () => import('../../pages/Search.svelte')],
   ['/liked', () => import('../../pages/Liked.svelte')],
   ['/history', () => import('../../pages/History.svelte')],
   ['/playlists', () => import('../../pages/Playlists.svelte')],
   ['/playlists/:id', () => import('../../pages/Playlist.svelte')],
   ['/now-playing', () => import('../../pages/NowPlaying.svelte')],
+  ['/radio', () => import('../../pages/Radio.svelte')],
   ['/settings', () => import('../../pages/Settings.svelte')],
-  ['/admin', () => import('../../pages/Later.svelte')],
+  ['/admin', () => import('../../pages/admin/Admin.svelte')],
+  ['/admin/:section', () => import('../../pages/admin/Admin.svelte')],
   ['/upload', () => import('../../pages/Upload.svelte')],
+  ['/offline', () => import('../../pages/Offline.svelte')],
 ];
 
 const routes: Route[] = table.map(([path, load, open]) => ({ ...parse(path), load, open }));

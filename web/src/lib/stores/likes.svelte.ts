@@ -1,7 +1,7 @@
 // Like state of the tracks on screen: asked of the server in batches, changed by events.
 import { SvelteMap } from 'svelte/reactivity';
 import { api } from '../api/client';
-import { eventId } from '../ids';
+import { events } from '../offline/events.svelte';
 import { auth } from './auth.svelte';
 
 const BATCH = 500; // the most ids GET /likes/state takes
@@ -29,20 +29,27 @@ class LikesStore {
       const batch = ids.slice(i, i + BATCH);
       batch.forEach((id) => this.#asked.add(id));
       const { data } = await api.GET('/likes/state', { params: { query: { track_ids: batch } } });
+      // Unanswered (offline): asked again by the next page that shows them.
+      if (!data) batch.forEach((id) => this.#asked.delete(id));
       for (const row of data ?? []) if (!this.#state.has(row.track_id)) this.#state.set(row.track_id, row.liked);
     }
   }
 
-  /** Likes or unlikes; shown at once, put back if the server refuses. */
+  /** Likes or unlikes; shown at once, sent through the outbox (kept while offline). */
   toggle = async (trackId: string): Promise<void> => {
     const liked = !this.liked(trackId);
+    this.set(trackId, liked);
+    await events.like(trackId, liked);
+  };
+
+  /** A state known from elsewhere (a sync, a like not sent yet). */
+  set = (trackId: string, liked: boolean) => {
     this.#state.set(trackId, liked);
     this.#asked.add(trackId);
-    const { error } = await api.POST('/likes', {
-      body: { client_event_id: eventId(), track_id: trackId, liked, event_time: new Date().toISOString() },
-    });
-    if (error) this.#state.set(trackId, !liked);
   };
+
+  /** Whether the state of this track was asked for (it is on screen or was). */
+  knows = (trackId: string): boolean => this.#asked.has(trackId);
 
   reset = () => {
     this.#state.clear();

@@ -1,12 +1,14 @@
 // The player: the queue (pure functions in player/queue.ts) plus the audio engine, the media
 // session and play recording. Components call its methods and read its fields.
 import * as q from '../player/queue';
+import * as radio from '../player/radio';
 import { Engine } from '../player/engine';
 import { PlayTracker } from '../player/plays';
 import * as session from '../player/media-session';
 import { streamUrl, type Quality } from '../api/media';
 import { api } from '../api/client';
-import { eventId } from '../ids';
+import { events } from '../offline/events.svelte';
+import { offline } from '../offline/offline.svelte';
 import { toast } from './toast.svelte';
 import { t } from '../messages';
 import { auth } from './auth.svelte';
@@ -23,8 +25,16 @@ class PlayerStore {
   /** The user's streaming quality (settings); undefined: the server applies it itself. */
   quality = $state<Quality | undefined>(undefined);
   queueOpen = $state(false);
+  /** The radio feeding the queue (null when none): its seed and each track's reasons. */
+  radio = $state<radio.RadioState | null>(radio.load(localStorage));
+  /** A radio batch is being asked for. */
+  radioLoading = $state(false);
 
   #engine: Engine | null = null;
+  /** Counts track loads, so a source read late does not replace a newer track. */
+  #loads = 0;
+  /** The track in the preloading element and its source. */
+  #preloaded: { id: string; src: string } | null = null;
   #plays = new PlayTracker();
   #lastSavedPosition = 0;
 
@@ -44,6 +54,12 @@ class PlayerStore {
       },
       ended: () => this.#advance(true),
       error: () => {
+        // Offline, a track that is not stored cannot play, nor can the ones after it.
+        if (!offline.online && this.current && !offline.has(this.current.id)) {
+          toast.say(t.offlineNotStored);
+          this.pause();
+          return;
+        }
         toast.say(t.playFailed);
         this.#advance(false);
       },
@@ -64,7 +80,8 @@ class PlayerStore {
     const now = this.current;
     if (now) {
       const saved = Number(localStorage.getItem(POSITION_KEY) ?? '0');
-      this.#engine.load(streamUrl(now.id, this.quality), Number.isFinite(saved) ? saved : 0);
+      const load = ++this.#loads;
+      this.#withSource(now.id, (src) => load === this.#loads && this.#engine?.load(src, Number.isFinite(saved) ? saved : 0));
       this.position = saved;
       session.showTrack(now);
       this.#preload();
@@ -75,6 +92,7 @@ class PlayerStore {
   // Queue operations --------------------------------------------------------------------------
 
   playTracks = (tracks: q.QueueTrack[], start = 0) => {
+    this.#setRadio(null);
     this.#set(q.playNow(this.queue, tracks, start));
     this.#start();
   };
@@ -98,7 +116,10 @@ class PlayerStore {
       else this.#engine?.stop();
     }
   };
-  clear = () => this.#set(q.clear(this.queue));
+  clear = () => {
+    this.#setRadio(null);
+    this.#set(q.clear(this.queue));
+  };
   move = (from: number, to: number) => this.#set(q.move(this.queue, from, to));
   jump = (position: number) => {
     this.#set(q.jump(this.queue, position));
@@ -135,8 +156,83 @@ class PlayerStore {
     localStorage.setItem(VOLUME_KEY, String(this.volume));
   };
 
+  // Radio --------------------------------------------------------------------------------------
+
+  /** Starts a radio from a track (it plays first) or from the likes; the queue is replaced. */
+  startRadio = async (seed: q.QueueTrack | null) => {
+    const session = radio.begin(
+      seed ? { kind: 'track', id: seed.id, title: seed.title, artist: seed.artist ?? null } : { kind: 'likes' },
+    );
+    this.#setRadio(null);
+    if (seed) {
+      this.#set(q.playNow(this.queue, [seed]));
+      this.#start();
+    }
+    this.#setRadio(session);
+    const ok = await this.#topUp(true);
+    if (!ok && this.radio === session) {
+      this.#setRadio(null);
+      toast.say(t.radioFailed);
+    }
+  };
+  stopRadio = () => {
+    this.#setRadio(null);
+    toast.say(t.radioStopped);
+  };
+  /** Why the radio chose this track (empty when it did not). */
+  reasonsOf = (trackId: string): radio.Reason[] => this.radio?.reasons[trackId] ?? [];
+
+  #setRadio(state: radio.RadioState | null) {
+    this.radio = state;
+    radio.save(localStorage, state);
+  }
+
+  /**
+   * Asks for the next batch when the radio is on and the queue nears its end; `force` asks
+   * even when it does not (the first batch). Resolves false when the server did not answer.
+   */
+  async #topUp(force = false): Promise<boolean> {
+    const session = this.radio;
+    const remaining = this.queue.entries.length - 1 - this.queue.index;
+    if (!session || this.radioLoading || (!force && !radio.needsMore(session, remaining))) return true;
+    this.radioLoading = true;
+    try {
+      // A radio from the likes replaces the queue with its first batch: what was queued
+      // before is neither excluded nor kept.
+      const replace = session.batches === 0 && session.seed.kind === 'likes';
+      const queued = replace ? [] : this.queue.entries.map((entry) => entry.track.id);
+      const body = radio.request(session, queued);
+      const { data } = await (session.batches === 0 ? api.POST('/radio', { body }) : api.POST('/radio/next', { body }));
+      let items = data?.items;
+      let restart = false;
+      if (items && items.length === 0 && session.seen.length > 0) {
+        // The library is used up: start over, excluding only what played last.
+        restart = true;
+        const again = await api.POST('/radio/next', { body: radio.request(session, queued, true) });
+        items = again.data?.items;
+      }
+      if (!items) return false;
+      if (this.radio !== session) return true; // stopped or replaced meanwhile
+      // Nothing even after starting over (or nothing at all to start from): the radio ended.
+      this.#setRadio(radio.absorb(session, items, restart || session.seen.length === 0));
+      const tracks = items.map((item) => item.track);
+      if (replace && tracks.length) {
+        this.#set(q.playNow(this.queue, tracks));
+        this.#start();
+      } else if (tracks.length) {
+        const wasEmpty = this.queue.index < 0;
+        this.#set(q.add(this.queue, tracks));
+        if (wasEmpty) this.#start();
+      }
+      return true;
+    } finally {
+      this.radioLoading = false;
+    }
+  }
+
   /** Signing out: nothing of the last user's queue stays. */
   reset = () => {
+    this.#setRadio(null);
     this.#engine?.stop();
     this.queue = q.empty();
     q.forget(localStorage);
@@ -152,18 +248,24 @@ class PlayerStore {
     this.queue = state;
     q.save(localStorage, state);
     this.#preload();
+    void this.#topUp().then((ok) => ok || toast.say(t.radioMoreFailed));
   }
 
   #start(autoplay = true) {
     const now = this.current;
-    if (!now || !this.#engine) return;
-    this.#engine.load(streamUrl(now.id, this.quality));
+    const engine = this.#engine;
+    if (!now || !engine) return;
+    const load = ++this.#loads;
+    this.#withSource(now.id, (src) => {
+      if (load !== this.#loads) return; // another track was started meanwhile
+      engine.load(src);
+      if (autoplay) void engine.play();
+    });
     this.position = 0;
     this.duration = (now.duration_ms ?? 0) / 1000;
     this.#plays.start();
     session.showTrack(now);
     this.#savePosition(true);
-    if (autoplay) void this.#engine.play();
     this.#preload();
   }
 
@@ -178,6 +280,7 @@ class PlayerStore {
     const sameEntry = following.index === this.queue.index;
     this.queue = following;
     q.save(localStorage, following);
+    void this.#topUp().then((ok) => ok || toast.say(t.radioMoreFailed));
     const now = this.current!;
     if (sameEntry) {
       this.seek(0);
@@ -185,7 +288,9 @@ class PlayerStore {
       void this.play();
       return;
     }
-    if (this.#engine?.playPreloaded(streamUrl(now.id, this.quality))) {
+    const preloaded = this.#preloaded;
+    if (preloaded?.id === now.id && this.#engine?.playPreloaded(preloaded.src)) {
+      ++this.#loads;
       this.position = 0;
       this.#plays.start();
       session.showTrack(now);
@@ -196,9 +301,36 @@ class PlayerStore {
   }
 
   #preload() {
+    const following = this.#following();
+    if (!following) {
+      this.#preloaded = null;
+      this.#engine?.preload(null);
+      return;
+    }
+    this.#withSource(following, (src) => {
+      if (this.#following() !== following) return; // the queue changed meanwhile
+      this.#preloaded = { id: following, src };
+      this.#engine?.preload(src);
+    });
+  }
+
+  /** The id of the track that plays after the current one (null: none). */
+  #following(): string | null {
     const position = q.nextPosition(this.queue, true);
-    const following = position === null || position === this.queue.index ? null : this.queue.entries[position];
-    this.#engine?.preload(following ? streamUrl(following.track.id, this.quality) : null);
+    return position === null || position === this.queue.index ? null : (this.queue.entries[position]?.track.id ?? null);
+  }
+
+  /**
+   * Hands `use` the source of a track: its stored audio when it is kept offline (online or
+   * not), else the stream. At once when that is known, else once the stored data is read.
+   */
+  #withSource(trackId: string, use: (src: string) => void) {
+    const stream = () => streamUrl(trackId, this.quality);
+    if (offline.loaded && !offline.has(trackId)) return use(stream());
+    void offline.ready
+      .then(() => (offline.has(trackId) ? offline.audioUrl(trackId) : null))
+      .catch(() => null)
+      .then((url) => use(url ?? stream()));
   }
 
   #time(position: number, duration: number) {
@@ -211,10 +343,8 @@ class PlayerStore {
   }
 
   async #record(trackId: string, playedAt: Date, seconds: number) {
-    // Plays are best effort while online; the offline slice moves them to an outbox.
-    await api.POST('/history', {
-      body: { client_event_id: eventId(), track_id: trackId, played_at: playedAt.toISOString(), seconds_played: seconds },
-    });
+    // Through the outbox: a play made offline is sent when the network is back.
+    await events.play(trackId, playedAt, seconds);
   }
 
   #savePosition(force: boolean) {
