@@ -80,3 +80,24 @@ export function audioTime(page: Page): Promise<number> {
 export async function screenshot(page: Page, name: string) {
   await page.screenshot({ path: `test-results/${name}.png` });
 }
+
+/** A short WAV of noise, different on every run (so it is new to the library). */
+export function wav(seconds = 1, rate = 8000): Buffer {
+  const samples = seconds * rate;
+  const data = Buffer.alloc(samples * 2);
+  for (let i = 0; i < samples; i++) data.writeInt16LE(Math.floor((Math.random() - 0.5) * 20000), i * 2);
+  const header = Buffer.alloc(44);
+  header.write('RIFF', 0);
+  header.writeUInt32LE(36 + data.length, 4);
+  header.write('WAVEfmt ', 8);
+  header.writeUInt32LE(16, 16);
+  header.writeUInt16LE(1, 20);
+  header.writeUInt16LE(1, 22);
+  header.writeUInt32LE(rate, 24);
+  header.writeUInt32LE(rate * 2, 28);
+  header.writeUInt16LE(2, 32);
+  header.writeUInt16LE(16, 34);
+  header.write('data', 36);
+  header.writeUInt32LE(data.length, 40);
+  return Buffer.concat([header, data]);
+}
