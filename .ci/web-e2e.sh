@@ -77,6 +77,9 @@ cd web
 # WEB_E2E_ARGS: more arguments for `playwright test` (the test command runs the tests that
 # depend on the backend, `--project desktop --grep-invert @ui`, on its second set-up).
 # shellcheck disable=SC2086
+# MUSICLIB_BIN and MUSICLIB_MUSIC: for the offline test, which starts and stops a server of
+# its own (the shared one must stay up for the others).
 MUSICLIB_URL="$base" MUSICLIB_USER="$admin_user" MUSICLIB_PASSWORD="$admin_password" \
+  MUSICLIB_BIN="$binary" MUSICLIB_MUSIC="$music" \
   PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm run --silent e2e -- ${WEB_E2E_ARGS:-}
 log "web player end-to-end test passed ($setup)"
