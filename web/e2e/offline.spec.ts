@@ -1,13 +1,17 @@
 // Offline: the installable app (manifest, service worker), an album kept offline that opens and
-// plays with the network gone, and a like made meanwhile that reaches the server exactly once
-// when the network is back, and then shows on a second device.
+// plays with the server stopped, and a like made meanwhile that reaches the server exactly once
+// when it is back, and then shows on a second browser; playlists and liked songs kept offline
+// following the changes made elsewhere.
 import { randomUUID } from 'node:crypto';
 import AxeBuilder from '@axe-core/playwright';
-import type { Page } from '@playwright/test';
-import { Api, PASSWORD, USER, audioTime, expect, login, screenshot, test } from './fixtures';
+import type { APIRequestContext, Page } from '@playwright/test';
+import { Api, PASSWORD, USER, audioTime, expect, screenshot, test } from './fixtures';
+import { OwnServer } from './own-server';
 
 const ALBUM = '夜明けの歌';
 const LIKED = 'さよなら、夏';
+/** The album's folder in the corpus library (the server of the album flow imports only it). */
+const ALBUM_FOLDER = '月光オーケストラ/夜明けの歌 (2020)';
 
 interface Changes {
   likes: { client_event_id: string; track_id: string; liked: boolean }[];
@@ -35,24 +39,38 @@ function setLike(api: Api, trackId: string, liked: boolean) {
   return api.send('POST', '/likes', { client_event_id: randomUUID(), track_id: trackId, liked, event_time: new Date().toISOString() });
 }
 
-/** The like events waiting in the page's outbox (IndexedDB). */
-function outboxLikes(page: Page): Promise<{ id: string; track: string }[]> {
+/** One store of the page's offline database, read whole: its values, or its keys. */
+function readStore<T>(page: Page, store: string, what: 'values' | 'keys' = 'values'): Promise<T[]> {
   return page.evaluate(
-    () =>
-      new Promise((resolve, reject) => {
+    ([store, what]) =>
+      new Promise<T[]>((resolve, reject) => {
         const request = indexedDB.open('musiclib-offline');
         request.onerror = () => reject(request.error);
         request.onsuccess = () => {
           const db = request.result;
-          const read = db.transaction('outbox').objectStore('outbox').getAll();
+          const objects = db.transaction(store).objectStore(store);
+          const read = what === 'keys' ? objects.getAllKeys() : objects.getAll();
           read.onsuccess = () => {
             db.close();
-            const events = read.result as { kind: string; body: { client_event_id: string; track_id: string } }[];
-            resolve(events.filter((e) => e.kind === 'like').map((e) => ({ id: e.body.client_event_id, track: e.body.track_id })));
+            resolve(read.result as T[]);
           };
         };
       }),
+    [store, what] as const,
   );
+}
+
+interface LikeIn {
+  client_event_id: string;
+  track_id: string;
+  liked: boolean;
+  event_time: string;
+}
+
+/** The like events waiting in the page's outbox (IndexedDB). */
+async function outboxLikes(page: Page): Promise<{ id: string; track: string; body: LikeIn }[]> {
+  const events = await readStore<{ kind: string; body: LikeIn }>(page, 'outbox');
+  return events.filter((e) => e.kind === 'like').map((e) => ({ id: e.body.client_event_id, track: e.body.track_id, body: e.body }));
 }
 
 async function controlled(page: Page) {
@@ -91,22 +109,63 @@ test('the app is installable: the manifest and its icons are served, the service
   expect(cached.filter((path) => path.startsWith('/api/'))).toEqual([]);
 });
 
-test('an album kept offline plays without the network; a like made offline reaches the server once', async ({
-  signedIn: page,
+// The album flow runs on a server of its own (e2e/own-server.ts), which it stops and starts
+// again: the shared server must stay up for the other tests, and a stopped server is unreachable
+// for every fetch of the browser, the service worker's included (which Playwright's offline
+// switch is not documented to reach).
+const withOwnServer = test.extend<{ server: OwnServer }>({
+  server: [
+    async ({}, use, testInfo) => {
+      const server = await OwnServer.create({ albums: [ALBUM_FOLDER], user: USER, password: PASSWORD });
+      try {
+        await use(server);
+      } finally {
+        if (testInfo.status !== testInfo.expectedStatus) await testInfo.attach('server.log', { body: await server.log() });
+        await server.dispose();
+      }
+    },
+    { timeout: 120_000 },
+  ],
+  baseURL: async ({ server }, use) => use(server.base),
+});
+
+/** An API client for set-up and checks, signed in as the admin (not cached: the server is the test's own). */
+async function apiOf(request: APIRequestContext): Promise<Api> {
+  const answer = await request.post('/api/v1/auth/login', { data: { username: USER, password: PASSWORD } });
+  expect(answer.status(), await answer.text()).toBe(200);
+  return new Api(request, ((await answer.json()) as { access_token: string }).access_token);
+}
+
+/** Signs in through the sign-in page (the visit to `path` leads there first). */
+async function signIn(page: Page, path: string) {
+  await page.goto(path);
+  await expect(page).toHaveURL(/\/login\?next=/);
+  await page.getByLabel('User name').fill(USER);
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await expect(page).toHaveURL(new RegExp(`${path}$`));
+}
+
+withOwnServer('an album kept offline plays with the server stopped; a like made meanwhile reaches it once', async ({
+  server,
+  page,
+  problems,
   context,
   browser,
-  api,
-  request,
+  playwright,
 }) => {
-  await page.goto('/albums');
+  withOwnServer.setTimeout(180_000);
+  let request = await playwright.request.newContext({ baseURL: server.base });
+  let api = await apiOf(request);
+
+  await signIn(page, '/albums');
   await controlled(page);
   await page.getByRole('link', { name: ALBUM }).first().click();
   await expect(page.getByRole('heading', { name: ALBUM, level: 1 })).toBeVisible();
   const albumId = new URL(page.url()).pathname.split('/').pop()!;
   const tracks = await api.get<{ items: { id: string; title: string }[] }>(`/albums/${albumId}/tracks?limit=200`);
   const liked = tracks.items.find((track) => track.title === LIKED)!;
-  // The track starts unliked; the changes from now on are the ones to count.
-  if (await likedOnServer(api, liked.id)) await setLike(api, liked.id, false);
+  expect(await likedOnServer(api, liked.id)).toBe(false);
   const { cursor } = await changesSince(api, '');
 
   // Make it available offline: progress, then "Available offline".
@@ -118,15 +177,21 @@ test('an album kept offline plays without the network; a like made offline reach
   await expect(keep).toContainText('Available offline');
   await screenshot(page, 'offline-album-kept');
 
-  // The network goes, for the service worker too (so the reload is answered from its cache).
-  await context.setOffline(true);
+  // The server stops (the browser keeps its network): nothing answers on its port, for the
+  // page and for the service worker.
+  await request.dispose();
+  await server.stop();
+  expect(await server.healthy()).toBe(false);
   const [worker] = context.serviceWorkers();
   expect(await worker!.evaluate(() => fetch('/health').then(() => 'reached', () => 'unreachable'))).toBe('unreachable');
+
+  // A reload is answered by the service worker: the app opens; the album's page, which needs
+  // the server, says it could not load (with Retry) instead of waiting.
   const reloaded = await page.reload();
   expect(reloaded?.fromServiceWorker()).toBe(true);
-  await expect(page.getByRole('status').filter({ hasText: 'You are offline' })).toBeVisible();
-  // The album's page needs the server: it says so instead of waiting.
-  await expect(page.getByText('This page needs the network, and you are offline.')).toBeVisible();
+  await expect(page.getByRole('navigation', { name: 'Main' })).toBeVisible();
+  await expect(page.getByText('Could not load this. Try again.')).toBeVisible();
+  await expect(page.getByRole('button', { name: 'Retry' })).toBeVisible();
 
   // The Offline page lists the album; it plays from the stored audio.
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Offline' }).click();
@@ -136,9 +201,9 @@ test('an album kept offline plays without the network; a like made offline reach
   await entry.getByRole('button', { name: `Play ${ALBUM}` }).click();
   await expect.poll(() => audioTime(page), { timeout: 20_000 }).toBeGreaterThan(1);
   expect(await page.evaluate(() => document.querySelector('audio')!.src)).toMatch(/^blob:/);
-  await screenshot(page, 'offline-page-offline');
+  await screenshot(page, 'offline-page-server-stopped');
 
-  // A like made offline waits in the outbox; the server does not have it yet.
+  // A like made meanwhile waits in the outbox.
   await entry.getByText('Tracks', { exact: true }).click();
   const row = entry.getByRole('listitem').filter({ hasText: LIKED });
   await row.getByRole('button', { name: 'Like', exact: true }).click();
@@ -146,58 +211,56 @@ test('an album kept offline plays without the network; a like made offline reach
   await expect.poll(() => outboxLikes(page)).toHaveLength(1);
   const [waiting] = await outboxLikes(page);
   expect(waiting!.track).toBe(liked.id);
-  expect(await likedOnServer(api, liked.id)).toBe(false);
   await expect(page.getByText(/waits? to be sent/)).toBeVisible();
+  expect(await server.healthy()).toBe(false);
 
-  // The network is back: the like is pushed, exactly once, with the id it was made with.
-  await context.setOffline(false);
-  await expect.poll(() => likedOnServer(api, liked.id), { timeout: 30_000 }).toBe(true);
+  // The server is back, on the same port with the same data: the outbox's next try sends the
+  // like (no reload, no network event), exactly once, with the id it was made with.
+  await server.start();
+  request = await playwright.request.newContext({ baseURL: server.base });
+  api = await apiOf(request);
+  await expect.poll(() => likedOnServer(api, liked.id), { timeout: 60_000 }).toBe(true);
   await expect.poll(() => outboxLikes(page)).toHaveLength(0);
-  // Another start of the app (which pushes what waits) sends nothing again.
+  await expect(page.getByText(/waits? to be sent/)).toBeHidden();
+  // Another start of the app (which pushes what waits) sends nothing again; a push sent again
+  // (its answer lost on the way) is a duplicate the server ignores.
   await page.reload();
   await expect(page.getByRole('heading', { name: 'Offline', level: 1 })).toBeVisible();
+  const again = await api.send('POST', '/sync/push', { likes: [waiting!.body], plays: [] });
+  expect(again.status()).toBe(200);
+  expect(await again.json()).toMatchObject({ accepted: 0, duplicates: 1 });
   const after = await changesSince(api, cursor);
   const events = after.likes.filter((like) => like.track_id === liked.id);
   expect(events.map((like) => [like.client_event_id, like.liked])).toEqual([[waiting!.id, true]]);
 
-  // A second device signed in as the same user sees the track liked.
-  const signIn = await request.post('/api/v1/auth/login', { data: { username: USER, password: PASSWORD } });
-  const second = (await signIn.json()) as Awaited<ReturnType<typeof login>>;
+  // A second browser (nothing stored), signed in as the same user, sees the track liked.
   const device = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  await device.addInitScript((saved) => localStorage.setItem('musiclib.auth', saved), JSON.stringify({
-    token: second.access_token,
-    user: second.user,
-    expiresAt: Date.now() + second.expires_in * 1000,
-  }));
   const other = await device.newPage();
-  await other.goto(`/albums/${albumId}`);
+  other.on('pageerror', (error) => problems.push(`uncaught (second browser): ${error.message}`));
+  await signIn(other, `/albums/${albumId}`);
   const otherRow = other.getByRole('list', { name: ALBUM }).getByRole('listitem').filter({ hasText: LIKED });
   await expect(otherRow.getByRole('button', { name: 'Unlike' })).toHaveAttribute('aria-pressed', 'true');
   await device.close();
 
-  // Clean up: the like undone, the album removed from this browser.
-  await setLike(api, liked.id, false);
+  // The browser's own offline switch (navigator.onLine) is shown as such: a banner, and the
+  // pages that need the network say so.
+  await context.setOffline(true);
+  await page.goto(`/albums/${albumId}`);
+  await expect(page.getByRole('status').filter({ hasText: 'You are offline' })).toBeVisible();
+  await expect(page.getByText('This page needs the network, and you are offline.')).toBeVisible();
+  await context.setOffline(false);
+  await expect(page.getByRole('status').filter({ hasText: 'You are offline' })).toBeHidden();
+
+  // Removed from this browser: nothing is kept.
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Offline' }).click();
   await entry.getByRole('button', { name: `Remove ${ALBUM} from this device` }).click();
   await expect(page.getByText('Nothing is kept offline yet.', { exact: false })).toBeVisible();
+  await request.dispose();
 });
 
 /** The track ids whose audio the page keeps (IndexedDB). */
-function storedAudio(page: Page): Promise<string[]> {
-  return page.evaluate(
-    () =>
-      new Promise((resolve, reject) => {
-        const request = indexedDB.open('musiclib-offline');
-        request.onerror = () => reject(request.error);
-        request.onsuccess = () => {
-          const db = request.result;
-          const read = db.transaction('audio').objectStore('audio').getAllKeys();
-          read.onsuccess = () => {
-            db.close();
-            resolve((read.result as string[]).sort());
-          };
-        };
-      }),
-  );
+async function storedAudio(page: Page): Promise<string[]> {
+  return (await readStore<string>(page, 'audio', 'keys')).sort();
 }
 
 test('a playlist kept offline follows the changes made on another device', async ({ signedIn: page, api }) => {
@@ -242,28 +305,12 @@ test('a playlist kept offline follows the changes made on another device', async
 });
 
 /** What the page keeps in each store of its offline database. */
-function storedCounts(page: Page): Promise<Record<string, number>> {
-  return page.evaluate(
-    () =>
-      new Promise((resolve, reject) => {
-        const request = indexedDB.open('musiclib-offline');
-        request.onerror = () => reject(request.error);
-        request.onsuccess = () => {
-          const db = request.result;
-          const names = ['collections', 'tracks', 'audio', 'covers', 'outbox'];
-          const tx = db.transaction(names);
-          const counts: Record<string, number> = {};
-          for (const name of names) {
-            const count = tx.objectStore(name).count();
-            count.onsuccess = () => (counts[name] = count.result);
-          }
-          tx.oncomplete = () => {
-            db.close();
-            resolve(counts);
-          };
-        };
-      }),
-  );
+async function storedCounts(page: Page): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for (const name of ['collections', 'tracks', 'audio', 'covers', 'outbox']) {
+    counts[name] = (await readStore<unknown>(page, name, 'keys')).length;
+  }
+  return counts;
 }
 
 async function axeAndWidth(page: Page, name: string) {
