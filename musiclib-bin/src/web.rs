@@ -34,6 +34,7 @@ pub const APP_ROUTES: &[&str] = &[
     "login",
     "albums",
     "artists",
+    "genres",
     "tracks",
     "search",
     "liked",

@@ -21,6 +21,7 @@ async function routes(api: Api): Promise<[string, string][]> {
     ['album', `/albums/${album.id}`],
     ['artists', '/artists'],
     ['artist', `/artists/${album.artist_id}`],
+    ['genres', '/genres'],
     ['tracks', '/tracks'],
     ['search', '/search?q=a'],
     ['liked', '/liked'],

@@ -25,6 +25,28 @@ test('like a track and find it on the liked page; unlike it', async ({ signedIn:
   await expect(page.getByRole('list', { name: 'Liked songs' }).getByRole('listitem').filter({ hasText: TRACK })).toHaveCount(0);
 });
 
+test('genres: each with its counts, leading to its albums', async ({ signedIn: page, api }) => {
+  const genres = await api.get<{ name: string; album_count: number; track_count: number }[]>('/genres');
+  const latin = genres.find((genre) => genre.name === 'Latin')!;
+  expect(latin, 'the corpus tags its Spanish album Latin').toBeTruthy();
+  await page.goto('/');
+  await page.getByRole('navigation').getByRole('link', { name: 'Genres' }).first().click();
+  await expect(page.getByRole('heading', { name: 'Genres', level: 1 })).toBeVisible();
+  const list = page.getByRole('list', { name: 'Genres' });
+  await expect(list.getByRole('listitem')).toHaveCount(genres.length);
+  const link = list.getByRole('link', { name: /^Latin/ });
+  await expect(link).toContainText(`${latin.album_count} album`);
+  await link.click();
+  await expect(page).toHaveURL(/\/albums\?genre=Latin$/);
+  await expect(page.getByRole('heading', { name: 'Latin albums', level: 1 })).toBeVisible();
+  const albums = await api.get<{ total: number }>('/albums?genre=Latin&limit=1');
+  const grid = page.getByRole('list', { name: 'Latin albums' });
+  await expect(grid.getByRole('link', { name: ALBUM })).toBeVisible();
+  await expect(grid.getByRole('listitem')).toHaveCount(albums.total);
+  await page.getByRole('link', { name: 'All albums' }).click();
+  await expect(page.getByRole('heading', { name: 'Albums', level: 1 })).toBeVisible();
+});
+
 test('search as you type shows tracks, albums and artists', async ({ signedIn: page }) => {
   await page.goto('/');
   const search = page.getByRole('searchbox', { name: 'Search' });

@@ -1,10 +1,10 @@
-//! Albums and artists.
+//! Albums, artists and genres.
 
 use axum::extract::{Path, State};
 use musiclib_core::catalog::{parse_sort, AlbumFilter, AlbumSortKey};
 use musiclib_core::{AlbumId, ArtistId, Library};
-use serde::Deserialize;
-use utoipa::IntoParams;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::dto::{AlbumOut, ArtistOut, Page, PageParams, Paging, TrackOut};
@@ -20,6 +20,38 @@ pub(super) fn routes() -> OpenApiRouter<Library> {
         .routes(routes!(get_artist))
         .routes(routes!(artist_albums))
         .routes(routes!(artist_tracks))
+        .routes(routes!(list_genres))
+}
+
+/// A genre as tagged, with how much of the library has it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LibraryGenre {
+    /// Name as tagged (filter albums and tracks with `?genre=`).
+    pub name: String,
+    /// Tracks of this genre.
+    pub track_count: i64,
+    /// Albums with a track of this genre.
+    pub album_count: i64,
+}
+
+/// Every genre of the library, by name, with its track and album counts.
+#[utoipa::path(get, path = "/genres", tag = "albums", security(("bearer" = [])),
+    responses((status = 200, body = Vec<LibraryGenre>), (status = 401, body = ErrorBody)))]
+async fn list_genres(
+    State(library): State<Library>,
+    _auth: Auth,
+) -> Result<axum::Json<Vec<LibraryGenre>>, ApiError> {
+    let genres = library.catalog().genres().await?;
+    Ok(axum::Json(
+        genres
+            .into_iter()
+            .map(|genre| LibraryGenre {
+                name: genre.name,
+                track_count: genre.track_count,
+                album_count: genre.album_count,
+            })
+            .collect(),
+    ))
 }
 
 /// Filters, sort and paging of `GET /albums`.

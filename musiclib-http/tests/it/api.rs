@@ -708,3 +708,44 @@ both_backends!(tracks_by_ids, |backend| async move {
         .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 });
+
+both_backends!(genres_with_counts, |backend| async move {
+    let app = App::new(TestLibrary::new(backend).await).await;
+    musiclib_core::testing::insert_library_tracks(&app.library, 40, 3).await;
+    let token = app.register("browser").await;
+    let (status, genres) = app.get("/api/v1/genres", Some(&token)).await;
+    assert_eq!(status, StatusCode::OK, "{genres}");
+    let genres = genres.as_array().unwrap();
+    assert!(!genres.is_empty());
+    let names: Vec<String> = genres
+        .iter()
+        .map(|genre| genre["name"].as_str().unwrap().to_lowercase())
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted, "by name");
+    // Each genre's counts are what the filters of the lists find.
+    for genre in genres {
+        let name: String =
+            form_urlencoded::byte_serialize(genre["name"].as_str().unwrap().as_bytes()).collect();
+        let (_, tracks) = app
+            .get(
+                &format!("/api/v1/tracks?genre={name}&limit=1"),
+                Some(&token),
+            )
+            .await;
+        assert_eq!(tracks["total"], genre["track_count"], "{genre}");
+        let (_, albums) = app
+            .get(
+                &format!("/api/v1/albums?genre={name}&limit=1"),
+                Some(&token),
+            )
+            .await;
+        assert!(
+            albums["total"].as_i64().unwrap() <= genre["album_count"].as_i64().unwrap(),
+            "{genre}: {albums}"
+        );
+    }
+    let (status, _) = app.get("/api/v1/genres", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+});

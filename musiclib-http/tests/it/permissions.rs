@@ -522,6 +522,7 @@ fn rows() -> Vec<Row> {
         }),
         row("GET /sync/changes", "sync", |_, _| "/sync/changes?since=0".into(), ANY_USER),
         row("GET /sync/cursor", "where to pull from now", |_, _| "/sync/cursor".into(), ANY_USER),
+        row("GET /genres", "list genres", |_, _| "/genres".into(), ANY_USER),
         row("POST /sync/push", "push events", |_, _| "/sync/push".into(), ANY_USER).body(|w, role| {
             Payload::Json(json!({
                 "likes": [{

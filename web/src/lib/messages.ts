@@ -6,6 +6,11 @@ export const t = {
   home: 'Home',
   albums: 'Albums',
   artists: 'Artists',
+  genres: 'Genres',
+  genreCounts: (albums: number, tracks: number) =>
+    `${albums} ${albums === 1 ? 'album' : 'albums'} · ${tracks} ${tracks === 1 ? 'track' : 'tracks'}`,
+  albumsOfGenre: (genre: string) => `${genre} albums`,
+  allAlbums: 'All albums',
   tracks: 'Tracks',
   search: 'Search',
   liked: 'Liked songs',

@@ -20,6 +20,7 @@ const table: [string, Loader, boolean?][] = [
   ['/albums/:id', () => import('../../pages/Album.svelte')],
   ['/artists', () => import('../../pages/Artists.svelte')],
   ['/artists/:id', () => import('../../pages/Artist.svelte')],
+  ['/genres', () => import('../../pages/Genres.svelte')],
   ['/tracks', () => import('../../pages/Tracks.svelte')],
   ['/tracks/:id', () => import('../../pages/Track.svelte')],
   ['/search', () => import('../../pages/Search.svelte')],
