@@ -331,7 +331,8 @@ pub struct CoverToken {
 #[utoipa::path(get, path = "/playlists/{id}/cover", tag = "playlists", params(("id" = String, Path), CoverToken),
     security(("bearer" = []), ("token" = [])),
     responses((status = 200, description = "The image", content_type = "image/*"), (status = 304, description = "Not modified"),
-        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+        (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 422, description = "Not a playlist id", body = ErrorBody)))]
 async fn get_cover(
     State(library): State<Library>,
     MediaAuth(caller): MediaAuth,
