@@ -32,7 +32,7 @@ closed=http://127.0.0.1:9
 env -i PATH="$PATH" HOME="$work" DATA_DIR="$work/data" BIND_ADDRESS="127.0.0.1:$port" \
   LOCAL_MEDIA_IMPORT_PATH="$work/music" ADMIN_USERNAME=admin ADMIN_PASSWORD=schemathesis-admin \
   ACOUSTID_BASE_URL=$closed COVERART_BASE_URL=$closed LRCLIB_BASE_URL=$closed \
-  LASTFM_BASE_URL=$closed LISTENBRAINZ_BASE_URL=$closed SOUND_ANALYSIS=false \
+  LASTFM_BASE_URL=$closed LISTENBRAINZ_BASE_URL=$closed SOUND_ANALYSIS=false LOUDNESS_ANALYSIS=false \
   "$bin" serve >"$state/schemathesis-server.log" 2>&1 &
 server=$!
 for _ in $(seq 1 300); do curl -sf "$base/health" >/dev/null 2>&1 && break; sleep 0.1; done

@@ -74,7 +74,7 @@ run_backend() {
   local port; port=$(free_port)
   local base="http://127.0.0.1:$port"
   env DATA_DIR="$data" ${database_url:+DATABASE_URL="$database_url"} BIND_ADDRESS="127.0.0.1:$port" \
-    SOUND_ANALYSIS=false RUST_LOG=warn "$bin" serve --no-worker >>"$work/musiclib.log" 2>&1 &
+    SOUND_ANALYSIS=false LOUDNESS_ANALYSIS=false RUST_LOG=warn "$bin" serve --no-worker >>"$work/musiclib.log" 2>&1 &
   local pid=$!
   pids+=("$pid")
   for _ in $(seq 300); do curl -sf "$base/health" >/dev/null && break; sleep 0.1; done

@@ -33,7 +33,7 @@ run_import() {
   local name="$1"; shift
   echo
   echo "== $name"
-  env "$@" LOCAL_MEDIA_IMPORT_PATH="$folder" COVERART_ENABLED=false SOUND_ANALYSIS=false \
+  env "$@" LOCAL_MEDIA_IMPORT_PATH="$folder" COVERART_ENABLED=false SOUND_ANALYSIS=false LOUDNESS_ANALYSIS=false \
     RUST_LOG=error "$bin" scan >"$work/scan.out" 2>>"$work/musiclib.log" &
   local pid=$! samples="$work/rss.$name" hwm=0 started
   pids+=("$pid")

@@ -51,12 +51,12 @@ echo "Polaris at $polaris: $(jq -r .num_songs_indexed <<<"$status") songs indexe
 # musiclib: the same folder imported, then served.
 started=$(date +%s.%N)
 env DATA_DIR="$work/data" LOCAL_MEDIA_IMPORT_PATH="$folder" ADMIN_USERNAME=bench ADMIN_PASSWORD="$password" \
-  COVERART_ENABLED=false SOUND_ANALYSIS=false RUST_LOG=error "$bin" scan >"$work/scan.out" 2>>"$work/musiclib.log"
+  COVERART_ENABLED=false SOUND_ANALYSIS=false LOUDNESS_ANALYSIS=false RUST_LOG=error "$bin" scan >"$work/scan.out" 2>>"$work/musiclib.log"
 echo "musiclib $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?'): $(awk '/^  imported / {print $2}' "$work/scan.out") tracks imported in $(printf '%.0f' "$(echo "$(date +%s.%N) - $started" | bc)") s"
 port=$(free_port)
 base="http://127.0.0.1:$port"
 env DATA_DIR="$work/data" BIND_ADDRESS="127.0.0.1:$port" ADMIN_USERNAME=bench ADMIN_PASSWORD="$password" \
-  SOUND_ANALYSIS=false RUST_LOG=warn \
+  SOUND_ANALYSIS=false LOUDNESS_ANALYSIS=false RUST_LOG=warn \
   "$bin" serve --no-worker >>"$work/musiclib.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 300); do curl -sf "$base/health" >/dev/null && break; sleep 0.1; done

@@ -305,6 +305,10 @@ impl TryFrom<RawSettings> for Settings {
                 .map_err(|error| anyhow!("TRUSTED_PROXIES: {error}"))?;
         config.cors_allowed_origins = CorsOrigins::parse(raw.text("CORS_ALLOWED_ORIGINS"))
             .map_err(|error| anyhow!("CORS_ALLOWED_ORIGINS: {error}"))?;
+        config.public_url = match raw.text("PUBLIC_URL") {
+            "" => None,
+            _ => Some(raw.url("PUBLIC_URL")?),
+        };
         let ttl_hours: u64 = raw.parse("TOKEN_TTL_HOURS")?;
         if ttl_hours == 0 {
             bail!("TOKEN_TTL_HOURS: must be at least 1");
@@ -394,6 +398,7 @@ impl TryFrom<RawSettings> for Settings {
         if !(1..=1024).contains(&config.transcoding.max_live_encodes_per_user) {
             bail!("MAX_LIVE_ENCODES_PER_USER: must be between 1 and 1024");
         }
+        config.transcoding.loudness_analysis = raw.flag("LOUDNESS_ANALYSIS")?;
         let enrich_concurrency: usize = raw.parse("ENRICH_CONCURRENCY")?;
         if enrich_concurrency > 256 {
             bail!("ENRICH_CONCURRENCY: must be between 0 and 256");

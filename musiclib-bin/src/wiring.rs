@@ -112,7 +112,8 @@ pub async fn serve(settings: Settings, run_worker: bool) -> Result<()> {
         web_player = crate::web::built(),
         "musiclib is listening"
     );
-    let more = musiclib_subsonic::router(library.clone()).merge(crate::web::router());
+    let more =
+        musiclib_subsonic::router(library.clone()).merge(crate::web::router(library.clone()));
     let app = musiclib_http::router_with(library, more);
     // Each request carries its connection's address (`ConnectInfo`): failed sign-ins are
     // throttled per client address as well as per account.

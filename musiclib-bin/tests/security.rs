@@ -16,6 +16,7 @@ async fn serve(data: &std::path::Path, port: u16) -> Process {
         ("DATA_DIR", data.display().to_string()),
         ("BIND_ADDRESS", format!("127.0.0.1:{port}")),
         ("SOUND_ANALYSIS", "false".into()),
+        ("LOUDNESS_ANALYSIS", "false".into()),
         ("LOGIN_ACCOUNT_FAILURE_BURST", "100".into()),
         ("LOGIN_ADDRESS_FAILURE_BURST", "3".into()),
         ("LOGIN_ADDRESS_FAILURE_INTERVAL_SECONDS", "60".into()),

@@ -43,6 +43,7 @@ fn slow_and_oversized_heads_are_cut_off() {
         ("BIND_ADDRESS".to_string(), address.clone()),
         ("HTTP_HEADER_TIMEOUT_SECONDS".to_string(), "2".to_string()),
         ("SOUND_ANALYSIS".to_string(), "false".to_string()),
+        ("LOUDNESS_ANALYSIS".to_string(), "false".to_string()),
     ];
     let _server = spawn("serve", &["serve"], &env, &data.path().join("serve.log"));
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -129,6 +130,7 @@ fn idle_and_half_open_connections_are_closed_and_bounded_per_address() {
         ("HTTP_IDLE_TIMEOUT_SECONDS".to_string(), "2".to_string()),
         ("MAX_CONNECTIONS_PER_ADDRESS".to_string(), "40".to_string()),
         ("SOUND_ANALYSIS".to_string(), "false".to_string()),
+        ("LOUDNESS_ANALYSIS".to_string(), "false".to_string()),
     ];
     let server = spawn("serve", &["serve"], &env, &data.path().join("serve.log"));
     let deadline = Instant::now() + Duration::from_secs(60);

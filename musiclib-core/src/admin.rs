@@ -53,7 +53,8 @@ impl ServiceState {
 pub struct ServiceStatus {
     /// `database`, `storage`, `job_queue`, `transcoder`, `acoustid`, `coverartarchive`,
     /// `lastfm`, `listenbrainz`, `lrclib`, `sound_analysis` (with how many tracks are analysed
-    /// and waiting), `recommender` (the external recommender: disabled, configured, or
+    /// and waiting), `loudness_analysis` (ReplayGain: from tags, measured, waiting, failed),
+    /// `recommender` (the external recommender: disabled, configured, or
     /// unavailable while paused after a failure), and each remote source (`remote`,
     /// `subsonic`).
     pub name: &'static str,
@@ -198,6 +199,32 @@ impl Admin {
                 "sound_analysis",
                 ServiceState::Disabled,
                 "SOUND_ANALYSIS is off: no sounds_like, no sonic similarity",
+            ));
+        }
+        if self.config.transcoding.loudness_analysis {
+            services.push(match self.media.loudness_status().await {
+                Ok(loudness) => status(
+                    "loudness_analysis",
+                    ServiceState::Ok,
+                    format!(
+                        "ReplayGain: {} tracks from their tags, {} measured, {} waiting, {} could not be measured",
+                        loudness.from_tags, loudness.measured, loudness.pending, loudness.failed
+                    ),
+                ),
+                Err(error) => status(
+                    "loudness_analysis",
+                    ServiceState::Unavailable,
+                    format!(
+                        "cannot read the measurement state: {}",
+                        crate::error_chain(&error)
+                    ),
+                ),
+            });
+        } else {
+            services.push(status(
+                "loudness_analysis",
+                ServiceState::Disabled,
+                "LOUDNESS_ANALYSIS is off: only ReplayGain read from tags",
             ));
         }
         services.push(match self.recommend.external_status() {

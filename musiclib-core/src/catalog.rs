@@ -18,6 +18,7 @@ mod album_lists;
 mod albums;
 mod artists;
 mod edit;
+mod folders;
 mod genres;
 mod keyset;
 pub mod query;
@@ -31,6 +32,7 @@ pub(crate) mod writes;
 
 pub use album_lists::AlbumList;
 pub use edit::{TrackMetadata, TrackPatch};
+pub use folders::{Folder, FolderEntry, FolderLibrary};
 pub use genres::Genre;
 pub use keyset::Chunk;
 pub use query::{parse_sort, AlbumFilter, AlbumSortKey, Sort, TrackFilter, TrackSortKey};
@@ -62,6 +64,8 @@ pub struct Catalog {
     places: std::sync::Arc<keyset::Places>,
     /// Albums as pages list them, at the sync clock they were read at (`albums.rs`).
     album_rows: std::sync::Arc<crate::cache::VersionedRows<String, crate::domain::Album>>,
+    /// The folders tree, at the sync clock it was read at (`folders.rs`).
+    folders: std::sync::Arc<crate::cache::VersionedCache<(), i64, std::sync::Arc<folders::Tree>>>,
 }
 
 /// An album deleted because it was left without tracks, whose cover blobs go after commit.
@@ -93,6 +97,11 @@ impl Catalog {
             places: Default::default(),
             // 10,000 albums at 100,000 tracks: about 6 MB.
             album_rows: std::sync::Arc::new(crate::cache::VersionedRows::new("album_rows", 20_000)),
+            folders: std::sync::Arc::new(crate::cache::VersionedCache::new(
+                "folders",
+                std::time::Duration::from_secs(600),
+                1,
+            )),
         }
     }
 

@@ -39,6 +39,9 @@ pub struct Config {
     /// Browser origins allowed to call the server from their pages (setting
     /// `CORS_ALLOWED_ORIGINS`); none by default.
     pub cors_allowed_origins: CorsOrigins,
+    /// The address users reach the server at (`https://music.example.com`, setting
+    /// `PUBLIC_URL`), for the links of shares; `None`: the address of each request.
+    pub public_url: Option<String>,
     /// Job queue behaviour.
     pub jobs: JobsConfig,
     /// Metadata enrichment settings.
@@ -290,7 +293,8 @@ pub struct RecommendConfig {
     /// Whether tracks' audio is analysed for `sounds_like` (`SOUND_ANALYSIS`).
     pub sound_analysis: bool,
     /// How often workers look for work for the recommendation jobs (tracks to analyse,
-    /// artist similarity to recompute when the library or its listening changed).
+    /// artist similarity to recompute when the library or its listening changed), and for
+    /// tracks whose loudness (ReplayGain) waits to be measured (`loudness_sweep`).
     pub sweep_interval: Duration,
 }
 
@@ -727,6 +731,9 @@ pub struct TranscodeConfig {
     pub max_live_encodes: usize,
     /// Most live encodes one user may have running at once (`MAX_LIVE_ENCODES_PER_USER`).
     pub max_live_encodes_per_user: usize,
+    /// Whether tracks without ReplayGain tags have their loudness measured in the background
+    /// (`LOUDNESS_ANALYSIS`; the `analyze_loudness` job).
+    pub loudness_analysis: bool,
 }
 
 impl Config {
@@ -750,6 +757,7 @@ impl Config {
             sign_in_throttle: SignInThrottleConfig::default(),
             trusted_proxies: TrustedProxies::default(),
             cors_allowed_origins: CorsOrigins::None,
+            public_url: None,
             jobs: JobsConfig {
                 lease: Duration::from_secs(60),
                 max_attempts: 5,
@@ -773,6 +781,7 @@ impl Config {
                 thumbnail_cache_max_bytes: 256 * 1024 * 1024,
                 max_live_encodes: 8,
                 max_live_encodes_per_user: 3,
+                loudness_analysis: true,
             },
             scrobbling: ScrobblingConfig {
                 lastfm_api_key: None,

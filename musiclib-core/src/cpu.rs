@@ -24,4 +24,9 @@ impl CpuSlots {
             .await
             .expect("the semaphore is never closed")
     }
+
+    /// A slot if one is free now (work that can use a second core when there is one).
+    pub(crate) fn try_acquire(&self) -> Option<SemaphorePermit<'_>> {
+        self.0.try_acquire().ok()
+    }
 }

@@ -143,10 +143,43 @@ pub struct Track {
     pub acoustid_id: Option<String>,
     /// Whether a cover can be served for this track (its album's cover).
     pub has_cover: bool,
+    /// Its ReplayGain: read from its tags, or measured (`analyze_loudness`); none yet
+    /// while neither.
+    pub replay_gain: ReplayGain,
     /// Creation time.
     pub created_at: Timestamp,
     /// Last change.
     pub updated_at: Timestamp,
+}
+
+/// A track's ReplayGain (ReplayGain 2.0): gains in dB towards a -18 LUFS reference, peaks as
+/// linear sample values (1.0 is full scale). A player scales by `10^(gain / 20)`, at most
+/// `1 / peak` so that the loudest sample does not clip.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ReplayGain {
+    /// Track gain in dB.
+    pub track_gain: Option<f64>,
+    /// Track peak, linear.
+    pub track_peak: Option<f64>,
+    /// Album gain in dB (the whole album's loudness, so its tracks keep their levels).
+    pub album_gain: Option<f64>,
+    /// Album peak, linear (the loudest sample of the album).
+    pub album_peak: Option<f64>,
+}
+
+impl ReplayGain {
+    /// No ReplayGain.
+    pub const NONE: ReplayGain = ReplayGain {
+        track_gain: None,
+        track_peak: None,
+        album_gain: None,
+        album_peak: None,
+    };
+
+    /// Whether there is a track gain (ReplayGain without one is not kept).
+    pub fn is_present(&self) -> bool {
+        self.track_gain.is_some()
+    }
 }
 
 /// An album.

@@ -27,6 +27,9 @@ pub enum ErrorKind {
     Forbidden,
     /// Too many attempts: refused until [`Error::retry_after_seconds`] have passed.
     RateLimited,
+    /// The addressed thing existed and no longer does, for good (an expired or revoked
+    /// share).
+    Gone,
     /// A dependency (database, job queue, storage, transcoder) is unavailable.
     Unavailable,
     /// The server's disk (or its database) is full: nothing was stored.
@@ -86,6 +89,18 @@ pub enum Error {
         /// How long until a sign-in is checked again.
         retry_after: Duration,
     },
+    /// The caller made too many of `what` lately (shares created in an hour): nothing was
+    /// done; retry after `retry_after`.
+    #[error("too many {what} lately; retry in {} seconds", whole_seconds(*retry_after))]
+    TooMany {
+        /// What there were too many of ("shares created in an hour").
+        what: &'static str,
+        /// When to retry.
+        retry_after: Duration,
+    },
+    /// The addressed thing is gone for good (an expired or revoked share); the message says why.
+    #[error("{0}")]
+    Gone(String),
     /// The server is at its bound for this kind of work (password checks, live encodes):
     /// nothing was done; retry after `retry_after`.
     #[error("the server is busy with other {what}; retry in {} seconds", whole_seconds(*retry_after))]
@@ -346,7 +361,8 @@ impl Error {
             Error::TooLarge { .. } | Error::TooLargeItem(_) => ErrorKind::TooLarge,
             Error::Unauthenticated(_) => ErrorKind::Unauthenticated,
             Error::Forbidden(_) => ErrorKind::Forbidden,
-            Error::SignInThrottled { .. } => ErrorKind::RateLimited,
+            Error::SignInThrottled { .. } | Error::TooMany { .. } => ErrorKind::RateLimited,
+            Error::Gone(_) => ErrorKind::Gone,
             Error::QueueUnavailable(_)
             | Error::Unavailable(_)
             | Error::TranscoderUnavailable
@@ -375,7 +391,8 @@ impl Error {
             Error::TooLarge { .. } | Error::TooLargeItem(_) => "payload_too_large",
             Error::Unauthenticated(_) => "unauthenticated",
             Error::Forbidden(_) => "forbidden",
-            Error::SignInThrottled { .. } => "rate_limited",
+            Error::SignInThrottled { .. } | Error::TooMany { .. } => "rate_limited",
+            Error::Gone(_) => "gone",
             Error::QueueUnavailable(_) => "queue_unavailable",
             Error::Busy { .. } => "busy",
             Error::Unavailable(_) => "unavailable",
@@ -403,9 +420,9 @@ impl Error {
     /// again (rounded up, at least 1): the value of an HTTP `Retry-After` header.
     pub fn retry_after_seconds(&self) -> Option<u64> {
         match self {
-            Error::SignInThrottled { retry_after } | Error::Busy { retry_after, .. } => {
-                Some(whole_seconds(*retry_after))
-            }
+            Error::SignInThrottled { retry_after }
+            | Error::Busy { retry_after, .. }
+            | Error::TooMany { retry_after, .. } => Some(whole_seconds(*retry_after)),
             _ => None,
         }
     }

@@ -89,6 +89,7 @@ pub mod recommend;
 pub mod remote;
 pub mod scrobbling;
 pub mod settings;
+pub mod shares;
 pub mod social;
 pub mod storage;
 pub mod text;

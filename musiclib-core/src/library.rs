@@ -27,6 +27,7 @@ use crate::recommend::Recommend;
 use crate::remote::Remote;
 use crate::scrobbling::Scrobbling;
 use crate::settings::Settings;
+use crate::shares::Shares;
 use crate::social::Social;
 use crate::storage::{Storage, StorageKind};
 use crate::workflows::Workflows;
@@ -55,6 +56,7 @@ struct Inner {
     settings: Settings,
     scrobbling: Scrobbling,
     lyrics: Lyrics,
+    shares: Shares,
     remote: Remote,
     maintenance: Maintenance,
     admin: Admin,
@@ -169,6 +171,13 @@ impl Library {
             &config.enrichment.lrclib_base_url,
             config.local_media_import_path.clone(),
         );
+        let shares = Shares::new(
+            db.clone(),
+            catalog.clone(),
+            playlists.clone(),
+            media.clone(),
+            lyrics.clone(),
+        );
         let remote = Remote::new(
             db.clone(),
             catalog.clone(),
@@ -240,6 +249,7 @@ impl Library {
                 settings,
                 scrobbling,
                 lyrics,
+                shares,
                 remote,
                 maintenance,
                 admin,
@@ -312,6 +322,11 @@ impl Library {
     /// Lyrics: the cache and its sources.
     pub fn lyrics(&self) -> &Lyrics {
         &self.inner.lyrics
+    }
+
+    /// Sharing links.
+    pub fn shares(&self) -> &Shares {
+        &self.inner.shares
     }
 
     /// Statistics, duplicates, broken files, missing metadata, cleanup.

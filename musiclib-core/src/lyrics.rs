@@ -244,6 +244,11 @@ impl Lyrics {
     /// A track's lyrics, fetched when there is no record or its `not_found` has expired
     /// (`GET /tracks/{id}/lyrics`). Any signed-in user; an unknown track is not found.
     pub async fn get(&self, _caller: &Caller, id: &TrackId) -> Result<LyricsRecord> {
+        self.for_track(id).await
+    }
+
+    /// A track's lyrics, for whoever may read the track (a share's visitor, `shares.rs`).
+    pub(crate) async fn for_track(&self, id: &TrackId) -> Result<LyricsRecord> {
         let track = self.catalog.get_track(id).await?;
         if let Some(record) = self.cached(id).await? {
             if record.is_fresh(Timestamp::now()) {

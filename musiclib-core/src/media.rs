@@ -5,6 +5,8 @@
 //! - [`hls`]: the segmented HLS rendition, encoded ahead of the player.
 //! - [`covers`]: album covers, thumbnails and the placeholder image.
 //! - `transcoder`: ffmpeg, the one outside program media runs.
+//! - [`loudness`]: ReplayGain measured where tags have none (the `analyze_loudness` job and
+//!   the `loudness_sweep` that queues it).
 //!
 //! Range requests, validators and status codes are the adapters' (musiclib-media-http); this
 //! service answers "what are these bytes" and "give me these bytes of them".
@@ -12,6 +14,7 @@
 mod audio;
 pub mod covers;
 pub mod hls;
+pub mod loudness;
 mod open;
 pub mod renditions;
 mod transcoder;
@@ -22,6 +25,7 @@ use std::time::{Duration, Instant};
 
 pub use audio::TrackAudio;
 pub use covers::{placeholder_cover, Cover, THUMBNAIL_SIZES};
+pub use loudness::{AnalyzeLoudness, LoudnessReport, LoudnessStatus};
 pub use open::{Delivery, Encoding, Want};
 pub use renditions::{Quality, TranscodeTrack};
 
@@ -51,8 +55,10 @@ pub struct Media {
     cache_max_bytes: u64,
     /// Bound on the total size of cached thumbnails (`THUMBNAIL_CACHE_MAX_BYTES`).
     thumbnail_cache_max_bytes: u64,
-    /// CPU slots, for scaling covers.
+    /// CPU slots, for scaling covers and measuring loudness.
     cpu: CpuSlots,
+    /// Whether tracks without ReplayGain tags are measured (`LOUDNESS_ANALYSIS`).
+    loudness_analysis: bool,
     state: Arc<MediaState>,
 }
 
@@ -73,9 +79,16 @@ struct MediaState {
 }
 
 impl Media {
-    /// Registers the renditions' job kind.
+    /// Registers the renditions' and the loudness measurement's job kinds, and the sweep
+    /// that queues the measurement (as often as the recommendations' sweep).
     pub(crate) fn register_jobs(&self, registry: &mut Registry, config: &crate::Config) {
         registry.kind::<TranscodeTrack>(self.clone(), config);
+        registry.kind::<AnalyzeLoudness>(self.clone(), config);
+        let media = self.clone();
+        let interval = config.recommend.sweep_interval;
+        registry.periodic("loudness_sweep", move |shutdown| {
+            loudness::sweep_forever(media.clone(), interval, shutdown)
+        });
     }
 
     pub(crate) fn new(
@@ -96,6 +109,7 @@ impl Media {
             cache_max_bytes: config.rendition_cache_max_bytes,
             thumbnail_cache_max_bytes: config.thumbnail_cache_max_bytes,
             cpu,
+            loudness_analysis: config.loudness_analysis,
             state: Arc::new(MediaState {
                 audio: TtlCache::new("track_audio", LOOKUP_TTL, 10_000),
                 access_stamps: Mutex::new(HashMap::new()),

@@ -9,6 +9,10 @@
 //! Every write locks the playlist row first and updates it (taking the sync stamp) last, so
 //! the order of locks is always "rows, then the sync clock" (ARCHITECTURE.md, "Sync").
 
+mod rules;
+
+pub use rules::{fields as rule_fields, FieldInfo, Rules};
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,6 +62,9 @@ pub struct Playlist {
     pub version: i64,
     /// Whether a cover image is stored.
     pub has_cover: bool,
+    /// A smart playlist's rules (canonical JSON): its tracks follow them and cannot be
+    /// edited; `None` for a list.
+    pub rules: Option<serde_json::Value>,
     /// Creation time.
     pub created_at: Timestamp,
     /// Last change.
@@ -77,6 +84,8 @@ pub struct NewPlaylist {
     pub public: bool,
     /// Initial tracks (one add when not empty).
     pub track_ids: Vec<TrackId>,
+    /// Rules instead of tracks: a smart playlist.
+    pub rules: Option<Rules>,
 }
 
 /// Changes to a playlist's name, description and visibility: fields left `None` stay.
@@ -90,6 +99,8 @@ pub struct PlaylistChanges {
     pub public: Option<bool>,
     /// The version the client last saw; another current version is a conflict.
     pub expected_version: Option<i64>,
+    /// New rules: the playlist becomes (or stays) smart, its tracks following them.
+    pub rules: Option<Rules>,
 }
 
 /// Several changes to one playlist made as one write (the legacy interface's
@@ -126,6 +137,7 @@ struct PlaylistRow {
     is_public: i64,
     version: i64,
     cover_uri: Option<String>,
+    rules: Option<String>,
     created_at: i64,
     updated_at: i64,
     synced_at: i64,
@@ -133,7 +145,7 @@ struct PlaylistRow {
 
 const PLAYLIST_SELECT: &str =
     "SELECT p.id, p.owner_id, u.username AS owner_name, p.name, p.description,
-    p.is_public, p.version, p.cover_uri, p.created_at, p.updated_at, p.synced_at
+    p.is_public, p.version, p.cover_uri, p.rules, p.created_at, p.updated_at, p.synced_at
     FROM playlists p JOIN users u ON u.id = p.owner_id";
 
 fn validate_name(name: &str) -> Result<String> {
@@ -174,6 +186,15 @@ fn validate_description(description: Option<&str>) -> Result<()> {
     }
     Ok(())
 }
+
+/// The refusal of a track edit on a smart playlist.
+fn smart_refusal() -> Error {
+    Error::Conflict("a smart playlist's tracks follow its rules: change the rules instead".into())
+}
+
+/// How long the tracks of rules that depend on the time (`inTheLast`) are kept when nothing
+/// else changed.
+const RELATIVE_RULES_TTL: Duration = Duration::from_secs(60);
 
 fn check_version(expected: Option<i64>, current: i64) -> Result<()> {
     match expected {
@@ -242,17 +263,24 @@ impl Playlists {
     pub async fn create(&self, caller: &Caller, new: NewPlaylist) -> Result<Playlist> {
         let name = validate_name(&new.name)?;
         validate_description(new.description.as_deref())?;
+        if new.rules.is_some() && !new.track_ids.is_empty() {
+            return Err(Error::invalid(
+                "track_ids",
+                "a smart playlist's tracks follow its rules: give rules or track_ids, not both",
+            ));
+        }
         let id = PlaylistId::new();
         let mut tx = self.db.begin().await?;
         self.db.sql(
-            "INSERT INTO playlists (id, owner_id, name, description, is_public, version, created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, 0, {now}, {now})",
+            "INSERT INTO playlists (id, owner_id, name, description, is_public, version, rules, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, 0, $6, {now}, {now})",
         )
             .bind(id.as_str())
             .bind(caller.user.id.as_str())
             .bind(&name)
             .bind(new.description.as_deref())
             .bind(i64::from(new.public))
+            .bind(new.rules.as_ref().map(|rules| rules.to_json().to_string()))
             .execute(&mut *tx)
             .await?;
         if !new.track_ids.is_empty() {
@@ -292,6 +320,9 @@ impl Playlists {
         let mut tx = self.db.begin().await?;
         let row = self.lock_owned(&mut tx, caller, id).await?;
         check_version(changes.expected_version, row.version)?;
+        if let Some(rules) = &changes.rules {
+            self.write_rules(&mut tx, id, rules).await?;
+        }
         self.db.sql(
             "UPDATE playlists SET name = $2, description = $3, is_public = $4, updated_at = {now} WHERE id = $1",
         )
@@ -328,6 +359,12 @@ impl Playlists {
         let mut tx = self.db.begin().await?;
         let row = self.lock_owned(&mut tx, caller, id).await?;
         check_version(edit.changes.expected_version, row.version)?;
+        if row.rules.is_some() && (edit.remove != Removal::Nothing || !edit.add.is_empty()) {
+            return Err(smart_refusal());
+        }
+        if let Some(rules) = &edit.changes.rules {
+            self.write_rules(&mut tx, id, rules).await?;
+        }
         let current = self.track_ids(&mut tx, id).await?;
         let mut version = row.version;
         let public = edit.changes.public;
@@ -513,6 +550,11 @@ impl Playlists {
     /// image has its own key, which is its validator.
     pub async fn cover(&self, caller: &Caller, id: &PlaylistId) -> Result<Cover> {
         let row = self.visible_row(caller, id).await?;
+        self.cover_of(row).await
+    }
+
+    async fn cover_of(&self, row: PlaylistRow) -> Result<Cover> {
+        let id = &row.id;
         let key = row
             .cover_uri
             .ok_or_else(|| Error::not_found("cover of playlist", id))?;
@@ -529,6 +571,56 @@ impl Playlists {
             etag: format!("\"{}\"", name.split('.').next().unwrap_or(name)),
             last_modified: Timestamp::from_micros(row.updated_at),
         })
+    }
+
+    // What a share of a playlist reaches (`shares.rs`): whoever owns it and whether it is
+    // public, the share's owner having chosen to show it.
+
+    /// The cover of a shared playlist.
+    pub(crate) async fn shared_cover(&self, id: &PlaylistId) -> Result<Cover> {
+        let row: PlaylistRow = self
+            .db
+            .sql(&format!("{PLAYLIST_SELECT} WHERE p.id = $1"))
+            .bind(id)
+            .fetch_optional(self.db.pool())
+            .await?
+            .ok_or_else(|| Error::not_found("playlist", id))?;
+        self.cover_of(row).await
+    }
+
+    /// The name of a shared playlist; `None` once it is deleted.
+    pub(crate) async fn shared_name(&self, id: &PlaylistId) -> Result<Option<String>> {
+        self.db
+            .sql("SELECT name FROM playlists WHERE id = $1")
+            .bind(id)
+            .fetch_scalar_optional(self.db.pool())
+            .await
+    }
+
+    /// The tracks of a shared playlist in order; `None` once it is deleted.
+    pub(crate) async fn shared_tracks(&self, id: &PlaylistId) -> Result<Option<Vec<TrackId>>> {
+        if self.shared_name(id).await?.is_none() {
+            return Ok(None);
+        }
+        let ids: Vec<String> = self
+            .db
+            .sql("SELECT track_id FROM playlist_tracks WHERE playlist_id = $1 ORDER BY position")
+            .bind(id)
+            .fetch_scalars(self.db.pool())
+            .await?;
+        Ok(Some(ids.into_iter().map(TrackId::from_db).collect()))
+    }
+
+    /// Whether a shared playlist holds `track`.
+    pub(crate) async fn holds(&self, id: &PlaylistId, track: &TrackId) -> Result<bool> {
+        let count: i64 = self
+            .db
+            .sql("SELECT COUNT(*) FROM playlist_tracks WHERE playlist_id = $1 AND track_id = $2")
+            .bind(id)
+            .bind(track)
+            .fetch_scalar(self.db.pool())
+            .await?;
+        Ok(count > 0)
     }
 
     /// The playlists a sync client must refresh: the caller's own, changed in `(since, until]`.
@@ -566,11 +658,13 @@ impl Playlists {
             .ok_or_else(|| Error::not_found("playlist", id))
     }
 
-    /// Playlists from their rows, with every track list read in one query.
+    /// Playlists from their rows, with every track list read in one query (smart ones
+    /// refreshed first when the library changed since their last evaluation).
     async fn playlists_from_rows(&self, rows: Vec<PlaylistRow>) -> Result<Vec<Playlist>> {
         if rows.is_empty() {
             return Ok(Vec::new());
         }
+        let rows = self.refresh_stale(rows).await?;
         let clock = self.db.sync_clock().await?;
         let version = |row: &PlaylistRow| (row.version, row.updated_at, clock);
         let mut tracks: HashMap<String, Vec<(String, Option<i64>)>> = HashMap::new();
@@ -631,6 +725,10 @@ impl Playlists {
                         .collect(),
                     version: row.version,
                     has_cover: row.cover_uri.is_some(),
+                    rules: row
+                        .rules
+                        .as_deref()
+                        .and_then(|text| serde_json::from_str(text).ok()),
                     created_at: Timestamp::from_micros(row.created_at),
                     updated_at: Timestamp::from_micros(row.updated_at),
                     synced_at: row.synced_at,
@@ -649,6 +747,9 @@ impl Playlists {
     ) -> Result<Playlist> {
         let mut tx = self.db.begin().await?;
         let row = self.lock_owned(&mut tx, caller, id).await?;
+        if row.rules.is_some() {
+            return Err(smart_refusal());
+        }
         check_version(expected_version, row.version)?;
         let current = self.track_ids(&mut tx, id).await?;
         self.apply_change(&mut tx, id, row.version, current, change)
@@ -797,6 +898,229 @@ enum Change {
 impl PlaylistRow {
     fn access(&self, caller: &Caller) -> PlaylistAccess {
         caller.playlist_access(&self.owner_id, self.is_public != 0)
+    }
+}
+
+// ---------------------------------------------------------------- smart playlists
+
+impl Playlists {
+    /// The tracks rules would hold for `owner` now (the editor's live count): their number
+    /// and the first `sample` of them.
+    pub async fn preview_rules(
+        &self,
+        caller: &Caller,
+        rules: &Rules,
+        sample: usize,
+    ) -> Result<(usize, Vec<TrackId>)> {
+        let ids = self.evaluate(rules, &caller.user.id).await?;
+        let count = ids.len();
+        Ok((count, ids.into_iter().take(sample).collect()))
+    }
+
+    /// Refreshes the caller's smart playlists that are stale, so that a sync pull that
+    /// follows sees their new tracks as a change (`/sync/changes`).
+    pub(crate) async fn refresh_smart_of(&self, owner: &UserId) -> Result<()> {
+        let rows: Vec<PlaylistRow> = self
+            .db
+            .sql(&format!(
+                "{PLAYLIST_SELECT} WHERE p.owner_id = $1 AND p.rules IS NOT NULL"
+            ))
+            .bind(owner)
+            .fetch_all(self.db.pool())
+            .await?;
+        if !rows.is_empty() {
+            self.refresh_stale(rows).await?;
+        }
+        Ok(())
+    }
+
+    async fn write_rules(&self, tx: &mut Tx, id: &PlaylistId, rules: &Rules) -> Result<()> {
+        self.db
+            .sql("UPDATE playlists SET rules = $2 WHERE id = $1")
+            .bind(id)
+            .bind(rules.to_json().to_string())
+            .execute(&mut **tx)
+            .await?;
+        // Evaluated again at the next read.
+        self.db
+            .sql("DELETE FROM smart_playlist_state WHERE playlist_id = $1")
+            .bind(id)
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
+    }
+
+    /// The ids of the tracks `rules` select for `owner`, in order.
+    async fn evaluate(&self, rules: &Rules, owner: &UserId) -> Result<Vec<TrackId>> {
+        let ids: Vec<String> = rules
+            .select(self.db.kind(), owner.as_str(), Timestamp::now())
+            .fetch_scalars(self.db.pool())
+            .await?;
+        Ok(ids.into_iter().map(TrackId::from_db).collect())
+    }
+
+    /// The stamp of what `rules` read for `owner`: the latest sync stamp of the tracks' rows,
+    /// and of the owner's plays or likes when the rules read them (the sync clock itself when
+    /// they read something without a stamp: ratings, the lyrics cache). A result evaluated at
+    /// a stamp stays right while the stamp stays; another user's play, or a write to a
+    /// playlist, moves none of them.
+    async fn input_stamp(&self, rules: &Rules, owner: &str) -> Result<i64> {
+        let inputs = rules.inputs();
+        if inputs.anything {
+            return self.db.sync_clock().await;
+        }
+        let mut stamp: i64 = self
+            .db
+            .sql("SELECT COALESCE(MAX(synced_at), 0) FROM tracks")
+            .fetch_scalar(self.db.pool())
+            .await?;
+        // Deleted tracks leave the playlist through `remove_track_everywhere`.
+        for (wanted, table) in [(inputs.plays, "play_events"), (inputs.likes, "like_events")] {
+            if wanted {
+                let latest: i64 = self
+                    .db
+                    .sql(&format!(
+                        "SELECT COALESCE(MAX(synced_at), 0) FROM {table} WHERE user_id = $1"
+                    ))
+                    .bind(owner)
+                    .fetch_scalar(self.db.pool())
+                    .await?;
+                stamp = stamp.max(latest);
+            }
+        }
+        Ok(stamp)
+    }
+
+    /// `rows` with their smart playlists evaluated again where what their rules read changed
+    /// since their last evaluation ([`Playlists::input_stamp`]), or, for rules relative to now,
+    /// a minute has passed.
+    async fn refresh_stale(&self, rows: Vec<PlaylistRow>) -> Result<Vec<PlaylistRow>> {
+        let smart: Vec<&str> = rows
+            .iter()
+            .filter(|row| row.rules.is_some())
+            .map(|row| row.id.as_str())
+            .collect();
+        if smart.is_empty() {
+            return Ok(rows);
+        }
+        let mut select = self.db.sql(
+            "SELECT playlist_id, evaluated_clock, evaluated_at FROM smart_playlist_state
+             WHERE playlist_id IN (",
+        );
+        select.push_list(smart.iter().copied()).push(")");
+        let states: HashMap<String, (i64, i64)> = select
+            .fetch_all::<(String, i64, i64), _>(self.db.pool())
+            .await?
+            .into_iter()
+            .map(|(id, clock, at)| (id, (clock, at)))
+            .collect();
+        let now = Timestamp::now().as_micros();
+        let mut refreshed = Vec::new();
+        for row in rows.iter().filter(|row| row.rules.is_some()) {
+            let rules = self.rules_of(row)?;
+            let stamp = self.input_stamp(&rules, &row.owner_id).await?;
+            let stale = match states.get(&row.id) {
+                None => true,
+                Some(&(evaluated, at)) => {
+                    evaluated != stamp
+                        || (now - at > RELATIVE_RULES_TTL.as_micros() as i64
+                            && rules.relative_to_now())
+                }
+            };
+            if stale {
+                self.refresh(row, &rules, stamp).await?;
+                refreshed.push(row.id.clone());
+            }
+        }
+        if refreshed.is_empty() {
+            return Ok(rows);
+        }
+        let mut select = self.db.sql(&format!("{PLAYLIST_SELECT} WHERE p.id IN ("));
+        select
+            .push_list(refreshed.iter().map(String::as_str))
+            .push(")");
+        let mut fresh: HashMap<String, PlaylistRow> = select
+            .fetch_all::<PlaylistRow, _>(self.db.pool())
+            .await?
+            .into_iter()
+            .map(|row| (row.id.clone(), row))
+            .collect();
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| match fresh.remove(&row.id) {
+                Some(fresh) => Some(fresh),
+                // Refreshed, then deleted meanwhile: gone from the page.
+                None if refreshed.contains(&row.id) => None,
+                None => Some(row),
+            })
+            .collect())
+    }
+
+    fn rules_of(&self, row: &PlaylistRow) -> Result<Rules> {
+        let text = row.rules.as_deref().unwrap_or("{}");
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|error| {
+            Error::internal(format!("stored rules of playlist {}: {error}", row.id))
+        })?;
+        Rules::parse(&value).map_err(|error| {
+            Error::internal(format!("stored rules of playlist {}: {error}", row.id))
+        })
+    }
+
+    /// Evaluates a smart playlist's rules (outside any transaction; `stamp` was read before,
+    /// so a change made meanwhile moves the stamp and is seen at the next read), then writes
+    /// its tracks when they changed: one change, as a list's edit is, so offline clients
+    /// pull them.
+    async fn refresh(&self, row: &PlaylistRow, rules: &Rules, stamp: i64) -> Result<()> {
+        let owner = UserId::from_db(row.owner_id.clone());
+        let ids = self.evaluate(rules, &owner).await?;
+        let id = PlaylistId::from_db(row.id.clone());
+        let mut tx = self.db.begin().await?;
+        let current: Option<(Option<String>, i64)> = self
+            .db
+            .sql(&format!(
+                "SELECT rules, version FROM playlists p WHERE p.id = $1{}",
+                self.db.lock("p")
+            ))
+            .bind(&id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some((rules_now, version)) = current else {
+            return Ok(()); // Deleted meanwhile.
+        };
+        if rules_now != row.rules {
+            return Ok(()); // New rules meanwhile: the next read evaluates those.
+        }
+        let before = self.track_ids(&mut tx, &id).await?;
+        if before != ids {
+            self.write_tracks(&mut tx, &id, &ids).await?;
+            self.db.sql(
+                "INSERT INTO playlist_changes (playlist_id, version, op, payload, created_at) VALUES ($1, $2, 'refresh', $3, {now})",
+            )
+                .bind(id.as_str())
+                .bind(version + 1)
+                .bind(json!({ "track_count": ids.len() }).to_string())
+                .execute(&mut *tx)
+                .await?;
+            self.db
+                .sql("UPDATE playlists SET version = version + 1, updated_at = {now} WHERE id = $1")
+                .bind(id.as_str())
+                .execute(&mut *tx)
+                .await?;
+        }
+        self.db
+            .sql(&format!(
+                "INSERT INTO smart_playlist_state (playlist_id, evaluated_clock, evaluated_at)
+                 VALUES ($1, $2, {{now}}) {}",
+                self.db
+                    .kind()
+                    .upsert("playlist_id", &["evaluated_clock", "evaluated_at"])
+            ))
+            .bind(id.as_str())
+            .bind(stamp)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
     }
 }
 

@@ -12,6 +12,8 @@ use lofty::probe::Probe;
 use lofty::tag::{Accessor, ItemKey, Tag};
 use serde::{Deserialize, Serialize};
 
+use crate::domain::ReplayGain;
+
 /// File extensions the scanner considers audio. Anything else is skipped, not failed.
 pub const AUDIO_EXTENSIONS: &[&str] = &[
     "mp3", "flac", "ogg", "oga", "opus", "m4a", "m4b", "mp4", "aac", "wav", "aif", "aiff", "ape",
@@ -92,6 +94,97 @@ pub struct AudioFacts {
     pub tags: EmbeddedTags,
     /// Whether the file embeds a picture.
     pub has_embedded_cover: bool,
+    /// The ReplayGain its tags carry ([`ReplayGain::NONE`] when they carry none; see
+    /// `replay_gain_of`).
+    pub replay_gain: ReplayGain,
+}
+
+/// The ReplayGain of a file's tags.
+///
+/// Read from every tag the file has, the primary one first: Vorbis comments (FLAC, Ogg) and
+/// APE `REPLAYGAIN_TRACK_GAIN`, `_TRACK_PEAK`, `_ALBUM_GAIN`, `_ALBUM_PEAK`; ID3v2
+/// `TXXX:REPLAYGAIN_*` (any case); MP4 freeform `----:com.apple.iTunes:replaygain_*` (any
+/// case); and in Opus files `R128_TRACK_GAIN`/`R128_ALBUM_GAIN` (RFC 7845: a signed Q7.8
+/// number of dB towards -23 LUFS, so ReplayGain's is 5 dB more), which win there over
+/// `REPLAYGAIN_*`. Values are read leniently ("-6.54 dB", "+1,2 dB", "0.98"); one that is
+/// not a number, or absurd (a gain past ±[`MAX_GAIN_DB`], a peak outside 0 to
+/// [`MAX_PEAK`]), is left out, never an error. Tags count only with a track gain: peaks or
+/// an album gain alone are left out too.
+fn replay_gain_of<'a>(tags: impl Iterator<Item = &'a Tag> + Clone, opus: bool) -> ReplayGain {
+    let first = |key: ItemKey, parse: fn(&str) -> Option<f64>| {
+        tags.clone()
+            .find_map(|tag| tag.get_strings(key).find_map(parse))
+    };
+    let r128 = |key: ItemKey| {
+        if opus {
+            first(key, parse_r128_gain)
+        } else {
+            None
+        }
+    };
+    let found = ReplayGain {
+        track_gain: r128(ItemKey::R128TrackGain)
+            .or_else(|| first(ItemKey::ReplayGainTrackGain, parse_gain)),
+        track_peak: first(ItemKey::ReplayGainTrackPeak, parse_peak),
+        album_gain: r128(ItemKey::R128AlbumGain)
+            .or_else(|| first(ItemKey::ReplayGainAlbumGain, parse_gain)),
+        album_peak: first(ItemKey::ReplayGainAlbumPeak, parse_peak),
+    };
+    if found.is_present() {
+        found
+    } else {
+        ReplayGain::NONE
+    }
+}
+
+/// The largest gain taken from a tag, in dB either way.
+pub const MAX_GAIN_DB: f64 = 64.0;
+/// The largest peak taken from a tag (linear; 1.0 is full scale).
+pub const MAX_PEAK: f64 = 16.0;
+
+/// A number as taggers write it: trimmed, an optional `+`, a decimal comma taken as a
+/// point, and a trailing unit (`dB`, `LU`) dropped; `None` when not a finite number.
+fn lenient_number(text: &str) -> Option<f64> {
+    let text = text.trim();
+    let lower = text.to_ascii_lowercase();
+    let without_unit = ["db", "lufs", "lu"]
+        .iter()
+        .find_map(|unit| lower.strip_suffix(unit))
+        .unwrap_or(&lower)
+        .trim();
+    let number = without_unit.strip_prefix('+').unwrap_or(without_unit);
+    let number = if number.contains('.') {
+        number.to_string()
+    } else {
+        number.replacen(',', ".", 1)
+    };
+    if number.is_empty()
+        || !number
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '.' | '-' | 'e'))
+    {
+        return None;
+    }
+    number.parse::<f64>().ok().filter(|value| value.is_finite())
+}
+
+/// A ReplayGain gain tag's value in dB ("-6.54 dB"), within ±[`MAX_GAIN_DB`].
+pub fn parse_gain(text: &str) -> Option<f64> {
+    lenient_number(text).filter(|gain| gain.abs() <= MAX_GAIN_DB)
+}
+
+/// A ReplayGain peak tag's value (linear, "0.988553"), within 0 to [`MAX_PEAK`].
+pub fn parse_peak(text: &str) -> Option<f64> {
+    lenient_number(text).filter(|peak| (0.0..=MAX_PEAK).contains(peak))
+}
+
+/// An Opus `R128_*_GAIN` value as a ReplayGain gain in dB: the tag is a signed 16-bit
+/// integer in decimal, Q7.8 fixed point (dB × 256), towards -23 LUFS; ReplayGain 2.0's
+/// reference is -18 LUFS, so the gain is 5 dB more.
+pub fn parse_r128_gain(text: &str) -> Option<f64> {
+    let text = text.trim();
+    let value: i16 = text.strip_prefix('+').unwrap_or(text).parse().ok()?;
+    Some(f64::from(value) / 256.0 + 5.0).filter(|gain| gain.abs() <= MAX_GAIN_DB)
 }
 
 /// Probes audio held in memory. `name_hint` (a file name) helps only for formats that cannot
@@ -264,6 +357,14 @@ fn facts_of(tagged: &TaggedFile) -> Result<AudioFacts, String> {
     let tag = tagged.primary_tag().or_else(|| tagged.first_tag());
     let tags = tag.map(tags_of).unwrap_or_default();
     let has_embedded_cover = tagged.tags().iter().any(|tag| !tag.pictures().is_empty());
+    let others = tagged
+        .tags()
+        .iter()
+        .filter(|other| tag.is_none_or(|tag| other.tag_type() != tag.tag_type()));
+    let replay_gain = replay_gain_of(
+        tag.into_iter().chain(others),
+        tagged.file_type() == FileType::Opus,
+    );
     Ok(AudioFacts {
         format,
         mime_type,
@@ -277,6 +378,7 @@ fn facts_of(tagged: &TaggedFile) -> Result<AudioFacts, String> {
         channels: properties.channels().map(i64::from),
         tags,
         has_embedded_cover,
+        replay_gain,
     })
 }
 
@@ -435,6 +537,64 @@ mod tests {
         assert!(probe_file(&path, "upload.aac").is_err());
         assert!(cover_picture(&path).is_none());
         assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    }
+
+    #[test]
+    fn gains_are_read_leniently() {
+        assert_eq!(parse_gain("-6.54 dB"), Some(-6.54));
+        assert_eq!(parse_gain("  +1.20 dB "), Some(1.2));
+        assert_eq!(parse_gain("-6.54dB"), Some(-6.54));
+        assert_eq!(parse_gain("-6.54 DB"), Some(-6.54));
+        assert_eq!(parse_gain("-7,25 dB"), Some(-7.25));
+        assert_eq!(parse_gain("3"), Some(3.0));
+        assert_eq!(parse_gain("-0.5 LU"), Some(-0.5));
+        assert_eq!(parse_gain("64 dB"), Some(64.0));
+    }
+
+    #[test]
+    fn bad_gains_and_peaks_are_left_out() {
+        for bad in [
+            "",
+            "dB",
+            "NaN",
+            "nan dB",
+            "inf",
+            "-inf dB",
+            "infinity",
+            "1e999",
+            "65 dB",
+            "-64.01 dB",
+            "loud",
+            "-6.54 dB extra",
+            "--3",
+            "0x10",
+            "1.2.3",
+        ] {
+            assert_eq!(parse_gain(bad), None, "{bad:?}");
+        }
+        for bad in ["", "-0.1", "16.5", "NaN", "inf", "peak", "1e3"] {
+            assert_eq!(parse_peak(bad), None, "{bad:?}");
+        }
+        assert_eq!(parse_peak("0.988553"), Some(0.988553));
+        assert_eq!(parse_peak("0"), Some(0.0));
+        assert_eq!(parse_peak("1,5"), Some(1.5));
+        assert_eq!(parse_peak("16"), Some(16.0));
+    }
+
+    /// RFC 7845: Q7.8 in a signed 16-bit decimal integer, towards -23 LUFS; ReplayGain 2.0
+    /// is towards -18 LUFS, 5 dB more.
+    #[test]
+    fn opus_r128_gains_are_q7_8_towards_minus_23_lufs() {
+        assert_eq!(parse_r128_gain("0"), Some(5.0));
+        assert_eq!(parse_r128_gain("-2560"), Some(-5.0));
+        assert_eq!(parse_r128_gain("256"), Some(6.0));
+        assert_eq!(parse_r128_gain(" -1234 "), Some(-1234.0 / 256.0 + 5.0));
+        assert_eq!(parse_r128_gain("+512"), Some(7.0));
+        // -128 + 5 dB: past the bound.
+        assert_eq!(parse_r128_gain("-32768"), None);
+        for bad in ["", "1.5", "-6.54 dB", "32768", "-32769", "NaN", "0x100"] {
+            assert_eq!(parse_r128_gain(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! |---|---|---|---|
 //! | `streaming_quality` | `original`, `high`, `medium`, `low` | `original` | what `GET /stream/{id}` sends when the request names no `quality` |
 //! | `scrobbling` | bool | `true` | whether plays are forwarded to the user's configured scrobbling services |
+//! | `replay_gain` | `off`, `track`, `album` | `off` | how the web player applies tracks' ReplayGain (album: the album's gain where known, else the track's) |
 //!
 //! A stored document is a contract with rows already written: a field may be added (with a
 //! default), never renamed.
@@ -48,6 +49,19 @@ impl StreamingQuality {
     }
 }
 
+/// How a player applies tracks' ReplayGain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplayGainMode {
+    /// Not at all: every track at its own level.
+    #[default]
+    Off,
+    /// Each track's gain: every track about as loud as the others.
+    Track,
+    /// The album's gain (the track's where there is none): an album keeps its own dynamics.
+    Album,
+}
+
 /// A user's settings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -56,6 +70,8 @@ pub struct UserSettings {
     pub streaming_quality: StreamingQuality,
     /// Whether plays are forwarded to the user's scrobbling services.
     pub scrobbling: bool,
+    /// How the web player applies ReplayGain.
+    pub replay_gain: ReplayGainMode,
 }
 
 impl Default for UserSettings {
@@ -63,6 +79,7 @@ impl Default for UserSettings {
         UserSettings {
             streaming_quality: StreamingQuality::Original,
             scrobbling: true,
+            replay_gain: ReplayGainMode::Off,
         }
     }
 }
@@ -75,10 +92,16 @@ pub struct SettingsPatch {
     pub streaming_quality: Option<StreamingQuality>,
     /// Scrobbling on or off.
     pub scrobbling: Option<bool>,
+    /// How ReplayGain is applied.
+    #[serde(default)]
+    pub replay_gain: Option<ReplayGainMode>,
 }
 
 impl SettingsPatch {
     fn apply(&self, settings: &mut UserSettings) {
+        if let Some(mode) = self.replay_gain {
+            settings.replay_gain = mode;
+        }
         if let Some(quality) = self.streaming_quality {
             settings.streaming_quality = quality;
         }
@@ -265,6 +288,7 @@ mod tests {
         let settings = parse(r#"{"streaming_quality":"low"}"#);
         assert_eq!(settings.streaming_quality, StreamingQuality::Low);
         assert!(settings.scrobbling);
+        assert_eq!(settings.replay_gain, ReplayGainMode::Off);
         assert_eq!(parse("not json"), UserSettings::default());
     }
 
@@ -277,6 +301,13 @@ mod tests {
         }
         .apply(&mut settings);
         assert_eq!(settings.streaming_quality, StreamingQuality::Original);
+        assert!(!settings.scrobbling);
+        SettingsPatch {
+            replay_gain: Some(ReplayGainMode::Album),
+            ..Default::default()
+        }
+        .apply(&mut settings);
+        assert_eq!(settings.replay_gain, ReplayGainMode::Album);
         assert!(!settings.scrobbling);
         assert!(serde_json::from_str::<SettingsPatch>(r#"{"theme":"dark"}"#).is_err());
     }

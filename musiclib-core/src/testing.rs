@@ -555,6 +555,7 @@ async fn insert_tracks(
                     channels: Some(2),
                     tags,
                     has_embedded_cover: false,
+                    replay_gain: Default::default(),
                 },
                 storage_uri,
                 source,
@@ -607,6 +608,96 @@ pub fn add_unsynced_lyrics(path: &std::path::Path, frames: &[([u8; 3], &str)]) {
     }
     file.save_to_path(path, WriteOptions::default())
         .expect("write the mp3");
+}
+
+/// Writes `fields` (name, value) into the tags of the audio file at `path` in the file's own
+/// format, names as given (their case kept): Vorbis comments (FLAC, Ogg Vorbis, Opus), ID3v2
+/// `TXXX` frames named by their description (MP3), MP4 freeform atoms
+/// `----:com.apple.iTunes:{name}` (M4A). For tests of ReplayGain tags, in crates without lofty.
+pub fn write_tag_fields(path: &std::path::Path, fields: &[(&str, &str)]) {
+    use lofty::config::{ParseOptions, WriteOptions};
+    use lofty::file::AudioFile;
+    let extension = path
+        .extension()
+        .and_then(|extension| extension.to_str())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let open = || std::fs::File::open(path).expect("open the audio file");
+    let options = ParseOptions::new();
+    match extension.as_str() {
+        "mp3" => {
+            use lofty::id3::v2::{ExtendedTextFrame, Frame, Id3v2Tag};
+            let mut file =
+                lofty::mpeg::MpegFile::read_from(&mut open(), options).expect("read the mp3");
+            if file.id3v2().is_none() {
+                file.set_id3v2(Id3v2Tag::new());
+            }
+            let tag = file.id3v2_mut().expect("an id3v2 tag");
+            for (name, value) in fields {
+                tag.insert(Frame::UserText(ExtendedTextFrame::new(
+                    lofty::TextEncoding::UTF8,
+                    name.to_string(),
+                    value.to_string(),
+                )));
+            }
+            file.save_to_path(path, WriteOptions::default())
+                .expect("write the audio file");
+        }
+        "flac" => {
+            let mut file =
+                lofty::flac::FlacFile::read_from(&mut open(), options).expect("read the flac");
+            if file.vorbis_comments().is_none() {
+                file.set_vorbis_comments(Default::default());
+            }
+            let comments = file.vorbis_comments_mut().expect("vorbis comments");
+            for (name, value) in fields {
+                comments.insert(name.to_string(), value.to_string());
+            }
+            file.save_to_path(path, WriteOptions::default())
+                .expect("write the audio file");
+        }
+        "ogg" | "oga" => {
+            let mut file = lofty::ogg::VorbisFile::read_from(&mut open(), options)
+                .expect("read the ogg vorbis file");
+            for (name, value) in fields {
+                file.vorbis_comments_mut()
+                    .insert(name.to_string(), value.to_string());
+            }
+            file.save_to_path(path, WriteOptions::default())
+                .expect("write the audio file");
+        }
+        "opus" => {
+            let mut file =
+                lofty::ogg::OpusFile::read_from(&mut open(), options).expect("read the opus file");
+            for (name, value) in fields {
+                file.vorbis_comments_mut()
+                    .insert(name.to_string(), value.to_string());
+            }
+            file.save_to_path(path, WriteOptions::default())
+                .expect("write the audio file");
+        }
+        "m4a" | "mp4" => {
+            use lofty::mp4::{Atom, AtomData, AtomIdent, Ilst};
+            let mut file =
+                lofty::mp4::Mp4File::read_from(&mut open(), options).expect("read the m4a");
+            if file.ilst().is_none() {
+                file.set_ilst(Ilst::default());
+            }
+            let ilst = file.ilst_mut().expect("an ilst");
+            for (name, value) in fields {
+                ilst.insert(Atom::new(
+                    AtomIdent::Freeform {
+                        mean: "com.apple.iTunes".into(),
+                        name: name.to_string().into(),
+                    },
+                    AtomData::UTF8(value.to_string()),
+                ));
+            }
+            file.save_to_path(path, WriteOptions::default())
+                .expect("write the audio file");
+        }
+        other => panic!("no tags written into .{other} files"),
+    }
 }
 
 /// Embeds `image` as the front cover of the audio file at `path` (its primary tag), for tests

@@ -13,6 +13,9 @@
 //!    Chromaprint), test2 preset (fpcalc's default algorithm 2), fed 11025 Hz mono so its own
 //!    resampler is bypassed; its output then equals Chromaprint's.
 //!
+//! The decoded samples of step 1 are also offered as they are (`pcm`), for other analyses of a
+//! file's audio (its loudness).
+//!
 //! Like fpcalc, at most `max_seconds` × 11025 converted samples are fingerprinted, and the
 //! resampler is not drained at the end of the file (fpcalc 1.5.1 stops at the decoder's
 //! end-of-file error before it would flush).
@@ -21,6 +24,7 @@ pub mod compare;
 mod decode;
 mod ffmpeg;
 pub mod mp4;
+pub mod pcm;
 mod swr;
 
 use std::ops::ControlFlow;

@@ -663,6 +663,11 @@ impl ChannelLayout {
         Self { mask }
     }
 
+    /// The channel mask (FFmpeg's bits, see above).
+    pub(crate) fn mask(self) -> u64 {
+        self.mask
+    }
+
     /// Number of channels.
     pub fn channels(self) -> usize {
         self.mask.count_ones() as usize

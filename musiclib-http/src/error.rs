@@ -95,6 +95,7 @@ impl From<Error> for ApiError {
             ErrorKind::Unauthenticated => StatusCode::UNAUTHORIZED,
             ErrorKind::Forbidden => StatusCode::FORBIDDEN,
             ErrorKind::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+            ErrorKind::Gone => StatusCode::GONE,
             ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ErrorKind::InsufficientStorage => StatusCode::INSUFFICIENT_STORAGE,
             ErrorKind::NotSupported => StatusCode::NOT_IMPLEMENTED,

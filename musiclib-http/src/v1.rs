@@ -8,12 +8,14 @@ pub mod covers;
 pub(crate) mod document;
 pub mod downloads;
 pub mod dto;
+pub mod folders;
 pub mod lyrics;
 pub mod playlists;
 pub mod radio;
 pub mod remote;
 pub mod search;
 pub mod settings;
+pub mod shares;
 pub mod sources;
 pub mod storage;
 pub mod stream;
@@ -39,6 +41,7 @@ use utoipa_axum::router::OpenApiRouter;
         (name = "streaming", description = "Audio of tracks"),
         (name = "jobs", description = "Background jobs"),
         (name = "playlists", description = "Versioned playlists: a stale version answers 409"),
+        (name = "shares", description = "Sharing links: a user's shares (`/shares`), and what anyone holding a link opens without an account (`/shared/{id}`)"),
         (name = "likes", description = "Likes and play history (append-only event logs)"),
         (name = "sync", description = "Offline sync: delta pull and idempotent push"),
         (name = "recommendations", description = "The stateless radio, similar tracks and similar artists, each item with reason codes and a score"),
@@ -80,6 +83,7 @@ pub(crate) fn routes() -> OpenApiRouter<Library> {
         .merge(auth::routes())
         .merge(admin::routes())
         .merge(tracks::routes())
+        .merge(folders::routes())
         .merge(lyrics::routes())
         .merge(albums::routes())
         .merge(covers::routes())
@@ -92,6 +96,7 @@ pub(crate) fn routes() -> OpenApiRouter<Library> {
         .merge(storage::routes())
         .merge(stream::routes())
         .merge(playlists::routes())
+        .merge(shares::routes())
         .merge(sync::routes())
         .merge(crate::health::routes())
         .merge(crate::metrics::routes())

@@ -154,6 +154,14 @@ impl Element {
         self
     }
 
+    /// Adds one nested element when there is one.
+    pub fn opt_child(self, child: Option<Element>) -> Element {
+        match child {
+            Some(child) => self.child(child),
+            None => self,
+        }
+    }
+
     /// Adds a list of elements named `name` (each keeps its own name in XML).
     pub fn list(mut self, name: &'static str, items: Vec<Element>) -> Element {
         self.children.push(Child::List(name, items));
@@ -297,7 +305,7 @@ impl SubsonicError {
 impl From<musiclib_core::Error> for SubsonicError {
     fn from(error: musiclib_core::Error) -> Self {
         let code = match error.kind() {
-            ErrorKind::NotFound => 70,
+            ErrorKind::NotFound | ErrorKind::Gone => 70,
             ErrorKind::Unauthenticated => 40,
             ErrorKind::Forbidden => 50,
             // The protocol has no code for "too many attempts": 0, its message saying when

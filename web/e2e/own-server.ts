@@ -99,6 +99,7 @@ export class OwnServer {
       COVERART_ENABLED: 'false',
       LRCLIB_BASE_URL: 'http://127.0.0.1:9',
       SOUND_ANALYSIS: 'false',
+      LOUDNESS_ANALYSIS: 'false',
     };
     const child = spawn(BIN, ['serve'], { cwd: this.dataDir, env, stdio: ['ignore', log, log] });
     closeSync(log);

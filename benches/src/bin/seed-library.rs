@@ -158,6 +158,7 @@ async fn main() -> anyhow::Result<()> {
                         description: None,
                         public: i % 2 == 0,
                         track_ids,
+                        rules: None,
                     },
                 )
                 .await?;

@@ -169,6 +169,7 @@ impl Cluster {
             ("COVERART_ENABLED", "false".into()),
             ("LRCLIB_BASE_URL", "http://127.0.0.1:9".into()),
             ("SOUND_ANALYSIS", "false".into()),
+            ("LOUDNESS_ANALYSIS", "false".into()),
             ("ENRICH_CONCURRENCY", "2".into()),
             ("RUST_LOG", "info".into()),
         ]

@@ -1,7 +1,7 @@
 //! Row structs of the catalogue queries and their conversion into domain types.
 
 use crate::db::{flag, DatabaseKind};
-use crate::domain::{Album, Artist, Availability, MetadataStatus, Source, Track};
+use crate::domain::{Album, Artist, Availability, MetadataStatus, ReplayGain, Source, Track};
 use crate::{AlbumId, ArtistId, Timestamp, TrackId, UserId};
 
 /// The select list of a [`TrackRow`], on alias `t`. Whether the track's album has a cover is
@@ -16,6 +16,7 @@ macro_rules! track_fields {
     t.bitrate_kbps, t.sample_rate, t.channels, t.size_bytes, t.content_sha256, t.storage_uri, t.source,
     t.source_id, t.added_by, t.availability, t.metadata_status, t.metadata_error, t.enriched_at,
     t.musicbrainz_recording_id, t.acoustid_id, t.created_at, t.updated_at,
+    t.rg_track_gain, t.rg_track_peak, t.rg_album_gain, t.rg_album_peak,
     COALESCE((SELECT 1 FROM albums a WHERE a.id = t.album_id AND a.cover_uri IS NOT NULL), 0) AS has_cover"
     };
 }
@@ -59,6 +60,10 @@ pub(crate) struct TrackRow {
     pub acoustid_id: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
+    pub rg_track_gain: Option<f64>,
+    pub rg_track_peak: Option<f64>,
+    pub rg_album_gain: Option<f64>,
+    pub rg_album_peak: Option<f64>,
     pub has_cover: i64,
 }
 
@@ -111,6 +116,12 @@ impl From<TrackRow> for Track {
             musicbrainz_recording_id: row.musicbrainz_recording_id,
             acoustid_id: row.acoustid_id,
             has_cover: flag(row.has_cover),
+            replay_gain: ReplayGain {
+                track_gain: row.rg_track_gain,
+                track_peak: row.rg_track_peak,
+                album_gain: row.rg_album_gain,
+                album_peak: row.rg_album_peak,
+            },
             created_at: Timestamp::from_micros(row.created_at),
             updated_at: Timestamp::from_micros(row.updated_at),
         }

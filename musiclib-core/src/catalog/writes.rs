@@ -7,12 +7,16 @@
 //! the catalogue's words, a [`Description`], a file's [`StoredAudio`], an availability, and
 //! never name a column. A new column is added here, in the migrations of both dialects and
 //! in the read row (`rows.rs`).
+//!
+//! ReplayGain (`rg_*`) comes from a file's tags wherever it is read (insert, re-read, a
+//! filled placeholder), or from `analyze_loudness`'s measurement, which never replaces what
+//! the tags said.
 
 use super::refresh::FileFacts;
 use super::resolve::Resolver;
 use super::rows::TrackRow;
 use crate::db::{Db, Sql, Tx, CHUNK};
-use crate::domain::{Availability, MetadataStatus, Source};
+use crate::domain::{Availability, MetadataStatus, ReplayGain, Source};
 use crate::probe::AudioFacts;
 use crate::{AlbumId, ArtistId, Result, TrackId, UserId};
 
@@ -213,6 +217,10 @@ pub(crate) async fn insert(db: &Db, tx: &mut Tx, row: &NewRow<'_>) -> Result<boo
         ("created_at", "{now}".to_string()),
         ("updated_at", "{now}".to_string()),
     ]);
+    columns.extend(gain_columns(
+        &mut sql,
+        facts.map_or(ReplayGain::NONE, |facts| facts.replay_gain),
+    ));
     let (names, values): (Vec<&str>, Vec<String>) = columns.into_iter().unzip();
     sql.push(&format!(
         "INSERT INTO tracks ({}) VALUES ({}) ON CONFLICT (source, source_id) DO NOTHING",
@@ -355,6 +363,141 @@ pub(crate) async fn reread(
     .bind(file.and_then(|file| file.mtime))
     .execute(&mut **tx)
     .await?;
+    retag_gain(db, tx, id, facts.replay_gain, file.is_some()).await
+}
+
+/// The ReplayGain columns of a track whose file carries `gain` in its tags (none when it
+/// carries none), each with its value bound in `sql`.
+///
+/// A missing value is written as the literal `NULL`, never bound: sqlx 0.9's `Any` driver
+/// declares a NULL `f64` as a 4-byte float to PostgreSQL, and a statement it prepared so
+/// (its cache keys on the text alone) then refuses a real 8-byte value bound to the same
+/// placeholder ("incorrect binary data format"). With the literal, a statement's text says
+/// which values it binds, and every one it binds is a `f64`.
+fn gain_columns(sql: &mut Sql, gain: ReplayGain) -> Vec<(&'static str, String)> {
+    let gain = if gain.is_present() {
+        gain
+    } else {
+        ReplayGain::NONE
+    };
+    let mut float = |value: Option<f64>| match value {
+        Some(value) => sql.arg(value),
+        None => "NULL".to_string(),
+    };
+    let values = [
+        ("rg_track_gain", float(gain.track_gain)),
+        ("rg_track_peak", float(gain.track_peak)),
+        ("rg_album_gain", float(gain.album_gain)),
+        ("rg_album_peak", float(gain.album_peak)),
+    ];
+    let mut columns = values.to_vec();
+    columns.push((
+        "rg_source",
+        sql.arg(gain.is_present().then_some(GAIN_FROM_TAGS)),
+    ));
+    columns.push(("rg_error", "NULL".to_string()));
+    columns
+}
+
+/// `rg_source` of ReplayGain read from a file's tags.
+pub(crate) const GAIN_FROM_TAGS: &str = "tags";
+/// `rg_source` of ReplayGain measured by `analyze_loudness`.
+pub(crate) const GAIN_MEASURED: &str = "measured";
+
+/// Writes the ReplayGain a re-read of a track's file found in its tags. Tags with a gain
+/// replace whatever the track had; without one, gains that came from tags are cleared (the
+/// tags lost them), and so are measured ones when the file `changed` (its audio may be
+/// another's): either way the track waits for a measurement again.
+async fn retag_gain(
+    db: &Db,
+    tx: &mut Tx,
+    id: &TrackId,
+    gain: ReplayGain,
+    changed: bool,
+) -> Result<()> {
+    let mut sql = db.sql("");
+    let sets: Vec<String> = gain_columns(&mut sql, gain)
+        .into_iter()
+        .map(|(column, value)| format!("{column} = {value}"))
+        .collect();
+    let id = sql.arg(id);
+    sql.push(&format!(
+        "UPDATE tracks SET {} WHERE id = {id}",
+        sets.join(", ")
+    ));
+    if !gain.is_present() {
+        let from_tags = sql.arg(GAIN_FROM_TAGS);
+        sql.push(&format!(" AND (rg_source = {from_tags}"));
+        if changed {
+            sql.push(" OR rg_source IS NOT NULL OR rg_error IS NOT NULL");
+        }
+        sql.push(")");
+    }
+    sql.execute(&mut **tx).await?;
+    Ok(())
+}
+
+/// Records a track's measured ReplayGain (`gain`, its track values): only while it has none
+/// from its tags and its audio is still the file measured (`sha256`). Measured values leave
+/// `updated_at` alone: they describe the audio the track already had, not an edit (the sync
+/// stamp still moves, so clients see them). Returns whether the track took them.
+pub(crate) async fn set_measured_gain(
+    db: &Db,
+    tx: &mut Tx,
+    id: &TrackId,
+    sha256: Option<&str>,
+    track_gain: f64,
+    track_peak: f64,
+) -> Result<bool> {
+    let changed = db
+        .sql(
+            "UPDATE tracks SET rg_track_gain = $2, rg_track_peak = $3, rg_album_gain = NULL,
+                 rg_album_peak = NULL, rg_source = $4, rg_error = NULL
+             WHERE id = $1 AND (rg_source IS NULL OR rg_source = $4)
+               AND (content_sha256 = $5 OR (content_sha256 IS NULL AND $5 IS NULL))",
+        )
+        .bind(id)
+        .bind(track_gain)
+        .bind(track_peak)
+        .bind(GAIN_MEASURED)
+        .bind(sha256)
+        .execute(&mut **tx)
+        .await?;
+    Ok(changed == 1)
+}
+
+/// Records why a track's loudness cannot be measured (it is not tried again until its file
+/// changes), unless it has ReplayGain by now.
+pub(crate) async fn gain_unmeasurable(db: &Db, id: &TrackId, reason: &str) -> Result<()> {
+    db.sql("UPDATE tracks SET rg_error = $2 WHERE id = $1 AND rg_source IS NULL")
+        .bind(id)
+        .bind(reason)
+        .execute(db.pool())
+        .await?;
+    Ok(())
+}
+
+/// Sets the measured album gain and peak of `ids` (tracks of one album whose gains were all
+/// measured; a track with gains from tags keeps them).
+pub(crate) async fn set_measured_album_gain(
+    db: &Db,
+    tx: &mut Tx,
+    ids: &[&str],
+    album_gain: f64,
+    album_peak: f64,
+) -> Result<()> {
+    for chunk in ids.chunks(CHUNK) {
+        let mut sql = db.sql("UPDATE tracks SET rg_album_gain = ");
+        sql.push_bind(album_gain)
+            .push(", rg_album_peak = ")
+            .push_bind(album_peak)
+            .push(" WHERE rg_source = ")
+            .push_bind(GAIN_MEASURED)
+            .push(" AND id IN (")
+            .push_list(chunk.iter().copied())
+            .push(")");
+        sql.execute(&mut **tx).await?;
+    }
     Ok(())
 }
 
@@ -421,7 +564,7 @@ pub(crate) async fn fill_placeholder(
     .bind(tags.musicbrainz_recording_id.as_deref())
     .execute(&mut **tx)
     .await?;
-    Ok(())
+    retag_gain(db, tx, id, facts.replay_gain, true).await
 }
 
 /// Points a folder track at the path its file moved to: it is `available` again.

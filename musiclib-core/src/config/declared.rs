@@ -191,6 +191,13 @@ pub static SETTINGS: &[Setting] = &[
         doc: "Reverse proxies in front of the server, as addresses or networks (`127.0.0.1,10.0.0.0/8`): a request from one of them is from the client its `X-Forwarded-For` names (for the sign-in throttle). Empty: the connection's address is the client's, and everyone behind a proxy shares its budget",
     },
     Setting {
+        name: "PUBLIC_URL",
+        default: "",
+        shape: Shape::Url,
+        read: Some(|c| c.public_url.clone()),
+        doc: "The address users reach the server at (`https://music.example.com`, no trailing path), used in the links of shares (`/s/{id}`). Empty: each link is made from the address the request came to (its `Host`)",
+    },
+    Setting {
         name: "STORAGE_BACKEND",
         default: "local",
         shape: Shape::Plain,
@@ -399,6 +406,13 @@ pub static SETTINGS: &[Setting] = &[
         shape: Shape::Plain,
         read: Some(|c| Some(c.transcoding.max_live_encodes_per_user.to_string())),
         doc: "Live encodes one user may have running at once (1–1024)",
+    },
+    Setting {
+        name: "LOUDNESS_ANALYSIS",
+        default: "true",
+        shape: Shape::Plain,
+        read: Some(|c| Some(c.transcoding.loudness_analysis.to_string())),
+        doc: "Measure the loudness (EBU R128) of tracks whose tags have no ReplayGain, in the background, for their ReplayGain",
     },
     Setting {
         name: "JOB_MAX_ATTEMPTS",

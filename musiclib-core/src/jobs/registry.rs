@@ -13,7 +13,7 @@
 //! audio, and share one live job per track). Beside them, `reindex_library` (`POST /admin/reindex`) and `check_files`
 //! (`POST /storage/broken/check`), and `submit_scrobbles` and `update_now_playing`
 //! (forwarding plays to Last.fm and ListenBrainz), `analyze_sound` and `compute_similarity`
-//! (recommendations).
+//! (recommendations), and `analyze_loudness` (ReplayGain where tags have none).
 //! Stored names and payload shapes are a contract with jobs
 //! already queued in a database: a payload may gain optional fields, never lose or rename one.
 

@@ -12,6 +12,15 @@ use crate::{JobId, Result};
 /// The states of a job that may still run.
 const LIVE: &str = "state IN ('queued', 'running')";
 
+/// The jobs background analyses (a track's sound, its loudness) give way to: imports and
+/// enrichment.
+const IMPORT_KINDS: &[&str] = &[
+    "scan_local_folder",
+    "enrich_task",
+    "materialize_track",
+    "download_task",
+];
+
 impl Jobs {
     /// The jobs of `ids` that exist, by id (one query per 500).
     pub(crate) async fn get_many(&self, ids: &[&JobId]) -> Result<HashMap<JobId, Job>> {
@@ -119,5 +128,13 @@ impl Jobs {
         ));
         select.push_list(kinds.iter().copied()).push(")");
         select.fetch_scalar(db.pool()).await
+    }
+
+    /// Whether imports or enrichment are queued or running ([`IMPORT_KINDS`]): a background
+    /// analysis stops before its next track when they are. True when the queue cannot say.
+    pub(crate) async fn imports_waiting(&self) -> bool {
+        self.count_live(IMPORT_KINDS)
+            .await
+            .map_or(true, |count| count > 0)
     }
 }

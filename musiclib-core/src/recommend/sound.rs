@@ -52,13 +52,6 @@ const SOUNDS_LIKE: f64 = 0.5;
 const STAMP_KEY: &str = "sound_features_stamp";
 /// Least time between two builds of the neighbour index.
 pub(crate) const REBUILD_INTERVAL: Duration = Duration::from_secs(5);
-/// Jobs an analysis gives way to.
-const IMPORT_KINDS: &[&str] = &[
-    "scan_local_folder",
-    "enrich_task",
-    "materialize_track",
-    "download_task",
-];
 
 type Point = [f32; NUMBER_FEATURES];
 
@@ -661,9 +654,7 @@ async fn bump_stamp(db: &Db, tx: &mut crate::db::Tx) -> Result<()> {
 
 /// Whether imports or enrichment are queued or running.
 async fn imports_waiting(jobs: &Jobs) -> bool {
-    jobs.count_live(IMPORT_KINDS)
-        .await
-        .map_or(true, |count| count > 0)
+    jobs.imports_waiting().await
 }
 
 /// The `analyze_sound` job: analyses tracks without features until none is left or imports

@@ -77,6 +77,9 @@ impl Social {
                 "must be a cursor from an earlier pull, or 0",
             ));
         }
+        // Smart playlists whose tracks the library's changes moved are written first, so
+        // this pull (or the next) carries them as changed playlists.
+        self.playlists.refresh_smart_of(&caller.user.id).await?;
         // The clock's committed value: every change stamped at or below it has committed.
         let pool = self.db.pool();
         let clock = self.db.sync_clock().await?;

@@ -329,11 +329,12 @@ backend_test! {
     async fn every_kind_and_periodic_task_is_registered_by_its_service(backend: Backend) {
         let library = TestLibrary::new(backend).await;
         let registry = library.library.registry();
-        // The spec's six kinds, the admin reindex and the file check, scrobbling's two, and
-        // the recommendations' two; each once.
+        // The spec's six kinds, the admin reindex and the file check, scrobbling's two, the
+        // recommendations' two, and the loudness measurement; each once.
         assert_eq!(
             registry.kinds().names(),
             vec![
+                "analyze_loudness",
                 "analyze_sound",
                 "check_files",
                 "cleanup_storage",
@@ -356,7 +357,10 @@ backend_test! {
             registry.kinds().pool_kinds(musiclib_core::jobs::Pool::General).is_empty(),
             "general workers take every kind"
         );
-        assert_eq!(registry.periodic_names(), vec!["recommend_sweep", "scrobble_resume"]);
+        assert_eq!(
+            registry.periodic_names(),
+            vec!["loudness_sweep", "recommend_sweep", "scrobble_resume"]
+        );
     }
 }
 

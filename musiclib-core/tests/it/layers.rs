@@ -44,6 +44,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "lyrics",
             "remote",
             "maintenance",
+            "shares",
         ],
     ),
     ("workflows", &["workflows", "admin"]),

@@ -19,6 +19,11 @@
 //! - `remote`: remote sources (a mock Subsonic server, the real yt-dlp on a loopback site):
 //!   search, placeholders, materialization, downloads, retries, cancellation.
 //! - `renditions`: Opus renditions (ffmpeg), the LRU cache.
+//! - `replaygain`: ReplayGain from the tags of every format, measured loudness against
+//!   ffmpeg's `ebur128` filter (tracks and albums), the measurement's job.
+//! - `folders`: the import folder's tree as folders, uploads filed by album artist and album.
+//! - `shares`: sharing links: what a link reaches, until it expires or is revoked; the throttle.
+//! - `smart`: smart playlists: rules checked and bound, evaluated, following the library.
 //! - `hls`: HLS segments encoded ahead of the player, published whole.
 //! - `sync`: playlists with versions, likes, plays, and the sync protocol.
 
@@ -29,6 +34,7 @@ mod catalog;
 mod claims;
 mod cleanup;
 mod enrichment;
+mod folders;
 mod hls;
 mod jobs;
 mod layers;
@@ -38,5 +44,8 @@ mod permissions;
 mod recommend;
 mod remote;
 mod renditions;
+mod replaygain;
 mod scan;
+mod shares;
+mod smart;
 mod sync;

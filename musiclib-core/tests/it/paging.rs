@@ -870,6 +870,7 @@ backend_test! {
                     description: None,
                     public: false,
                     track_ids: tracks[..3].iter().map(|t| t.id.clone()).collect(),
+                    rules: None,
                 },
             )
             .await

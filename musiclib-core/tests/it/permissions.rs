@@ -22,6 +22,8 @@ struct World {
     owner: Caller,
     /// Accounts to disable and delete, one per caller.
     accounts: Vec<musiclib_core::UserId>,
+    /// The owner's shares, one per caller.
+    shares: Vec<musiclib_core::shares::ShareId>,
 }
 
 type Operation = for<'a> fn(
@@ -203,6 +205,65 @@ fn table() -> Vec<(&'static str, Operation, [&'static str; 3])> {
             [OK, "not_found", "not_found"],
         ),
         (
+            "share the owner's private playlist",
+            |l, w, c, _| {
+                Box::pin(async move {
+                    l.shares()
+                        .create(
+                            c,
+                            musiclib_core::shares::NewShare {
+                                target: musiclib_core::shares::ShareTarget::Playlist(
+                                    w.private[1].clone(),
+                                ),
+                                description: None,
+                                expires_at: None,
+                                downloadable: false,
+                            },
+                        )
+                        .await
+                        .map(drop)
+                })
+            },
+            // To anyone else it does not exist: a share of it names a field that is wrong.
+            [OK, "validation_error", "validation_error"],
+        ),
+        (
+            "read a share",
+            |l, w, c, _| Box::pin(async move { l.shares().get(c, &w.shares[0]).await.map(drop) }),
+            [OK, "not_found", OK],
+        ),
+        (
+            "list every user's shares",
+            |l, _, c, _| {
+                Box::pin(async move { l.shares().list(c, true, Page::default()).await.map(drop) })
+            },
+            ["forbidden", "forbidden", OK],
+        ),
+        (
+            "change a share",
+            |l, w, c, _| {
+                Box::pin(async move {
+                    l.shares()
+                        .update(
+                            c,
+                            &w.shares[0],
+                            musiclib_core::shares::ShareChanges {
+                                description: Some(Some("changed".into())),
+                                ..Default::default()
+                            },
+                        )
+                        .await
+                        .map(drop)
+                })
+            },
+            [OK, "not_found", OK],
+        ),
+        (
+            "revoke a share",
+            |l, w, c, role| Box::pin(async move { l.shares().revoke(c, &w.shares[role]).await }),
+            [OK, "not_found", OK],
+        ),
+        (
             "list accounts",
             |l, _, c, _| {
                 Box::pin(async move { l.accounts().list_users(c, Page::default()).await.map(drop) })
@@ -278,7 +339,17 @@ backend_test! {
         for name in ["x", "y", "z"] {
             accounts.push(user(&library, name).await.user.id);
         }
-        let world = World { tracks, job, private, public, owner: owner.clone(), accounts };
+        let mut shares = Vec::new();
+        for _ in 0..3 {
+            let share = musiclib_core::shares::NewShare {
+                target: musiclib_core::shares::ShareTarget::Tracks(vec![tracks[0].clone()]),
+                description: None,
+                expires_at: None,
+                downloadable: false,
+            };
+            shares.push(library.shares().create(&owner, share).await.unwrap().id);
+        }
+        let world = World { tracks, job, private, public, owner: owner.clone(), accounts, shares };
 
         let callers = [("owner", &owner), ("other user", &other), ("admin", &admin)];
         let mut failures = Vec::new();

@@ -246,6 +246,7 @@ backend_test! {
                 description: None,
                 public: false,
                 track_ids: vec![deleted_id.clone()],
+                rules: None,
             })
             .await
             .unwrap();

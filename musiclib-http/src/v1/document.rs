@@ -30,7 +30,36 @@ pub(crate) fn complete(document: utoipa::openapi::OpenApi) -> utoipa::openapi::O
     serde_json::from_value(value).expect("the completed OpenAPI document deserializes")
 }
 
+/// Marks every object schema without properties (free-form JSON: smart-playlist rules) as
+/// taking any properties, as it does: `additionalProperties: true` (without it, generated
+/// clients type it as an object that holds nothing).
+fn free_form_objects(schema: &mut Value) {
+    match schema {
+        Value::Object(object) => {
+            let is_object = match object.get("type") {
+                Some(Value::String(kind)) => kind == "object",
+                Some(Value::Array(kinds)) => kinds.iter().any(|kind| kind == "object"),
+                _ => false,
+            };
+            if is_object
+                && !object.contains_key("properties")
+                && !object.contains_key("additionalProperties")
+            {
+                object.insert("additionalProperties".into(), Value::Bool(true));
+            }
+            for value in object.values_mut() {
+                free_form_objects(value);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(free_form_objects),
+        _ => {}
+    }
+}
+
 fn complete_value(document: &mut Value) {
+    if let Some(components) = document.get_mut("components") {
+        free_form_objects(components);
+    }
     let Some(paths) = document.get_mut("paths").and_then(Value::as_object_mut) else {
         return;
     };

@@ -2,7 +2,7 @@
 //! Times are RFC 3339 strings in UTC; durations are milliseconds.
 
 use musiclib_core::catalog::Chunk;
-use musiclib_core::domain::{Album, Artist, Paged, Track};
+use musiclib_core::domain::{Album, Artist, Paged, ReplayGain, Track};
 use musiclib_core::jobs::Job;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -284,10 +284,44 @@ pub struct TrackOut {
     pub musicbrainz_recording_id: Option<String>,
     /// AcoustID track id.
     pub acoustid_id: Option<String>,
+    /// Its ReplayGain, from its tags or measured; every field null until known.
+    pub replay_gain: ReplayGainOut,
     /// Creation time.
     pub created_at: String,
     /// Last change.
     pub updated_at: String,
+}
+
+/// A track's ReplayGain (ReplayGain 2.0): gains in dB towards -18 LUFS, peaks linear (1.0
+/// is full scale). Read from the file's tags (`REPLAYGAIN_*`, ID3 `TXXX`, MP4 freeform
+/// atoms, Opus `R128_*_GAIN`), else measured in the background (EBU R128); a player scales
+/// by `10^(gain / 20)`, at most `1 / peak`. Null fields: not known (yet); the album ones
+/// also for a track without an album, or whose album mixes tagged and untagged files.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReplayGainOut {
+    /// Track gain in dB.
+    #[schema(minimum = -64.0, maximum = 64.0)]
+    pub track_gain: Option<f64>,
+    /// Track peak, linear.
+    #[schema(minimum = 0.0, maximum = 16.0)]
+    pub track_peak: Option<f64>,
+    /// Album gain in dB.
+    #[schema(minimum = -64.0, maximum = 64.0)]
+    pub album_gain: Option<f64>,
+    /// Album peak, linear.
+    #[schema(minimum = 0.0, maximum = 16.0)]
+    pub album_peak: Option<f64>,
+}
+
+impl From<ReplayGain> for ReplayGainOut {
+    fn from(gain: ReplayGain) -> ReplayGainOut {
+        ReplayGainOut {
+            track_gain: gain.track_gain,
+            track_peak: gain.track_peak,
+            album_gain: gain.album_gain,
+            album_peak: gain.album_peak,
+        }
+    }
 }
 
 impl From<Track> for TrackOut {
@@ -321,6 +355,7 @@ impl From<Track> for TrackOut {
             has_cover: track.has_cover,
             musicbrainz_recording_id: track.musicbrainz_recording_id,
             acoustid_id: track.acoustid_id,
+            replay_gain: track.replay_gain.into(),
             created_at: track.created_at.to_rfc3339(),
             updated_at: track.updated_at.to_rfc3339(),
         }

@@ -3,7 +3,7 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use musiclib_core::playlists::{NewPlaylist, Playlist, PlaylistChanges, MAX_COVER_BYTES};
+use musiclib_core::playlists::{NewPlaylist, Playlist, PlaylistChanges, Rules, MAX_COVER_BYTES};
 use musiclib_core::{Library, PlaylistId, TrackId};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -24,6 +24,8 @@ pub(super) fn routes() -> OpenApiRouter<Library> {
         ))
         .routes(routes!(add_tracks, remove_tracks))
         .routes(routes!(get_cover, put_cover))
+        .routes(routes!(preview_rules))
+        .routes(routes!(rule_fields))
 }
 
 /// A playlist.
@@ -46,6 +48,10 @@ pub struct PlaylistOut {
     /// Number of adds and removes so far; send it back as `version` to detect a conflict.
     version: i64,
     has_cover: bool,
+    /// A smart playlist's rules (canonical: field names in lower case, dates as
+    /// YYYY-MM-DD); its tracks follow them and cannot be edited. Null for a list.
+    #[schema(value_type = Option<Object>)]
+    rules: Option<serde_json::Value>,
     created_at: String,
     updated_at: String,
 }
@@ -64,6 +70,7 @@ impl From<Playlist> for PlaylistOut {
             duration_ms: playlist.duration_ms,
             version: playlist.version,
             has_cover: playlist.has_cover,
+            rules: playlist.rules,
             created_at: playlist.created_at.to_rfc3339(),
             updated_at: playlist.updated_at.to_rfc3339(),
         }
@@ -94,6 +101,14 @@ pub struct PlaylistCreate {
     #[serde(default)]
     #[schema(inline, value_type = Vec<uuid::Uuid>)]
     track_ids: Vec<String>,
+    /// Rules instead of `track_ids`: a smart playlist, in the form of Navidrome's `.nsp`
+    /// files (a whole file is accepted: its `name`, `comment` and `public` are ignored here).
+    /// `all`/`any` groups of conditions (`is`, `isNot`, `contains`, `notContains`,
+    /// `startsWith`, `endsWith`, `gt`, `lt`, `inTheRange`, `before`, `after`, `inTheLast`,
+    /// `notInTheLast`) over the fields listed in docs/api.md, `sort`, `order`, `limit`. An
+    /// unknown field or operator is a 422 naming it (`rules.all[0].contains.comment`).
+    #[schema(value_type = Option<Object>)]
+    rules: Option<serde_json::Value>,
 }
 
 /// `PATCH`/`PUT /playlists/{id}`: the fields to change. Not an add or remove: the version
@@ -116,6 +131,9 @@ pub struct PlaylistUpdate {
     public: Option<bool>,
     /// The version the client last saw: another current version answers 409.
     version: Option<i64>,
+    /// New rules (as in `POST /playlists`): the playlist becomes, or stays, smart.
+    #[schema(value_type = Option<Object>)]
+    rules: Option<serde_json::Value>,
 }
 
 fn double_option<'de, D: serde::Deserializer<'de>>(
@@ -198,6 +216,7 @@ async fn create_playlist(
         description: body.description,
         public: body.public,
         track_ids: track_ids(body.track_ids)?,
+        rules: body.rules.as_ref().map(Rules::parse).transpose()?,
     };
     let playlist = library.playlists().create(&caller, new).await?;
     Ok((StatusCode::CREATED, axum::Json(playlist.into())))
@@ -237,6 +256,7 @@ async fn update_playlist(
         description: body.description,
         public: body.public,
         expected_version: body.version,
+        rules: body.rules.as_ref().map(Rules::parse).transpose()?,
     };
     Ok(axum::Json(
         library
@@ -365,4 +385,76 @@ async fn put_cover(
     let body = crate::extract::read_body(request, MAX_COVER_BYTES).await?;
     library.playlists().set_cover(&caller, &id, body).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// `POST /playlists/rules/preview`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RulesPreview {
+    /// Rules as in `POST /playlists`.
+    #[schema(value_type = Object)]
+    rules: serde_json::Value,
+}
+
+/// What rules select now.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RulesPreviewOut {
+    /// How many tracks match (after `limit`).
+    track_count: usize,
+    /// The first 20 of them, in order.
+    track_ids: Vec<String>,
+    /// The rules as they would be stored (canonical).
+    #[schema(value_type = Object)]
+    rules: serde_json::Value,
+}
+
+/// What smart-playlist rules select now for the caller (the editor's live count), without
+/// saving anything. A rule musiclib does not know is a 422 naming it.
+#[utoipa::path(post, path = "/playlists/rules/preview", tag = "playlists", request_body = RulesPreview,
+    security(("bearer" = [])),
+    responses((status = 200, body = RulesPreviewOut), (status = 401, body = ErrorBody),
+        (status = 422, description = "An unknown field, operator or key, or a value of the wrong kind: `field` names its path", body = ErrorBody)))]
+async fn preview_rules(
+    State(library): State<Library>,
+    Auth(caller): Auth,
+    Json(body): Json<RulesPreview>,
+) -> Result<axum::Json<RulesPreviewOut>, ApiError> {
+    let rules = Rules::parse(&body.rules)?;
+    let (track_count, ids) = library
+        .playlists()
+        .preview_rules(&caller, &rules, 20)
+        .await?;
+    Ok(axum::Json(RulesPreviewOut {
+        track_count,
+        track_ids: ids.iter().map(ToString::to_string).collect(),
+        rules: rules.to_json(),
+    }))
+}
+
+/// A field smart-playlist rules may name.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RuleFieldOut {
+    /// Its name in rules (matched without regard to case).
+    name: &'static str,
+    /// `text`, `number`, `date` (values `YYYY-MM-DD`; `inTheLast` takes days) or `bool`.
+    kind: &'static str,
+    /// The operators it takes.
+    operators: Vec<&'static str>,
+}
+
+/// The fields smart-playlist rules may name, with their kinds and operators (what the
+/// rules editor offers).
+#[utoipa::path(get, path = "/playlists/rules/fields", tag = "playlists", security(("bearer" = [])),
+    responses((status = 200, body = Vec<RuleFieldOut>), (status = 401, body = ErrorBody)))]
+async fn rule_fields(Auth(_caller): Auth) -> axum::Json<Vec<RuleFieldOut>> {
+    axum::Json(
+        musiclib_core::playlists::rule_fields()
+            .into_iter()
+            .map(|field| RuleFieldOut {
+                name: field.name,
+                kind: field.kind,
+                operators: field.operators,
+            })
+            .collect(),
+    )
 }

@@ -2,7 +2,7 @@
 //! `/settings/scrobbling`: their scrobbling credentials, write-only.
 
 use axum::extract::State;
-use musiclib_core::settings::{SettingsPatch, StoredSettings, StreamingQuality};
+use musiclib_core::settings::{ReplayGainMode, SettingsPatch, StoredSettings, StreamingQuality};
 use musiclib_core::Library;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -53,6 +53,39 @@ impl From<StreamingQualityName> for StreamingQuality {
     }
 }
 
+/// How the web player applies tracks' ReplayGain (`TrackOut.replay_gain`): not at all, each
+/// track's gain, or the album's (the track's where the album has none); never past the peak.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplayGainModeName {
+    /// Not applied.
+    Off,
+    /// Each track's gain.
+    Track,
+    /// The album's gain.
+    Album,
+}
+
+impl From<ReplayGainMode> for ReplayGainModeName {
+    fn from(mode: ReplayGainMode) -> ReplayGainModeName {
+        match mode {
+            ReplayGainMode::Off => ReplayGainModeName::Off,
+            ReplayGainMode::Track => ReplayGainModeName::Track,
+            ReplayGainMode::Album => ReplayGainModeName::Album,
+        }
+    }
+}
+
+impl From<ReplayGainModeName> for ReplayGainMode {
+    fn from(mode: ReplayGainModeName) -> ReplayGainMode {
+        match mode {
+            ReplayGainModeName::Off => ReplayGainMode::Off,
+            ReplayGainModeName::Track => ReplayGainMode::Track,
+            ReplayGainModeName::Album => ReplayGainMode::Album,
+        }
+    }
+}
+
 /// A user's settings.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SettingsOut {
@@ -61,6 +94,8 @@ pub struct SettingsOut {
     /// Whether plays are forwarded to the scrobbling services set up in
     /// `/settings/scrobbling`.
     pub scrobbling: bool,
+    /// How the web player applies ReplayGain.
+    pub replay_gain: ReplayGainModeName,
     /// When they last changed.
     pub updated_at: String,
 }
@@ -70,6 +105,7 @@ impl From<StoredSettings> for SettingsOut {
         SettingsOut {
             streaming_quality: stored.settings.streaming_quality.into(),
             scrobbling: stored.settings.scrobbling,
+            replay_gain: stored.settings.replay_gain.into(),
             updated_at: stored.updated_at.to_rfc3339(),
         }
     }
@@ -87,6 +123,11 @@ pub struct SettingsPatchIn {
     #[serde(default, deserialize_with = "not_null")]
     #[schema(nullable = false)]
     pub scrobbling: Option<bool>,
+    /// How the web player applies ReplayGain (`null` is refused: leave the field out to
+    /// keep it).
+    #[serde(default, deserialize_with = "not_null")]
+    #[schema(nullable = false)]
+    pub replay_gain: Option<ReplayGainModeName>,
 }
 
 /// A field that may be left out but, when given, must have a value: `null` is an error
@@ -121,6 +162,7 @@ async fn patch_settings(
     let patch = SettingsPatch {
         streaming_quality: patch.streaming_quality.map(Into::into),
         scrobbling: patch.scrobbling,
+        replay_gain: patch.replay_gain.map(Into::into),
     };
     Ok(axum::Json(
         library.settings().update(&caller, &patch).await?.into(),

@@ -179,7 +179,7 @@ async fn stream(
 }
 
 /// The JSON error of a range that starts past the end (416).
-fn unsatisfiable(size: u64) -> ApiError {
+pub(super) fn unsatisfiable(size: u64) -> ApiError {
     ApiError::new(
         StatusCode::RANGE_NOT_SATISFIABLE,
         "range_not_satisfiable",

@@ -55,6 +55,12 @@ both_backends!(reports_and_settings, |backend: Backend| async move {
         sound["detail"].as_str().unwrap().contains("waiting"),
         "{sound}"
     );
+    let loudness = state("loudness_analysis");
+    assert_eq!(loudness["state"], "ok");
+    assert!(
+        loudness["detail"].as_str().unwrap().contains("measured"),
+        "{loudness}"
+    );
     for name in ["transcoder", "acoustid", "coverartarchive"] {
         let service = state(name);
         assert!(

@@ -749,3 +749,55 @@ both_backends!(genres_with_counts, |backend| async move {
     let (status, _) = app.get("/api/v1/genres", None).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 });
+
+both_backends!(services replay_gain_of_tracks, |backend| async move {
+    let app = App::new(TestLibrary::new(backend).await).await;
+    let token = app.register("alice").await;
+    // Tags' ReplayGain (ID3v2 TXXX), as TrackOut says it.
+    let dir = tempfile::tempdir().unwrap();
+    let tagged = dir.path().join("tagged.mp3");
+    std::fs::copy(
+        musiclib_core::testing::corpus()
+            .join("library/Los Señores del Ritmo/Canción de Mañana (2021)/02 - Corazón en Fuga.mp3"),
+        &tagged,
+    )
+    .unwrap();
+    musiclib_core::testing::write_tag_fields(
+        &tagged,
+        &[
+            ("REPLAYGAIN_TRACK_GAIN", "-7.25 dB"),
+            ("REPLAYGAIN_TRACK_PEAK", "0.977"),
+            ("REPLAYGAIN_ALBUM_GAIN", "-6.5 dB"),
+            ("REPLAYGAIN_ALBUM_PEAK", "0.999"),
+        ],
+    );
+    let (status, track) = app
+        .upload(&token, "tagged.mp3", &std::fs::read(&tagged).unwrap())
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{track}");
+    assert_eq!(
+        track["replay_gain"],
+        json!({"track_gain": -7.25, "track_peak": 0.977, "album_gain": -6.5, "album_peak": 0.999})
+    );
+    // A file without: every field null until measured, then the track's (no album).
+    let (_, plain) = app
+        .upload(&token, "tone.wav", &musiclib_core::testing::wav_tone(3))
+        .await;
+    assert_eq!(
+        plain["replay_gain"],
+        json!({"track_gain": null, "track_peak": null, "album_gain": null, "album_peak": null})
+    );
+    let report = app.library.media().measure_loudness(10).await.unwrap();
+    assert_eq!(report.measured, 1, "{report:?}");
+    let id = plain["id"].as_str().unwrap();
+    let (status, measured) = app.get(&format!("/api/v1/tracks/{id}"), Some(&token)).await;
+    assert_eq!(status, StatusCode::OK, "{measured}");
+    let gain = &measured["replay_gain"];
+    assert!(gain["track_gain"].as_f64().is_some_and(|gain| (-7.0..-4.0).contains(&gain)), "{gain}");
+    assert!(gain["track_peak"].as_f64().is_some_and(|peak| (peak - 0.3662).abs() < 0.001), "{gain}");
+    assert!(gain["album_gain"].is_null() && gain["album_peak"].is_null(), "{gain}");
+    let (_, tagged_again) = app
+        .get(&format!("/api/v1/tracks/{}", track["id"].as_str().unwrap()), Some(&token))
+        .await;
+    assert_eq!(tagged_again["replay_gain"]["track_gain"], -7.25);
+});

@@ -54,6 +54,10 @@ struct World {
     /// The owner's queued downloads, one per role, and the track of the first.
     downloads: Vec<String>,
     download_track: String,
+    /// The owner's shares of `audio_track` and the first track, one per role (downloads
+    /// allowed), and one the owner revoked.
+    shares: Vec<String>,
+    revoked_share: String,
 }
 
 /// A request body.
@@ -495,6 +499,95 @@ fn rows() -> Vec<Row> {
             |w, role| format!("/playlists/{}", w.private[role]),
             [401, 204, 404, 404],
         ),
+        // Smart playlists.
+        row(
+            "GET /playlists/rules/fields",
+            "read the fields of rules",
+            |_, _| "/playlists/rules/fields".into(),
+            ANY_USER,
+        ),
+        row(
+            "POST /playlists/rules/preview",
+            "preview rules (one's own plays and likes)",
+            |_, _| "/playlists/rules/preview".into(),
+            ANY_USER,
+        )
+        .body(|_, _| Payload::Json(json!({"rules": {"all": [{"gt": {"year": 1900}}]}}))),
+        // Folders.
+        row("GET /folders", "browse the folders", |_, _| "/folders?library=remote".into(), ANY_USER),
+        // Shares: the owner's (admins see and manage every one); what a link opens is public.
+        row("GET /shares", "list one's shares", |_, _| "/shares".into(), ANY_USER),
+        row("GET /shares", "list every user's shares", |_, _| "/shares?all=true".into(), ADMIN),
+        row("POST /shares", "share a track", |_, _| "/shares".into(), [401, 201, 201, 201])
+            .body(|w, _| Payload::Json(json!({"track_ids": [w.audio_track]}))),
+        row(
+            "GET /shares/{id}",
+            "read a share",
+            |w, _| format!("/shares/{}", w.shares[0]),
+            OWNER_OR_ADMIN_HIDDEN,
+        ),
+        row(
+            "PATCH /shares/{id}",
+            "change a share",
+            |w, _| format!("/shares/{}", w.shares[0]),
+            OWNER_OR_ADMIN_HIDDEN,
+        )
+        .body(|_, _| Payload::Json(json!({"description": "changed"}))),
+        row("GET /shared/{id}", "open a share's link (no account)", |w, _| format!("/shared/{}", w.shares[0]), [200; 4]),
+        row(
+            "GET /shared/{id}",
+            "open a revoked share's link",
+            |w, _| format!("/shared/{}", w.revoked_share),
+            [410; 4],
+        ),
+        row(
+            "GET /shared/{id}/cover",
+            "a share's picture (the tone has none)",
+            |w, _| format!("/shared/{}/cover", w.shares[0]),
+            [404; 4],
+        ),
+        row(
+            "GET /shared/{id}/tracks/{track}/stream",
+            "stream a shared track",
+            |w, _| format!("/shared/{}/tracks/{}/stream", w.shares[0], w.audio_track),
+            [200; 4],
+        ),
+        row(
+            "GET /shared/{id}/tracks/{track}/stream",
+            "stream a track outside the share",
+            |w, _| format!("/shared/{}/tracks/{}/stream", w.shares[0], w.tracks[1]),
+            [404; 4],
+        ),
+        row(
+            "GET /shared/{id}/tracks/{track}/stream",
+            "stream from a revoked share",
+            |w, _| format!("/shared/{}/tracks/{}/stream", w.revoked_share, w.audio_track),
+            [410; 4],
+        ),
+        row(
+            "GET /shared/{id}/tracks/{track}/download",
+            "download a shared track (allowed)",
+            |w, _| format!("/shared/{}/tracks/{}/download", w.shares[0], w.audio_track),
+            [200; 4],
+        ),
+        row(
+            "GET /shared/{id}/tracks/{track}/cover",
+            "a shared track's cover (the tone has none)",
+            |w, _| format!("/shared/{}/tracks/{}/cover", w.shares[0], w.audio_track),
+            [404; 4],
+        ),
+        row(
+            "GET /shared/{id}/tracks/{track}/lyrics",
+            "a shared track's lyrics",
+            |w, _| format!("/shared/{}/tracks/{}/lyrics", w.shares[0], w.tracks[0]),
+            [200; 4],
+        ),
+        row(
+            "DELETE /shares/{id}",
+            "revoke a share",
+            |w, role| format!("/shares/{}", w.shares[role]),
+            [401, 204, 404, 204],
+        ),
         // Likes, history and sync: each caller reads and writes their own.
         row("GET /likes", "list one's likes", |_, _| "/likes".into(), ANY_USER),
         row("POST /likes", "like a track", |_, _| "/likes".into(), [401, 201, 201, 201]).body(|w, role| {
@@ -753,7 +846,32 @@ async fn world(app: &App, owner: &str, owner_id: &str) -> World {
             download_track = created["track"]["id"].as_str().unwrap().to_string();
         }
     }
+    let mut shares = Vec::new();
+    for _ in 0..=ROLES.len() {
+        let (status, share) = app
+            .json(
+                "POST",
+                "/api/v1/shares",
+                Some(owner),
+                json!({"track_ids": [audio_track, tracks[0]], "downloadable": true}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{share}");
+        shares.push(share["id"].as_str().unwrap().to_string());
+    }
+    let revoked_share = shares.pop().unwrap();
+    let (status, _) = app
+        .json(
+            "DELETE",
+            &format!("/api/v1/shares/{revoked_share}"),
+            Some(owner),
+            json!(null),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
     World {
+        shares,
+        revoked_share,
         accounts,
         downloads,
         download_track,

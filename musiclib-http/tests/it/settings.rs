@@ -29,6 +29,7 @@ both_backends!(settings_are_per_user, |backend: Backend| async move {
     assert_eq!(status, StatusCode::OK, "{settings}");
     assert_eq!(settings["streaming_quality"], "original");
     assert_eq!(settings["scrobbling"], true);
+    assert_eq!(settings["replay_gain"], "off");
     assert!(settings["updated_at"].is_string());
 
     // A partial change keeps the rest, and is Alice's only.
@@ -53,9 +54,20 @@ both_backends!(settings_are_per_user, |backend: Backend| async move {
         .await;
     assert_eq!(changed["streaming_quality"], "medium");
     assert_eq!(changed["scrobbling"], false);
+    let (_, changed) = app
+        .json(
+            "PATCH",
+            "/api/v1/settings",
+            Some(&alice),
+            json!({"replay_gain": "album"}),
+        )
+        .await;
+    assert_eq!(changed["replay_gain"], "album");
+    assert_eq!(changed["scrobbling"], false);
     let (_, again) = app.get("/api/v1/settings", Some(&alice)).await;
     assert_eq!(again["streaming_quality"], "medium");
     assert_eq!(again["scrobbling"], false);
+    assert_eq!(again["replay_gain"], "album");
     let (_, theirs) = app.get("/api/v1/settings", Some(&bob)).await;
     assert_eq!(theirs["streaming_quality"], "original");
     // An empty change is allowed and changes nothing.
@@ -76,6 +88,8 @@ both_backends!(settings_are_per_user, |backend: Backend| async move {
         (json!({"streaming_quality": 3}), "streaming_quality"),
         (json!({"scrobbling": null}), "scrobbling"),
         (json!({"streaming_quality": null}), "streaming_quality"),
+        (json!({"replay_gain": "loud"}), "replay_gain"),
+        (json!({"replay_gain": null}), "replay_gain"),
     ] {
         let (status, error) = app
             .json("PATCH", "/api/v1/settings", Some(&alice), body.clone())

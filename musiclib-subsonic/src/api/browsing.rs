@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use musiclib_core::catalog::ItemKind;
 use musiclib_core::domain::Artist;
 
-use super::model::{self, FOLDER_ID, FOLDER_NAME, IGNORED_ARTICLES};
+use super::model::{self, FOLDER_ID, IGNORED_ARTICLES};
 use super::{album_id, all_pages, artist_id, track_id, MAX_LIST};
 use crate::response::{Element, SubsonicError};
 use crate::{Outcome, Reply, Request};
@@ -17,16 +17,6 @@ const MAX_CHILDREN: i64 = 10_000;
 
 fn envelope(element: Element) -> Outcome {
     Ok(Reply::Envelope(Some(element)))
-}
-
-/// `getMusicFolders`: one folder, the whole library.
-pub(crate) async fn music_folders(_request: &Request) -> Outcome {
-    envelope(Element::new("musicFolders").list(
-        "musicFolder",
-        vec![Element::new("musicFolder")
-            .attr("id", FOLDER_ID)
-            .attr("name", FOLDER_NAME)],
-    ))
 }
 
 /// Every artist, grouped by index letter (`#` last), each group by name.
@@ -68,20 +58,6 @@ async fn index_elements(request: &Request, folder: bool) -> Result<Vec<Element>,
         .collect())
 }
 
-/// `getIndexes`: the folder-model artist index.
-pub(crate) async fn indexes(request: &Request) -> Outcome {
-    let indexes = index_elements(request, true).await?;
-    envelope(
-        Element::new("indexes")
-            .attr(
-                "lastModified",
-                musiclib_core::Timestamp::now().as_micros() / 1000,
-            )
-            .attr("ignoredArticles", IGNORED_ARTICLES)
-            .list("index", indexes),
-    )
-}
-
 /// `getArtists`: the ID3 artist index.
 pub(crate) async fn artists(request: &Request) -> Outcome {
     let indexes = index_elements(request, false).await?;
@@ -95,6 +71,9 @@ pub(crate) async fn artists(request: &Request) -> Outcome {
 /// `getMusicDirectory`: an artist (its albums as folders) or an album (its songs).
 pub(crate) async fn music_directory(request: &Request) -> Outcome {
     let id = request.params.required("id")?;
+    if let Some((folder_library, path)) = super::folders::parse_folder_id(id) {
+        return super::folders::directory(request, id, folder_library, &path).await;
+    }
     let library = &request.library;
     match library.catalog().item_kind(id).await? {
         Some(ItemKind::Artist) => {

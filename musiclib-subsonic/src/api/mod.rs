@@ -2,10 +2,12 @@
 
 pub(crate) mod annotation;
 pub(crate) mod browsing;
+pub(crate) mod folders;
 pub(crate) mod lists;
 pub(crate) mod media;
 pub(crate) mod model;
 pub(crate) mod playlists;
+pub(crate) mod sharing;
 pub(crate) mod system;
 
 use std::future::Future;
@@ -52,8 +54,8 @@ methods! { name, request;
     "startScan" => system::start_scan(request),
     "getScanStatus" => system::scan_status(request),
 
-    "getMusicFolders" => browsing::music_folders(request),
-    "getIndexes" => browsing::indexes(request),
+    "getMusicFolders" => folders::music_folders(request),
+    "getIndexes" => folders::indexes(request),
     "getMusicDirectory" => browsing::music_directory(request),
     "getGenres" => browsing::genres(request),
     "getArtists" => browsing::artists(request),
@@ -79,6 +81,11 @@ methods! { name, request;
     "createPlaylist" => playlists::create(request),
     "updatePlaylist" => playlists::update(request),
     "deletePlaylist" => playlists::delete(request),
+
+    "getShares" => sharing::list(request),
+    "createShare" => sharing::create(request),
+    "updateShare" => sharing::update(request),
+    "deleteShare" => sharing::delete(request),
 
     "stream" => media::stream(request),
     "download" => media::download(request),

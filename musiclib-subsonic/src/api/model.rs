@@ -1,7 +1,7 @@
 //! Catalogue items as protocol elements: songs (`Child`), albums (`AlbumID3`, or `Child`
 //! folders), artists (`ArtistID3`, or `Artist`), playlists, with the OpenSubsonic attributes
 //! clients read (`mediaType`, `played`, `samplingRate`, `channelCount`, `musicBrainzId`,
-//! `sortName`, `isCompilation`, `readonly`).
+//! `sortName`, `isCompilation`, `readonly`, and on songs the `replayGain` object).
 
 use std::collections::HashMap;
 
@@ -14,8 +14,6 @@ use crate::Request;
 
 /// The one music folder: the whole library.
 pub const FOLDER_ID: i64 = 1;
-/// Its name.
-pub const FOLDER_NAME: &str = "Music";
 
 /// Articles left out when artists are indexed by their first letter.
 pub const IGNORED_ARTICLES: &str = "The El La Los Las Le Les";
@@ -65,6 +63,23 @@ pub fn song(name: &'static str, track: &Track, marks: Option<&Annotation>) -> El
         .opt("samplingRate", track.sample_rate)
         .opt("channelCount", track.channels)
         .opt("musicBrainzId", track.musicbrainz_recording_id.as_deref())
+        .opt_child(replay_gain(track))
+}
+
+/// A song's OpenSubsonic `replayGain` (`trackGain` and `albumGain` in dB, `trackPeak` and
+/// `albumPeak` linear), with the values known; none while nothing is.
+fn replay_gain(track: &Track) -> Option<Element> {
+    let gain = &track.replay_gain;
+    if !gain.is_present() && gain.album_gain.is_none() {
+        return None;
+    }
+    Some(
+        Element::new("replayGain")
+            .opt("trackGain", gain.track_gain)
+            .opt("albumGain", gain.album_gain)
+            .opt("trackPeak", gain.track_peak)
+            .opt("albumPeak", gain.album_peak),
+    )
 }
 
 /// The `coverArt` id of a track: its album's (so the cover is fetched once per album), or
@@ -158,7 +173,11 @@ pub fn playlist(playlist: &Playlist, caller_id: &str) -> Element {
         .attr("created", playlist.created_at)
         .attr("changed", playlist.updated_at)
         .attr("coverArt", playlist.id.to_string())
-        .attr("readonly", playlist.owner_id.as_str() != caller_id)
+        // A smart playlist's tracks follow its rules: no app may edit them.
+        .attr(
+            "readonly",
+            playlist.owner_id.as_str() != caller_id || playlist.rules.is_some(),
+        )
 }
 
 /// The letter an artist is indexed under: the first of its name after a leading article,

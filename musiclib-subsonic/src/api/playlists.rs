@@ -122,6 +122,7 @@ pub(crate) async fn update(request: &Request) -> Outcome {
             .then(|| params.get("comment").map(str::to_string)),
         public: params.bool("public")?,
         expected_version: None,
+        rules: None,
     };
     let edit = PlaylistEdit {
         changes,

@@ -1,6 +1,5 @@
 //! System, user and scanning methods.
 
-use crate::api::model::FOLDER_ID;
 use crate::response::{Element, Scalar, SubsonicError};
 use crate::{Outcome, Reply, Request};
 
@@ -99,9 +98,15 @@ async fn user_element(
         .attr("podcastRole", false)
         .attr("streamRole", true)
         .attr("jukeboxRole", false)
-        .attr("shareRole", false)
+        .attr("shareRole", true)
         .attr("videoConversionRole", false)
-        .values("folder", vec![Scalar::Int(FOLDER_ID)]))
+        .values(
+            "folder",
+            musiclib_core::catalog::FolderLibrary::ALL
+                .iter()
+                .map(|library| Scalar::Int(library.number()))
+                .collect(),
+        ))
 }
 
 fn scan_element(status: musiclib_core::ingest::ScanStatus) -> Element {

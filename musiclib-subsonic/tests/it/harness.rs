@@ -235,10 +235,43 @@ const OPENSUBSONIC_ATTRIBUTES: &[(&str, ValueRule)] = &[
     ("readonly", |value| matches!(value, "true" | "false")),
 ];
 
+/// Checks an OpenSubsonic `replayGain` element of a song (its attributes the spec's numbers,
+/// nothing inside it), which the 1.16.1 schema does not know.
+fn check_replay_gain(start: &quick_xml::events::BytesStart) {
+    const FIELDS: &[&str] = &[
+        "trackGain",
+        "albumGain",
+        "trackPeak",
+        "albumPeak",
+        "baseGain",
+        "fallbackGain",
+    ];
+    let mut count = 0;
+    for attribute in start.attributes() {
+        let attribute = attribute.unwrap();
+        let key = attribute.key.as_ref().to_string();
+        let value = attribute
+            .normalized_value(quick_xml::XmlVersion::Implicit1_0)
+            .unwrap()
+            .into_owned();
+        assert!(
+            FIELDS.contains(&key.as_str()),
+            "replayGain@{key} is not OpenSubsonic's"
+        );
+        assert!(
+            value.parse::<f64>().is_ok_and(f64::is_finite),
+            "replayGain@{key}={value:?} is not a number"
+        );
+        count += 1;
+    }
+    assert!(count > 0, "an empty replayGain");
+}
+
 /// Removes the OpenSubsonic attributes the 1.16.1 schema does not know, after checking each
 /// against its OpenSubsonic rule; `type` is set aside on the root element only (on songs the
 /// schema declares it). The one type OpenSubsonic widened, `playQueue current` (a string id
-/// where 1.16.1 has an int), is set aside too.
+/// where 1.16.1 has an int), is set aside too, and so are songs' `replayGain` elements
+/// (OpenSubsonic's object), after [`check_replay_gain`].
 fn strip_extras(xml: &str) -> String {
     use quick_xml::events::{BytesStart, Event};
     let mut reader = quick_xml::Reader::from_str(xml);
@@ -278,6 +311,9 @@ fn strip_extras(xml: &str) -> String {
         };
         match event {
             Event::Eof => break,
+            Event::Empty(start) if start.name().as_ref() == "replayGain" => {
+                check_replay_gain(&start)
+            }
             Event::Start(start) => writer.write_event(Event::Start(rebuild(&start))).unwrap(),
             Event::Empty(start) => writer.write_event(Event::Empty(rebuild(&start))).unwrap(),
             other => writer.write_event(other).unwrap(),

@@ -84,6 +84,8 @@ struct World {
     private: Vec<String>,
     /// Ann's public playlists, one per role (the first is never deleted).
     public: Vec<String>,
+    /// Ann's shares, one per role (the first is never deleted).
+    shares: Vec<String>,
 }
 
 struct Row {
@@ -211,6 +213,22 @@ fn rows() -> Vec<Row> {
             "delete a public playlist",
             |world, role| format!("id={}", world.public[role]),
             [Refused, Ok, Error(50), Error(50)],
+        ),
+        // Shares: each user's own; admins change and revoke anyone's.
+        row("getShares", "list one's shares", |_, _| String::new(), [Refused, Ok, Ok, Ok])
+            .shows(|world, answer| names(answer, &world.shares[0])),
+        row("createShare", "share a song", |world, _| format!("id={}", world.tracks[0]), [Refused, Ok, Ok, Ok]),
+        row(
+            "updateShare",
+            "change the owner's share",
+            |world, _| format!("id={}&description=changed", world.shares[0]),
+            [Refused, Ok, Error(70), Ok],
+        ),
+        row(
+            "deleteShare",
+            "revoke the owner's share",
+            |world, role| format!("id={}", world.shares[role]),
+            [Refused, Ok, Error(70), Ok],
         ),
         // Bookmarks: each user's own. Ann bookmarked the first and third tracks.
         row("getBookmarks", "read one's bookmarks", |_, _| String::new(), [Refused, Ok, Ok, Ok])
@@ -370,10 +388,26 @@ both_backends!(every_method_by_every_role, |backend: Backend| async move {
         &format!("id={}&current={}&position=500", tracks[0], tracks[0]),
     )
     .await;
+    let mut shares = Vec::new();
+    for _ in ROLES {
+        let created = app
+            .json(
+                "createShare",
+                &format!("id={}&description=for+you", tracks[0]),
+            )
+            .await;
+        shares.push(
+            created["shares"]["share"][0]["id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
     let world = World {
         tracks,
         private,
         public,
+        shares,
     };
 
     let mut failures = Vec::new();

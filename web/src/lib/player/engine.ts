@@ -1,6 +1,7 @@
 // Two <audio> elements: `current` plays, `next` holds the following track with preload=auto so
 // it starts without a gap when the current one ends; then they swap roles. Both live in a
-// hidden container; the current one is always the first <audio> of the document.
+// hidden container; the current one is always the first <audio> of the document. Each plays at
+// the user's volume times its track's ReplayGain factor (replaygain.ts).
 
 export interface EngineEvents {
   time(position: number, duration: number): void;
@@ -17,6 +18,9 @@ export class Engine {
   #nextSrc: string | null = null;
   #events: EngineEvents;
   #volume = 1;
+  /** The ReplayGain factor of the current track and of the preloaded one. */
+  #gain = 1;
+  #nextGain = 1;
 
   constructor(container: HTMLElement, events: EngineEvents) {
     this.#container = container;
@@ -52,14 +56,19 @@ export class Engine {
     return this.#current.paused;
   }
 
-  /** Loads `src` into the current element (from the preloaded one when it holds it). */
-  load(src: string, startAt = 0): void {
+  /**
+   * Loads `src` into the current element (from the preloaded one when it holds it), to play
+   * at `gain` (its ReplayGain factor) times the volume.
+   */
+  load(src: string, startAt = 0, gain = 1): void {
     if (this.#nextSrc === src) {
       this.#swap();
     } else {
       this.#current.src = src;
       if (startAt > 0) this.#current.currentTime = startAt;
     }
+    this.#gain = gain;
+    this.#apply();
   }
 
   /** Starts playback; a refused play() (autoplay policy) just stays paused. */
@@ -90,12 +99,20 @@ export class Engine {
 
   setVolume(volume: number): void {
     this.#volume = volume;
-    this.#current.volume = volume;
-    this.#next.volume = volume;
+    this.#apply();
   }
 
-  /** Preloads the track after the current one (null: nothing follows). */
-  preload(src: string | null): void {
+  /** The ReplayGain factors of the current track and of the preloaded one (a mode change). */
+  setGain(current: number, next: number): void {
+    this.#gain = current;
+    this.#nextGain = next;
+    this.#apply();
+  }
+
+  /** Preloads the track after the current one (null: nothing follows), to play at `gain`. */
+  preload(src: string | null, gain = 1): void {
+    this.#nextGain = gain;
+    this.#apply();
     if (src === this.#nextSrc) return;
     this.#nextSrc = src;
     if (src) {
@@ -120,10 +137,18 @@ export class Engine {
     this.#current = this.#next;
     this.#next = old;
     this.#nextSrc = null;
-    this.#current.volume = this.#volume;
+    this.#gain = this.#nextGain;
+    this.#nextGain = 1;
+    this.#apply();
     // The playing element stays where it is; the old one moves behind it, so the current is
     // the first <audio> in the document.
     this.#container.append(old);
     this.#events.time(this.#current.currentTime, this.#current.duration);
+  }
+
+  #apply(): void {
+    const clamp = (value: number) => Math.max(0, Math.min(1, value));
+    this.#current.volume = clamp(this.#volume * this.#gain);
+    this.#next.volume = clamp(this.#volume * this.#nextGain);
   }
 }

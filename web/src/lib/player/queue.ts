@@ -4,11 +4,15 @@ import type { components } from '../api/schema';
 
 type Track = components['schemas']['TrackOut'];
 
-/** What the queue keeps of a track: enough to show it and to stream it. */
+/**
+ * What the queue keeps of a track: enough to show it and to stream it, and its ReplayGain
+ * (absent in a queue saved by an earlier release, or from a list that does not carry it).
+ */
 export type QueueTrack = Pick<
   Track,
   'id' | 'title' | 'artist' | 'artist_id' | 'album' | 'album_id' | 'duration_ms' | 'has_cover'
->;
+> &
+  Partial<Pick<Track, 'replay_gain'>>;
 
 /** One place in the queue; `key` tells two entries of the same track apart. */
 export interface QueueEntry {
@@ -37,8 +41,10 @@ function entry(track: QueueTrack): QueueEntry {
 }
 
 export function pick(track: QueueTrack): QueueTrack {
-  const { id, title, artist, artist_id, album, album_id, duration_ms, has_cover } = track;
-  return { id, title, artist, artist_id, album, album_id, duration_ms, has_cover };
+  const { id, title, artist, artist_id, album, album_id, duration_ms, has_cover, replay_gain } = track;
+  const picked: QueueTrack = { id, title, artist, artist_id, album, album_id, duration_ms, has_cover };
+  if (replay_gain) picked.replay_gain = replay_gain;
+  return picked;
 }
 
 export function empty(): QueueState {

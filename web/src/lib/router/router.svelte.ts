@@ -21,13 +21,21 @@ const table: [string, Loader, boolean?][] = [
   ['/artists', () => import('../../pages/Artists.svelte')],
   ['/artists/:id', () => import('../../pages/Artist.svelte')],
   ['/genres', () => import('../../pages/Genres.svelte')],
+  // The library as its folders: `/folders/<library>/<each part of the path, URI-encoded>`.
+  ['/folders', () => import('../../pages/Folders.svelte')],
+  ['/folders/*', () => import('../../pages/Folders.svelte')],
   ['/tracks', () => import('../../pages/Tracks.svelte')],
   ['/tracks/:id', () => import('../../pages/Track.svelte')],
   ['/search', () => import('../../pages/Search.svelte')],
   ['/liked', () => import('../../pages/Liked.svelte')],
   ['/history', () => import('../../pages/History.svelte')],
   ['/playlists', () => import('../../pages/Playlists.svelte')],
+  ['/playlists/smart', () => import('../../pages/SmartEditor.svelte')],
   ['/playlists/:id', () => import('../../pages/Playlist.svelte')],
+  ['/playlists/:id/rules', () => import('../../pages/SmartEditor.svelte')],
+  ['/shares', () => import('../../pages/Shares.svelte')],
+  // A share's public page: no account, and never the listener's token.
+  ['/s/:id', () => import('../../pages/Share.svelte'), true],
   ['/now-playing', () => import('../../pages/NowPlaying.svelte')],
   ['/radio', () => import('../../pages/Radio.svelte')],
   ['/settings', () => import('../../pages/Settings.svelte')],
@@ -51,7 +59,11 @@ export function match(pathname: string): Match {
     const found = route.pattern.exec(pathname);
     if (found) {
       const params: Record<string, string> = {};
-      route.keys.forEach((key, i) => (params[key] = decodeURIComponent(found[i + 1] ?? '')));
+      try {
+        route.keys.forEach((key, i) => (params[key] = decodeURIComponent(found[i + 1] ?? '')));
+      } catch {
+        break; // A malformed %-escape (a mistyped link): no page of ours.
+      }
       return { load: route.load, params, open: !!route.open };
     }
   }

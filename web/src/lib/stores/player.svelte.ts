@@ -6,6 +6,7 @@ import { Engine } from '../player/engine';
 import { PlayTracker } from '../player/plays';
 import * as session from '../player/media-session';
 import { streamUrl, type Quality } from '../api/media';
+import { gainFactor, type ReplayGainMode } from '../player/replaygain';
 import { api } from '../api/client';
 import { events } from '../offline/events.svelte';
 import { offline } from '../offline/offline.svelte';
@@ -24,6 +25,8 @@ class PlayerStore {
   volume = $state(Number(localStorage.getItem(VOLUME_KEY) ?? '1'));
   /** The user's streaming quality (settings); undefined: the server applies it itself. */
   quality = $state<Quality | undefined>(undefined);
+  /** How ReplayGain is applied (the user's settings). */
+  replayGain = $state<ReplayGainMode>('off');
   queueOpen = $state(false);
   /** The radio feeding the queue (null when none): its seed and each track's reasons. */
   radio = $state<radio.RadioState | null>(radio.load(localStorage));
@@ -81,7 +84,10 @@ class PlayerStore {
     if (now) {
       const saved = Number(localStorage.getItem(POSITION_KEY) ?? '0');
       const load = ++this.#loads;
-      this.#withSource(now.id, (src) => load === this.#loads && this.#engine?.load(src, Number.isFinite(saved) ? saved : 0));
+      this.#withSource(
+        now.id,
+        (src) => load === this.#loads && this.#engine?.load(src, Number.isFinite(saved) ? saved : 0, this.#gainOf(now)),
+      );
       this.position = saved;
       session.showTrack(now);
       this.#preload();
@@ -154,6 +160,11 @@ class PlayerStore {
     this.volume = Math.max(0, Math.min(1, volume));
     this.#engine?.setVolume(this.volume);
     localStorage.setItem(VOLUME_KEY, String(this.volume));
+  };
+  /** Applies ReplayGain as `mode` says, from now on (the playing track too). */
+  setReplayGain = (mode: ReplayGainMode) => {
+    this.replayGain = mode;
+    this.#engine?.setGain(this.#gainOf(this.current), this.#gainOf(this.#followingTrack()));
   };
 
   // Radio --------------------------------------------------------------------------------------
@@ -258,7 +269,7 @@ class PlayerStore {
     const load = ++this.#loads;
     this.#withSource(now.id, (src) => {
       if (load !== this.#loads) return; // another track was started meanwhile
-      engine.load(src);
+      engine.load(src, 0, this.#gainOf(now));
       if (autoplay) void engine.play();
     });
     this.position = 0;
@@ -301,7 +312,8 @@ class PlayerStore {
   }
 
   #preload() {
-    const following = this.#following();
+    const track = this.#followingTrack();
+    const following = track?.id ?? null;
     if (!following) {
       this.#preloaded = null;
       this.#engine?.preload(null);
@@ -310,14 +322,24 @@ class PlayerStore {
     this.#withSource(following, (src) => {
       if (this.#following() !== following) return; // the queue changed meanwhile
       this.#preloaded = { id: following, src };
-      this.#engine?.preload(src);
+      this.#engine?.preload(src, this.#gainOf(track));
     });
   }
 
   /** The id of the track that plays after the current one (null: none). */
   #following(): string | null {
+    return this.#followingTrack()?.id ?? null;
+  }
+
+  /** The track that plays after the current one (null: none). */
+  #followingTrack(): q.QueueTrack | null {
     const position = q.nextPosition(this.queue, true);
-    return position === null || position === this.queue.index ? null : (this.queue.entries[position]?.track.id ?? null);
+    return position === null || position === this.queue.index ? null : (this.queue.entries[position]?.track ?? null);
+  }
+
+  /** The ReplayGain factor of `track` in the user's mode. */
+  #gainOf(track: q.QueueTrack | null): number {
+    return gainFactor(track?.replay_gain, this.replayGain);
   }
 
   /**
