@@ -286,6 +286,7 @@ impl Catalog {
         page: Page,
         import_configured: bool,
     ) -> Result<Folder> {
+        let path = clean_path(path)?;
         let Some(library) = library else {
             let folders = self.folder_libraries(import_configured).await?;
             let total_tracks = folders.iter().map(|folder| folder.track_count).sum();
@@ -303,7 +304,6 @@ impl Catalog {
                 total_tracks,
             });
         };
-        let path = clean_path(path)?;
         let tree = self.tree().await?;
         let empty = Node::default();
         let node = match tree.node(library, &path) {

@@ -648,6 +648,7 @@ mod tests {
     /// A configuration where every library setting applies: S3 storage, both remote sources.
     fn everything_on() -> Config {
         let mut config = Config::embedded("/srv/musiclib");
+        config.public_url = Some("https://music.example.com".into());
         config.storage = StorageConfig::S3(S3Config {
             bucket: "music".into(),
             endpoint: Some("http://user:pw@s3.example:9000".into()),

@@ -34,7 +34,7 @@ fn time(text: &str, field: &str) -> Result<Timestamp, ApiError> {
 #[serde(deny_unknown_fields)]
 pub struct LikeIn {
     /// The client's id of this event, unique per user (a repeat is ignored); 1–200 characters.
-    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
+    #[schema(min_length = 1, max_length = 200, pattern = r"[^\s\x85]")]
     client_event_id: String,
     #[schema(format = Uuid)]
     track_id: String,
@@ -50,7 +50,7 @@ pub struct LikeIn {
 #[serde(deny_unknown_fields)]
 pub struct HistoryIn {
     /// The client's id of this event, unique per user (a repeat is ignored); 1–200 characters.
-    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
+    #[schema(min_length = 1, max_length = 200, pattern = r"[^\s\x85]")]
     client_event_id: String,
     #[schema(format = Uuid)]
     track_id: String,
