@@ -686,6 +686,24 @@ async def check_shares(state: State) -> None:
     ok("deleteShare: the link answers 410")
 
 
+async def check_replay_gain(state: State) -> None:
+    """OpenSubsonic `replayGain` on songs, parsed by the library's ReplayGain type: the
+    server measures files without ReplayGain tags in the background after the scan."""
+    deadline = time.monotonic() + 300
+    while True:
+        song = await state.conn.get_song(state.song.id)
+        gain = song.replay_gain
+        # The element comes once a value is known (from tags, or measured).
+        if gain is not None and gain.track_gain is not None:
+            break
+        expect(time.monotonic() < deadline, f"getSong {song.title!r}: no trackGain after 300 s")
+        await asyncio.sleep(1)
+    expect(-30.0 < gain.track_gain < 30.0, f"trackGain {gain.track_gain}")
+    expect(gain.track_peak is not None and 0.0 < gain.track_peak <= 2.0, f"trackPeak {gain.track_peak}")
+    ok(f"getSong replayGain (trackGain {gain.track_gain:.2f} dB, trackPeak {gain.track_peak:.3f}, "
+       f"albumGain {gain.album_gain})")
+
+
 STEPS = [
     ("authentication", check_authentication),
     ("getLicense", check_license),
@@ -709,6 +727,7 @@ STEPS = [
     ("stream/download", check_streaming),
     ("getCoverArt", check_cover_art),
     ("getLyrics and getLyricsBySongId", check_lyrics),
+    ("replayGain", check_replay_gain),
 ]
 
 
