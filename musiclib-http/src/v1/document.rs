@@ -13,7 +13,8 @@
 //! Each is the one JSON error body (`ErrorBody`). A handler's own description of the same
 //! status wins.
 //!
-//! Path parameters get their formats here too: every `{id}` is a UUID, a `{segment}` is
+//! Path parameters get their formats here too: every `{id}` (and `{track}`) is a UUID but a
+//! share's (22 base64url characters), a `{segment}` is
 //! `seg-NNNNN.ts` (`musiclib_core::media::hls::parse_segment_name`), and a `{source}` is one
 //! of the names its route takes.
 
@@ -163,7 +164,11 @@ fn describe_path_parameter(path: &str, parameter: &mut Value) {
         return;
     }
     let schema = match parameter.get("name").and_then(Value::as_str) {
-        Some("id") => json!({"type": "string", "format": "uuid"}),
+        // A share's id is its link's secret, not a UUID (`musiclib_core::shares::ShareId`).
+        Some("id") if path.starts_with("/shares/") || path.starts_with("/shared/") => {
+            json!({"type": "string", "pattern": "^[A-Za-z0-9_-]{22}$"})
+        }
+        Some("id") | Some("track") => json!({"type": "string", "format": "uuid"}),
         Some("segment") => json!({"type": "string", "pattern": "^seg-[0-9]{5}\\.ts$"}),
         Some("source") if path.ends_with("/scan") => {
             json!({"type": "string", "enum": ["local_folder"]})

@@ -68,6 +68,27 @@ pub(crate) async fn list(request: &Request) -> Outcome {
     )))
 }
 
+/// What one `id` names: an album, a playlist the caller may read, or else a song.
+async fn single_target(request: &Request, id: &str) -> Result<ShareTarget, SubsonicError> {
+    let library = &request.library;
+    if let Ok(album) = AlbumId::parse(id) {
+        if library.catalog().get_album(&album).await.is_ok() {
+            return Ok(ShareTarget::Album(album));
+        }
+    }
+    if let Ok(playlist) = PlaylistId::parse(id) {
+        if library
+            .playlists()
+            .get(&request.caller, &playlist)
+            .await
+            .is_ok()
+        {
+            return Ok(ShareTarget::Playlist(playlist));
+        }
+    }
+    Ok(ShareTarget::Tracks(vec![track_id(id)?]))
+}
+
 /// `createShare`: `id` names songs (several), or one album or playlist; `description`,
 /// `expires` (ms since the epoch). Answers `shares` with the new one.
 pub(crate) async fn create(request: &Request) -> Outcome {
@@ -75,28 +96,7 @@ pub(crate) async fn create(request: &Request) -> Outcome {
     let ids = request.params.all("id");
     let target = match ids.as_slice() {
         [] => return Err(SubsonicError::missing("id")),
-        [one] => {
-            if let Ok(album) = AlbumId::parse(one) {
-                if library.catalog().get_album(&album).await.is_ok() {
-                    ShareTarget::Album(album)
-                } else if let Ok(playlist) = PlaylistId::parse(one) {
-                    if library
-                        .playlists()
-                        .get(&request.caller, &playlist)
-                        .await
-                        .is_ok()
-                    {
-                        ShareTarget::Playlist(playlist)
-                    } else {
-                        ShareTarget::Tracks(vec![track_id(one)?])
-                    }
-                } else {
-                    ShareTarget::Tracks(vec![track_id(one)?])
-                }
-            } else {
-                ShareTarget::Tracks(vec![track_id(one)?])
-            }
-        }
+        [one] => single_target(request, one).await?,
         many => ShareTarget::Tracks(
             many.iter()
                 .map(|raw| track_id(raw))
