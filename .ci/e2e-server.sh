@@ -72,6 +72,7 @@ start_server() {
       DATA_DIR="$tmp" BIND_ADDRESS="127.0.0.1:$port" LOCAL_MEDIA_IMPORT_PATH="$music" \
       LRCLIB_BASE_URL="$1" \
       ADMIN_USERNAME="$admin_user" ADMIN_PASSWORD="$admin_password" ALLOW_REGISTRATION=true \
+      ALLOW_PRIVATE_URLS=true \
       "$binary" serve
   ) >"$tmp/server.log" 2>&1 &
   server_pid=$!

@@ -704,6 +704,205 @@ async def check_replay_gain(state: State) -> None:
        f"albumGain {gain.album_gain})")
 
 
+
+def podcast_server() -> tuple[str, object]:
+    """A podcast host on loopback (the server runs with ALLOW_PRIVATE_URLS=true): a feed of
+    one episode, its audio (a generated WAV) and the channel's image. Answers with the base
+    URL and the server, to shut down."""
+    import http.server
+    import io
+    import threading
+    import wave
+
+    audio = io.BytesIO()
+    with wave.open(audio, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(8000)
+        out.writeframes(b"\x00\x10" * 8000 * 2)
+    audio = audio.getvalue()
+    png = bytes.fromhex(
+        "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
+        "0000000d49444154789c6360000002000100e221bc330000000049454e44ae426082")
+
+    class Host(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the standard library's name
+            base = f"http://127.0.0.1:{self.server.server_port}"
+            files = {
+                "/feed.xml": ("application/rss+xml", (
+                    '<?xml version="1.0"?><rss version="2.0" '
+                    'xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd"><channel>'
+                    "<title>E2E Podcast</title><description>Made by the test</description>"
+                    f'<itunes:image href="{base}/cover.png"/>'
+                    "<item><title>Episode one</title><guid>e2e-1</guid>"
+                    "<pubDate>Tue, 03 Nov 2026 10:00:00 GMT</pubDate>"
+                    f'<enclosure url="{base}/one.wav" type="audio/wav" length="{len(audio)}"/>'
+                    "</item></channel></rss>").encode()),
+                "/one.wav": ("audio/wav", audio),
+                "/cover.png": ("image/png", png),
+            }
+            if self.path not in files:
+                self.send_error(404)
+                return
+            content_type, body = files[self.path]
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):  # quiet
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Host)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server.audio = audio
+    return f"http://127.0.0.1:{server.server_port}", server
+
+
+async def check_podcasts(state: State) -> None:
+    conn = state.conn
+    expect("getPodcastEpisode" in state.extensions, "getPodcastEpisode is not advertised")
+    base, host = podcast_server()
+    try:
+        await conn.create_podcast_channel(f"{base}/feed.xml")
+        channels = await conn.get_podcasts()
+        channel = next((c for c in channels if c.url == f"{base}/feed.xml"), None)
+        expect(channel is not None, f"getPodcasts: the new channel is missing ({channels!r})")
+        expect(channel.title == "E2E Podcast", f"getPodcasts: title {channel.title!r}")
+        expect(channel.episode and len(channel.episode) == 1, f"getPodcasts: episodes {channel.episode!r}")
+        episode = channel.episode[0]
+        expect(episode.title == "Episode one" and episode.stream_id is None,
+               f"getPodcasts: episode {episode!r}")
+        ok(f"createPodcastChannel + getPodcasts ({channel.title!r}, status {channel.status.value})")
+
+        await conn.download_podcast_episode(episode.id)
+        deadline = time.monotonic() + 120
+        while True:
+            episode = await conn.get_podcast_episode(episode.id)
+            if episode.status.value == "completed":
+                break
+            expect(episode.status.value in ("new", "downloading"),
+                   f"getPodcastEpisode: status {episode.status.value!r}")
+            expect(time.monotonic() < deadline, "the episode was not downloaded within 120 s")
+            await asyncio.sleep(0.5)
+        expect(episode.stream_id, f"getPodcastEpisode: no streamId once completed ({episode!r})")
+        ok(f"downloadPodcastEpisode -> completed ({episode.size} bytes)")
+
+        response = await conn.stream(episode.stream_id, byte_range="bytes=0-99")
+        part = await read_binary(response, "stream of an episode, Range bytes=0-99", expected_status=206)
+        expect(part == host.audio[:100], "stream of an episode: not the file's first bytes")
+        newest = await conn.get_newest_podcasts(count=5)
+        expect(any(e.id == episode.id for e in newest), "getNewestPodcasts: the episode is missing")
+        expect(await conn.refresh_podcasts(), "refreshPodcasts failed")
+        ok("stream by streamId (206), getNewestPodcasts, refreshPodcasts")
+
+        await conn.delete_podcast_episode(episode.id)
+        episode = await conn.get_podcast_episode(episode.id)
+        expect(episode.status.value == "deleted", f"deletePodcastEpisode: status {episode.status.value!r}")
+        await conn.delete_podcast_channel(channel.id)
+        left = [c for c in await conn.get_podcasts() if c.id == channel.id]
+        expect(not left, "deletePodcastChannel: the channel is still listed")
+        ok("deletePodcastEpisode, deletePodcastChannel")
+    finally:
+        host.shutdown()
+
+
+async def check_index_queue(state: State) -> None:
+    conn = state.conn
+    expect("indexBasedQueue" in state.extensions, "indexBasedQueue is not advertised")
+    first, second, _ = three_songs(state)
+    await conn.save_play_queue_by_index([first, second, first], current_index=2, position=777)
+    queue = await conn.get_play_queue_by_index()
+    expect(ids(queue.entry) == [first, second, first],
+           f"getPlayQueueByIndex entries {ids(queue.entry)}, expected a song twice")
+    expect(queue.current_index == 2, f"getPlayQueueByIndex currentIndex {queue.current_index}, expected 2")
+    expect(queue.position == 777, f"getPlayQueueByIndex position {queue.position}, expected 777")
+    ok("savePlayQueueByIndex -> getPlayQueueByIndex (a song twice, the second one current)")
+
+
+async def check_playback_report(state: State) -> None:
+    conn = state.conn
+    expect("playbackReport" in state.extensions, "playbackReport is not advertised")
+    first, _, _ = three_songs(state)
+    await conn.report_playback(first, "song", 0, "starting")
+    await conn.report_playback(first, "song", 1500, "paused", playback_rate=1.5)
+    entries = [e for e in await conn.get_now_playing() if e.id == first]
+    expect(entries, "getNowPlaying lacks the reported song")
+    entry = entries[0]
+    expect(entry.state == "paused" and entry.position_ms == 1500,
+           f"getNowPlaying timeline {entry.state!r} at {entry.position_ms}, expected paused at 1500")
+    await conn.report_playback(first, "song", 1500, "stopped")
+    ok("reportPlayback -> getNowPlaying (state, positionMs)")
+
+
+async def check_radio(state: State) -> None:
+    conn = state.conn
+    name = f"e2e radio {secrets.token_hex(4)}"
+    if not state.args.admin:
+        await expect_sonic_error(
+            conn.create_internet_radio_station("https://radio.example/live.mp3", name),
+            errors.AuthError, 50, "createInternetRadioStation by a non-admin")
+        ok("createInternetRadioStation refused to a non-admin (error 50)")
+        return
+    await conn.create_internet_radio_station("https://radio.example/live.mp3", name,
+                                             homepage_url="https://radio.example/")
+    stations = [s for s in await conn.get_internet_radio_stations() if s.name == name]
+    expect(len(stations) == 1, f"getInternetRadioStations lacks the new station {name!r}")
+    station = stations[0]
+    expect(station.stream_url == "https://radio.example/live.mp3", f"streamUrl {station.stream_url!r}")
+    await conn.update_internet_radio_station(station.id, "https://radio.example/hq.ogg", name + " HQ")
+    changed = [s for s in await conn.get_internet_radio_stations() if s.id == station.id]
+    expect(changed and changed[0].name == name + " HQ", "updateInternetRadioStation did not rename it")
+    await conn.delete_internet_radio_station(station.id)
+    left = [s for s in await conn.get_internet_radio_stations() if s.id == station.id]
+    expect(not left, "deleteInternetRadioStation left the station")
+    await expect_sonic_error(conn.delete_internet_radio_station(station.id),
+                             errors.DataNotFoundError, 70, "deleting it again")
+    ok("internet radio: create, list, update, delete (70 for an unknown id)")
+
+
+async def check_accounts(state: State) -> None:
+    conn = state.conn
+    response = await conn.get_avatar(state.args.username)
+    data = await read_binary(response, "getAvatar")
+    expect_image(data, "getAvatar")
+    ok("getAvatar answers an image")
+    if not state.args.admin:
+        return
+    name = f"e2e-{secrets.token_hex(4)}"
+    await conn.create_user(name, "first password", f"{name}@example.org", stream_role=True)
+    newcomer = extra_connection(state, username=name, password="first password")
+    user = await newcomer.get_user(name)
+    expect(user.username == name and not user.admin_role, f"getUser as the new user: {user!r}")
+    await newcomer.change_password(name, "second password")
+    await expect_sonic_error(newcomer.ping(), errors.CredentialError, 40,
+                             "the old app password after changePassword")
+    newcomer = extra_connection(state, username=name, password="second password")
+    await newcomer.ping()
+    await conn.update_user(name, password="third password", admin_role=True)
+    newcomer = extra_connection(state, username=name, password="third password")
+    expect((await newcomer.get_user(name)).admin_role, "updateUser adminRole=true did not stick")
+    await conn.delete_user(name)
+    await expect_sonic_error(conn.get_user(name), errors.DataNotFoundError, 70,
+                             "getUser of the deleted account")
+    ok("createUser, changePassword (own), updateUser, deleteUser")
+
+
+async def check_hls(state: State) -> None:
+    first, _, _ = three_songs(state)
+    # py-opensonic calls the method `hls` (musiclib answers it as `hls.m3u8`).
+    playlist = await state.conn.hls(first)
+    text = (playlist if isinstance(playlist, bytes) else await playlist.read()).decode()
+    expect(text.startswith("#EXTM3U"), f"hls.m3u8 is not a playlist: {text[:80]!r}")
+    segment = next(line for line in text.splitlines() if line and not line.startswith("#"))
+    base = state.args.base_url.rstrip("/")
+    with urllib.request.urlopen(f"{base}/rest/{segment}", timeout=60) as reply:
+        body = reply.read()
+    expect(body[:1] == b"\x47", "the first HLS segment is not MPEG-TS")
+    ok(f"hls.m3u8 and its first segment ({len(body)} bytes)")
+
+
 STEPS = [
     ("authentication", check_authentication),
     ("getLicense", check_license),
@@ -724,10 +923,16 @@ STEPS = [
     ("shares", check_shares),
     ("play queue", check_play_queue),
     ("getUser", check_user),
+    ("indexBasedQueue", check_index_queue),
+    ("playbackReport", check_playback_report),
+    ("internet radio", check_radio),
+    ("accounts and getAvatar", check_accounts),
+    ("hls.m3u8", check_hls),
     ("stream/download", check_streaming),
     ("getCoverArt", check_cover_art),
     ("getLyrics and getLyricsBySongId", check_lyrics),
     ("replayGain", check_replay_gain),
+    ("podcasts", check_podcasts),
 ]
 
 

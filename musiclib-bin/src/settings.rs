@@ -399,6 +399,16 @@ impl TryFrom<RawSettings> for Settings {
             bail!("MAX_LIVE_ENCODES_PER_USER: must be between 1 and 1024");
         }
         config.transcoding.loudness_analysis = raw.flag("LOUDNESS_ANALYSIS")?;
+        config.allow_private_urls = raw.flag("ALLOW_PRIVATE_URLS")?;
+        let refresh: u64 = raw.parse("PODCAST_REFRESH_INTERVAL_SECONDS")?;
+        if refresh < 60 {
+            bail!("PODCAST_REFRESH_INTERVAL_SECONDS: must be at least 60");
+        }
+        config.podcasts.refresh_interval = Duration::from_secs(refresh);
+        config.podcasts.episode_max_bytes = raw.parse("PODCAST_EPISODE_MAX_BYTES")?;
+        if config.podcasts.episode_max_bytes == 0 {
+            bail!("PODCAST_EPISODE_MAX_BYTES: must be positive");
+        }
         let enrich_concurrency: usize = raw.parse("ENRICH_CONCURRENCY")?;
         if enrich_concurrency > 256 {
             bail!("ENRICH_CONCURRENCY: must be between 0 and 256");

@@ -50,6 +50,8 @@ pub const APP_ROUTES: &[&str] = &[
     "radio",
     "shares",
     "folders",
+    "podcasts",
+    "stations",
 ];
 
 /// What `/` says when the binary was built without the UI.

@@ -54,6 +54,30 @@ pub struct Config {
     pub remote: RemoteConfig,
     /// Recommendations.
     pub recommend: RecommendConfig,
+    /// Whether URLs users give (podcast feeds, radio stations) may point at private,
+    /// loopback or link-local addresses (setting `ALLOW_PRIVATE_URLS`): off by default, so
+    /// the server cannot be made to reach into the network it runs in.
+    pub allow_private_urls: bool,
+    /// Podcasts.
+    pub podcasts: PodcastConfig,
+}
+
+/// Podcasts (settings `PODCAST_*`).
+#[derive(Debug, Clone)]
+pub struct PodcastConfig {
+    /// How often every feed is read again (`PODCAST_REFRESH_INTERVAL_SECONDS`).
+    pub refresh_interval: Duration,
+    /// Largest episode downloaded (`PODCAST_EPISODE_MAX_BYTES`).
+    pub episode_max_bytes: u64,
+}
+
+impl Default for PodcastConfig {
+    fn default() -> Self {
+        PodcastConfig {
+            refresh_interval: Duration::from_secs(3600),
+            episode_max_bytes: 1024 * 1024 * 1024,
+        }
+    }
 }
 
 /// How failed sign-ins are throttled (settings `LOGIN_ACCOUNT_FAILURE_BURST`,
@@ -791,6 +815,8 @@ impl Config {
             },
             remote: RemoteConfig::default(),
             recommend: RecommendConfig::default(),
+            allow_private_urls: false,
+            podcasts: PodcastConfig::default(),
             data_dir,
         }
     }

@@ -122,6 +122,18 @@ id_type!(
     /// Identifies a download.
     DownloadId, "download"
 );
+id_type!(
+    /// Identifies an internet radio station.
+    StationId, "radio station"
+);
+id_type!(
+    /// Identifies a podcast channel (a subscribed feed).
+    PodcastId, "podcast"
+);
+id_type!(
+    /// Identifies a podcast episode.
+    EpisodeId, "podcast episode"
+);
 
 #[cfg(test)]
 mod tests {

@@ -47,6 +47,9 @@
 //! - [`social`]: likes, plays, stars and ratings, the play queue, and offline sync.
 //! - [`recommend`]: the radio, similar tracks and artists (metadata, listening, sound), random
 //!   and top tracks.
+//! - [`podcasts`]: subscribed feeds, their episodes downloaded into storage and streamed.
+//! - [`avatars`]: users' pictures, uploaded or generated.
+//! - [`stations`]: internet radio stations and the relay of their streams.
 //! - [`lyrics`]: the lyrics cache and its sources. [`remote`]: remote sources, placeholders,
 //!   downloads. [`maintenance`]: statistics, duplicates, broken files, cleanup.
 //!
@@ -62,6 +65,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod avatars;
 mod cache;
 pub mod catalog;
 pub mod config;
@@ -84,6 +88,7 @@ pub mod metrics;
 mod outside;
 pub mod picture;
 pub mod playlists;
+pub mod podcasts;
 pub mod probe;
 pub mod recommend;
 pub mod remote;
@@ -91,6 +96,7 @@ pub mod scrobbling;
 pub mod settings;
 pub mod shares;
 pub mod social;
+pub mod stations;
 pub mod storage;
 pub mod text;
 mod time;
@@ -102,7 +108,9 @@ pub mod testing;
 pub use config::Config;
 pub use db::DatabaseKind;
 pub use error::{Error, ErrorKind, Result};
-pub use ids::{AlbumId, ArtistId, DownloadId, JobId, PlaylistId, TrackId, UserId};
+pub use ids::{
+    AlbumId, ArtistId, DownloadId, EpisodeId, JobId, PlaylistId, PodcastId, TrackId, UserId,
+};
 pub use library::Library;
 pub use time::Timestamp;
 

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use crate::admin::Admin;
 use crate::auth::Caller;
 use crate::auth::{AccountSettings, Accounts};
+use crate::avatars::Avatars;
 use crate::catalog::Catalog;
 use crate::cpu::CpuSlots;
 use crate::db::{DatabaseKind, Db};
@@ -23,12 +24,14 @@ use crate::lyrics::Lyrics;
 use crate::maintenance::Maintenance;
 use crate::media::{Media, Transcoder};
 use crate::playlists::Playlists;
+use crate::podcasts::Podcasts;
 use crate::recommend::Recommend;
 use crate::remote::Remote;
 use crate::scrobbling::Scrobbling;
 use crate::settings::Settings;
 use crate::shares::Shares;
 use crate::social::Social;
+use crate::stations::Stations;
 use crate::storage::{Storage, StorageKind};
 use crate::workflows::Workflows;
 use crate::{Config, Result, TrackId, UserId};
@@ -57,6 +60,9 @@ struct Inner {
     scrobbling: Scrobbling,
     lyrics: Lyrics,
     shares: Shares,
+    podcasts: Podcasts,
+    stations: Stations,
+    avatars: Avatars,
     remote: Remote,
     maintenance: Maintenance,
     admin: Admin,
@@ -178,6 +184,19 @@ impl Library {
             media.clone(),
             lyrics.clone(),
         );
+        let podcasts = Podcasts::new(
+            db.clone(),
+            storage.clone(),
+            jobs.clone(),
+            media.clone(),
+            &config,
+        );
+        let avatars = Avatars::new(db.clone(), storage.clone());
+        let stations = Stations::new(
+            db.clone(),
+            crate::outside::guard::guarded_client(config.allow_private_urls),
+            config.allow_private_urls,
+        );
         let remote = Remote::new(
             db.clone(),
             catalog.clone(),
@@ -230,6 +249,7 @@ impl Library {
         scrobbling.register_jobs(&mut registry, &config);
         remote.register_jobs(&mut registry, &config);
         recommend.register_jobs(&mut registry, &config);
+        podcasts.register_jobs(&mut registry, &config);
         jobs.install(registry.kinds().clone());
         let registry = Arc::new(registry);
         Ok(Library {
@@ -250,6 +270,9 @@ impl Library {
                 scrobbling,
                 lyrics,
                 shares,
+                podcasts,
+                stations,
+                avatars,
                 remote,
                 maintenance,
                 admin,
@@ -327,6 +350,21 @@ impl Library {
     /// Sharing links.
     pub fn shares(&self) -> &Shares {
         &self.inner.shares
+    }
+
+    /// Podcasts: subscriptions, episodes, downloads.
+    pub fn podcasts(&self) -> &Podcasts {
+        &self.inner.podcasts
+    }
+
+    /// Internet radio stations and the relay of their streams.
+    pub fn stations(&self) -> &Stations {
+        &self.inner.stations
+    }
+
+    /// Users' pictures, uploaded or generated.
+    pub fn avatars(&self) -> &Avatars {
+        &self.inner.avatars
     }
 
     /// Statistics, duplicates, broken files, missing metadata, cleanup.

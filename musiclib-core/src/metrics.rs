@@ -119,6 +119,8 @@ services!(
     YtDlp,
     /// A Subsonic server as a remote source (`subsonic`).
     SubsonicSource,
+    /// Podcast feeds, their episodes and images (URLs users give).
+    Podcasts,
 );
 
 impl Service {
@@ -134,6 +136,7 @@ impl Service {
             // The remote sources' names (`remote::YTDLP`, `remote::SUBSONIC`).
             Service::YtDlp => "remote",
             Service::SubsonicSource => "subsonic",
+            Service::Podcasts => "podcasts",
         }
     }
 
@@ -161,7 +164,10 @@ impl Service {
             }
             Service::ListenBrainz => Ok(redact_url(&scrobbling.listenbrainz_base_url)),
             Service::Lrclib => Ok(redact_url(&enrichment.lrclib_base_url)),
-            Service::Recommender | Service::YtDlp | Service::SubsonicSource => return None,
+            // Podcasts: each feed is a user's URL, no server setting describes them.
+            Service::Recommender | Service::YtDlp | Service::SubsonicSource | Service::Podcasts => {
+                return None
+            }
         })
     }
 }

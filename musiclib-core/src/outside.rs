@@ -10,6 +10,8 @@
 //! goes through [`send`], which counts it by service and outcome (`crate::metrics`). A failure
 //! is logged or recorded through [`describe`], never with its URL (it may carry a key).
 
+pub(crate) mod guard;
+
 use std::time::Duration;
 
 use crate::metrics::{Outcome, OutsideCall, Service};

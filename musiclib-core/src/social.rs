@@ -20,7 +20,10 @@ pub use events::{
     LikeEvent, LikeState, LikedTrack, NewLike, NewPlay, PlayEvent, PushOutcome,
     MAX_CLIENT_EVENT_ID, MAX_PUSH_EVENTS,
 };
-pub use listening::{NowPlaying, PlayQueue, MAX_QUEUE_TRACKS};
+pub use listening::{
+    NowPlaying, PlayQueue, PlaybackReport, PlaybackState, Timeline, MAX_PLAYBACK_RATE,
+    MAX_QUEUE_TRACKS,
+};
 pub use sync::{SyncChanges, DEFAULT_PULL_LIMIT, MAX_PULL_LIMIT};
 
 use crate::catalog::{Catalog, ItemKind};

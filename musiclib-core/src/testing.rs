@@ -1071,3 +1071,52 @@ pub fn wav_mono(rate: u32, samples: impl IntoIterator<Item = i16>) -> Vec<u8> {
     wav.extend_from_slice(&data);
     wav
 }
+
+/// A podcast `owner` subscribed to at `feed_url`, with an image and one episode stored as if
+/// its feed had been read and the episode downloaded (`audio`, a WAV file): for tests of the
+/// adapters, which need podcasts without a feed server the default settings would refuse.
+pub async fn insert_podcast(
+    library: &Library,
+    owner: &crate::UserId,
+    feed_url: &str,
+    audio: &[u8],
+) -> (crate::PodcastId, crate::EpisodeId) {
+    use sha2::Digest as _;
+    let channel = crate::PodcastId::new();
+    let episode = crate::EpisodeId::new();
+    let image = crate::storage::layout::podcast_image(&channel, "png");
+    put_blob(library, &image, png_claiming(4, 4).into()).await;
+    let key = crate::storage::layout::podcast_episode(&channel, &episode, "wav");
+    put_blob(library, &key, bytes::Bytes::copy_from_slice(audio)).await;
+    let db = library.db();
+    db.sql(
+        "INSERT INTO podcast_channels (id, feed_url, title, image_url, image_uri, image_source,
+         refreshed_at, created_by, created_at, updated_at)
+         VALUES ($1, $2, 'A podcast', $3, $4, $3, {now}, $5, {now}, {now})",
+    )
+    .bind(&channel)
+    .bind(feed_url)
+    .bind(format!("{feed_url}/image.png"))
+    .bind(image.as_str())
+    .bind(owner)
+    .execute(db.pool())
+    .await
+    .expect("insert a podcast");
+    db.sql(
+        "INSERT INTO podcast_episodes (id, channel_id, guid, title, published_at, duration_ms,
+         enclosure_url, enclosure_type, status, storage_uri, size_bytes, mime_type, content_sha256,
+         downloaded_bytes, downloaded_at, created_at, updated_at)
+         VALUES ($1, $2, 'episode-1', 'An episode', {now}, 1000, $3, 'audio/wav', 'downloaded',
+         $4, $5, 'audio/wav', $6, $5, {now}, {now}, {now})",
+    )
+    .bind(&episode)
+    .bind(&channel)
+    .bind(format!("{feed_url}/episode.wav"))
+    .bind(key.as_str())
+    .bind(audio.len() as i64)
+    .bind(hex::encode(sha2::Sha256::digest(audio)))
+    .execute(db.pool())
+    .await
+    .expect("insert an episode");
+    (channel, episode)
+}

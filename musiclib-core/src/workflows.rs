@@ -91,17 +91,26 @@ impl Workflows {
     }
 
     /// Deletes an account (an admin, never their own). Its personal data goes with it:
-    /// playlists (and their covers), likes, plays, stars and ratings, play queue, settings.
-    /// The tracks it uploaded stay in the shared library, with no uploader (so only admins
-    /// may change them); jobs it queued run on.
+    /// playlists (and their covers), its picture, likes, plays, stars and ratings, play
+    /// queue, settings. The tracks it uploaded stay in the shared library, with no uploader
+    /// (so only admins may change them); jobs it queued run on.
     pub async fn delete_user(&self, caller: &Caller, id: &UserId) -> Result<()> {
         caller.may_administer_account(id)?;
         let mut tx = self.db.begin().await?;
         let covers = self.playlists.cover_keys_of_owner(&mut tx, id).await?;
+        // The picture's blob (`avatars`) goes once the row pointing at it is gone.
+        let avatar: Option<Option<String>> = self
+            .db
+            .sql("SELECT avatar_uri FROM users WHERE id = $1")
+            .bind(id)
+            .fetch_scalar_optional(&mut *tx)
+            .await?;
         self.accounts.delete_in(&mut tx, id).await?;
         tx.commit().await?;
         self.accounts.forget_deleted();
-        self.storage.delete_unreferenced(covers).await;
+        self.storage
+            .delete_unreferenced(covers.into_iter().chain(avatar.flatten()))
+            .await;
         Ok(())
     }
 }

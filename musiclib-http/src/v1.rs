@@ -4,6 +4,7 @@
 pub mod admin;
 pub mod albums;
 pub mod auth;
+pub mod avatars;
 pub mod covers;
 pub(crate) mod document;
 pub mod downloads;
@@ -11,12 +12,14 @@ pub mod dto;
 pub mod folders;
 pub mod lyrics;
 pub mod playlists;
+pub mod podcasts;
 pub mod radio;
 pub mod remote;
 pub mod search;
 pub mod settings;
 pub mod shares;
 pub mod sources;
+pub mod stations;
 pub mod storage;
 pub mod stream;
 pub mod sync;
@@ -41,9 +44,11 @@ use utoipa_axum::router::OpenApiRouter;
         (name = "streaming", description = "Audio of tracks"),
         (name = "jobs", description = "Background jobs"),
         (name = "playlists", description = "Versioned playlists: a stale version answers 409"),
+        (name = "podcasts", description = "Podcasts: subscriptions (`/podcasts`), episodes downloaded into storage and streamed (`/podcast-episodes`)"),
         (name = "shares", description = "Sharing links: a user's shares (`/shares`), and what anyone holding a link opens without an account (`/shared/{id}`)"),
         (name = "likes", description = "Likes and play history (append-only event logs)"),
         (name = "sync", description = "Offline sync: delta pull and idempotent push"),
+        (name = "radio-stations", description = "Internet radio stations: listed for everyone, managed by admins, relayed for the web player"),
         (name = "recommendations", description = "The stateless radio, similar tracks and similar artists, each item with reason codes and a score"),
         (name = "storage", description = "Library statistics and upkeep"),
         (name = "settings", description = "Per-user settings and scrobbling"),
@@ -81,6 +86,7 @@ impl Modify for BearerAuth {
 pub(crate) fn routes() -> OpenApiRouter<Library> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(auth::routes())
+        .merge(avatars::routes())
         .merge(admin::routes())
         .merge(tracks::routes())
         .merge(folders::routes())
@@ -93,9 +99,11 @@ pub(crate) fn routes() -> OpenApiRouter<Library> {
         .merge(downloads::routes())
         .merge(settings::routes())
         .merge(sources::routes())
+        .merge(stations::routes())
         .merge(storage::routes())
         .merge(stream::routes())
         .merge(playlists::routes())
+        .merge(podcasts::routes())
         .merge(shares::routes())
         .merge(sync::routes())
         .merge(crate::health::routes())

@@ -38,6 +38,9 @@ use response::{Element, Format, SubsonicError};
 pub const EXTENSIONS: &[(&str, &[i64])] = &[
     ("apiKeyAuthentication", &[1]),
     ("formPost", &[1]),
+    ("getPodcastEpisode", &[1]),
+    ("indexBasedQueue", &[1]),
+    ("playbackReport", &[1]),
     ("songLyrics", &[1]),
     ("sonicSimilarity", &[1]),
     ("topSongsByArtistId", &[1]),

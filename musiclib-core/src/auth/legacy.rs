@@ -48,7 +48,7 @@ pub enum LegacyCredentials {
 impl LegacyCredentials {
     /// The clear password of a `p` parameter, decoding `enc:` hex. Bad hex is a wrong
     /// password, not a malformed request: clients cannot do anything else about it.
-    pub(crate) fn clear_password(raw: &str) -> Option<String> {
+    pub fn clear_password(raw: &str) -> Option<String> {
         match raw.strip_prefix("enc:") {
             Some(encoded) => String::from_utf8(hex::decode(encoded).ok()?).ok(),
             None => Some(raw.to_string()),
@@ -177,6 +177,105 @@ impl Accounts {
         }
         self.legacy.clear();
         Ok(password)
+    }
+
+    /// Admin only: creates an account for the Subsonic `createUser` method, whose one
+    /// password is both the login password and the app password (the app that creates the
+    /// account signs in with it at once, and its user may also use the web player).
+    pub async fn add_app_user(
+        &self,
+        caller: &Caller,
+        username: &str,
+        password: &str,
+        is_admin: bool,
+    ) -> Result<User> {
+        caller.require_admin()?;
+        let user = self.insert_user(username, password, is_admin).await?;
+        self.store_app_password(&user.id, password).await?;
+        Ok(user)
+    }
+
+    /// Sets `user`'s app password to `password` (the caller's own, or anyone's for an
+    /// admin): the Subsonic `changePassword` and `updateUser` methods.
+    ///
+    /// Only the app password changes, never the login password: an app holds its password
+    /// (in clear, to make tokens), so whoever holds the app credential must not be able to
+    /// turn it into the web login, where the login password is what changes the account.
+    /// The same length rules as a login password apply.
+    pub async fn set_app_password(
+        &self,
+        caller: &Caller,
+        user: &UserId,
+        password: &str,
+    ) -> Result<()> {
+        caller.may_manage_user(user)?;
+        super::validate_password(password)?;
+        self.store_app_password(user, password).await
+    }
+
+    /// Admin only, never their own account: makes `user` an admin or a plain user. Their
+    /// tokens are revoked (a token does not outlive the rights it was issued with).
+    pub async fn set_admin(&self, caller: &Caller, user: &UserId, is_admin: bool) -> Result<User> {
+        caller.may_administer_account(user)?;
+        let changed = self
+            .db
+            .sql(
+                "UPDATE users SET is_admin = $2, token_version = token_version + 1,
+                 updated_at = {now} WHERE id = $1 AND is_admin <> $2",
+            )
+            .bind(user)
+            .bind(is_admin)
+            .execute(self.db.pool())
+            .await?;
+        if changed > 0 {
+            self.forget_accounts();
+        }
+        self.get_user(user).await
+    }
+
+    /// Admin only: the Subsonic `updateUser` method. `password` sets the app password (as
+    /// [`Accounts::set_app_password`]); `is_admin` the superuser flag, where it changes
+    /// (apps send every flag: an admin's own unchanged flag is no attempt to demote
+    /// themselves, while a change of their own is refused as [`Accounts::set_admin`] does).
+    pub async fn update_app_user(
+        &self,
+        caller: &Caller,
+        user: &UserId,
+        password: Option<&str>,
+        is_admin: Option<bool>,
+    ) -> Result<User> {
+        caller.require_admin()?;
+        let current = self.get_user(user).await?;
+        if let Some(password) = password {
+            super::validate_password(password)?;
+        }
+        if let Some(flag) = is_admin.filter(|flag| *flag != current.is_admin) {
+            self.set_admin(caller, user, flag).await?;
+        }
+        if let Some(password) = password {
+            self.store_app_password(user, password).await?;
+        }
+        self.get_user(user).await
+    }
+
+    async fn store_app_password(&self, user: &UserId, password: &str) -> Result<()> {
+        let encrypted = encrypt(&self.settings.legacy_secret_key, user, password)?;
+        let changed = self
+            .db
+            .sql(
+                "UPDATE users SET legacy_password_enc = $2, legacy_key_digest = $3, updated_at = {now}
+                 WHERE id = $1",
+            )
+            .bind(user)
+            .bind(encrypted)
+            .bind(key_digest(password))
+            .execute(self.db.pool())
+            .await?;
+        if changed == 0 {
+            return Err(Error::not_found("user", user));
+        }
+        self.legacy.clear();
+        Ok(())
     }
 
     async fn stored_legacy_password(&self, id: &UserId) -> Result<Option<String>> {

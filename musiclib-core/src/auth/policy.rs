@@ -74,6 +74,19 @@ impl Caller {
         self.user.is_admin || owner == Some(&self.user.id)
     }
 
+    /// Whether the caller may change or unsubscribe a podcast channel, or delete its
+    /// downloads: who subscribed, or an admin (channels are the server's; anyone may
+    /// subscribe, refresh and download).
+    pub fn may_manage_podcast(&self, subscribed_by: Option<&UserId>) -> Result<()> {
+        if self.user.is_admin || subscribed_by == Some(&self.user.id) {
+            Ok(())
+        } else {
+            Err(Error::Forbidden(
+                "only the user who subscribed to a podcast or an admin may change it".into(),
+            ))
+        }
+    }
+
     /// Whether the caller may manage `user`'s credentials: their own, or anyone's for an
     /// admin.
     pub fn may_manage_user(&self, user: &UserId) -> Result<()> {

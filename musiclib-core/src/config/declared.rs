@@ -198,6 +198,27 @@ pub static SETTINGS: &[Setting] = &[
         doc: "The address users reach the server at (`https://music.example.com`, no trailing path), used in the links of shares (`/s/{id}`). Empty: each link is made from the address the request came to (its `Host`)",
     },
     Setting {
+        name: "ALLOW_PRIVATE_URLS",
+        default: "false",
+        shape: Shape::Plain,
+        read: Some(|c| Some(c.allow_private_urls.to_string())),
+        doc: "Let URLs users give (podcast feeds and episodes, radio stations) point at private, loopback and link-local addresses, as a podcast server at home would. Off: the server fetches only public addresses (checked after the name is resolved, and again at each redirect)",
+    },
+    Setting {
+        name: "PODCAST_REFRESH_INTERVAL_SECONDS",
+        default: "3600",
+        shape: Shape::Plain,
+        read: Some(|c| Some(c.podcasts.refresh_interval.as_secs().to_string())),
+        doc: "How often every podcast feed is read again (60 or more); users can refresh one at any time",
+    },
+    Setting {
+        name: "PODCAST_EPISODE_MAX_BYTES",
+        default: "1073741824",
+        shape: Shape::Plain,
+        read: Some(|c| Some(c.podcasts.episode_max_bytes.to_string())),
+        doc: "Largest podcast episode downloaded, in bytes; a larger one fails without a retry",
+    },
+    Setting {
         name: "STORAGE_BACKEND",
         default: "local",
         shape: Shape::Plain,

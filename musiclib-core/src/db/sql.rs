@@ -118,7 +118,9 @@ id_args!(
     crate::UserId,
     crate::JobId,
     crate::DownloadId,
-    crate::PlaylistId
+    crate::PlaylistId,
+    crate::PodcastId,
+    crate::EpisodeId
 );
 
 /// A statement and its bound values.

@@ -248,9 +248,124 @@ fn strip_word_stamps_once(text: &str) -> String {
     out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// One timed piece (a word or a syllable) of an enhanced LRC line (OpenSubsonic
+/// `songLyrics` v2 `cue`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cue {
+    /// When it starts, in ms (its `<mm:ss.xx>` stamp).
+    pub start_ms: u64,
+    /// When it ends: the next stamp of the line, else the line's end (`None` when unknown).
+    pub end_ms: Option<u64>,
+    /// Its text, as written between its stamp and the next (spaces included).
+    pub text: String,
+    /// Where it starts in the line's text, in UTF-8 bytes.
+    pub byte_start: usize,
+    /// Where it ends in the line's text: the offset of its last byte (inclusive, as the
+    /// OpenSubsonic spec counts: "눈" at the start is 0–2).
+    pub byte_end: usize,
+}
+
+/// The text of one line of enhanced LRC (what follows its `[mm:ss.xx]` stamp) without its
+/// word stamps, and the timed pieces of it, with their UTF-8 byte offsets into that text.
+/// `line_end_ms` (the next line's start) ends the last piece when no stamp closes it. A
+/// line without word stamps has no pieces; text before the first stamp belongs to none.
+///
+/// Not yet used by the lyrics cache, which stores synced lyrics as plain LRC
+/// ([`write`] drops word stamps): the `songLyrics` v2 `enhanced` form needs the stored text
+/// to keep them first.
+pub fn word_cues(line: &str, line_end_ms: Option<u64>) -> (String, Vec<Cue>) {
+    let mut text = String::with_capacity(line.len());
+    // (stamp, byte offset in `text` where its piece begins)
+    let mut stamps: Vec<(u64, usize)> = Vec::new();
+    let mut rest = line;
+    while let Some(open) = rest.find('<') {
+        let stamp = rest[open..]
+            .find('>')
+            .and_then(|close| Some((parse_stamp(&rest[open + 1..open + close])?, close)));
+        match stamp {
+            Some((ms, close)) => {
+                text.push_str(&rest[..open]);
+                stamps.push((ms, text.len()));
+                rest = &rest[open + close + 1..];
+            }
+            None => {
+                // A `<` that opens no stamp is text.
+                text.push_str(&rest[..=open]);
+                rest = &rest[open + 1..];
+            }
+        }
+    }
+    text.push_str(rest);
+    let mut cues = Vec::new();
+    for (index, &(start_ms, from)) in stamps.iter().enumerate() {
+        let next = stamps.get(index + 1);
+        let to = next.map_or(text.len(), |&(_, at)| at);
+        if to <= from {
+            // Two stamps in a row, or a closing stamp: no text of its own.
+            continue;
+        }
+        cues.push(Cue {
+            start_ms,
+            end_ms: next.map(|&(ms, _)| ms).or(line_end_ms),
+            text: text[from..to].to_string(),
+            byte_start: from,
+            byte_end: to - 1,
+        });
+    }
+    (text, cues)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn word_cues_give_utf8_byte_offsets_of_cjk_text() {
+        let (text, cues) = word_cues(
+            "<00:12.00>東<00:12.50>京<00:13.00>の<00:13.40>夜<00:14.20>",
+            Some(15_000),
+        );
+        assert_eq!(text, "東京の夜");
+        let got: Vec<(&str, u64, Option<u64>, usize, usize)> = cues
+            .iter()
+            .map(|cue| {
+                (
+                    cue.text.as_str(),
+                    cue.start_ms,
+                    cue.end_ms,
+                    cue.byte_start,
+                    cue.byte_end,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("東", 12_000, Some(12_500), 0, 2),
+                ("京", 12_500, Some(13_000), 3, 5),
+                ("の", 13_000, Some(13_400), 6, 8),
+                ("夜", 13_400, Some(14_200), 9, 11),
+            ]
+        );
+        for cue in &cues {
+            assert_eq!(&text[cue.byte_start..=cue.byte_end], cue.text);
+        }
+    }
+
+    #[test]
+    fn word_cues_keep_spaces_and_end_at_the_next_line() {
+        let (text, cues) = word_cues("intro <00:01.00>눈을 <00:02.5>뜬 a<b", Some(4_000));
+        assert_eq!(text, "intro 눈을 뜬 a<b");
+        assert_eq!(cues.len(), 2);
+        assert_eq!(
+            (cues[0].text.as_str(), cues[0].byte_start, cues[0].byte_end),
+            ("눈을 ", 6, 12)
+        );
+        assert_eq!(cues[1].end_ms, Some(4_000));
+        assert_eq!(cues[1].text, "뜬 a<b");
+        let (plain, none) = word_cues("no stamps here", None);
+        assert_eq!((plain.as_str(), none.len()), ("no stamps here", 0));
+    }
     use proptest::prelude::*;
 
     fn line(start_ms: u64, text: &str) -> Line {

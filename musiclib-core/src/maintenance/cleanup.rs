@@ -123,6 +123,10 @@ struct Referenced {
     hls: HashSet<String>,
     /// Cached thumbnails (`thumbnails.storage_uri`).
     thumbnails: HashSet<String>,
+    /// Downloaded episodes and channel images.
+    podcasts: HashSet<String>,
+    /// `users.avatar_uri`.
+    avatars: HashSet<String>,
 }
 
 async fn referenced(maintenance: &Maintenance) -> Result<Referenced> {
@@ -148,6 +152,19 @@ async fn referenced(maintenance: &Maintenance) -> Result<Referenced> {
         .await?;
     let thumbnails: Vec<String> = db
         .sql("SELECT storage_uri FROM thumbnails")
+        .fetch_scalars(pool)
+        .await?;
+    let mut podcasts: Vec<String> = db
+        .sql("SELECT storage_uri FROM podcast_episodes WHERE storage_uri IS NOT NULL")
+        .fetch_scalars(pool)
+        .await?;
+    let images: Vec<String> = db
+        .sql("SELECT image_uri FROM podcast_channels WHERE image_uri IS NOT NULL")
+        .fetch_scalars(pool)
+        .await?;
+    podcasts.extend(images);
+    let avatars: Vec<String> = db
+        .sql("SELECT avatar_uri FROM users WHERE avatar_uri IS NOT NULL")
         .fetch_scalars(pool)
         .await?;
     let renditions: Vec<(String, String)> = db
@@ -176,6 +193,8 @@ async fn referenced(maintenance: &Maintenance) -> Result<Referenced> {
         opus,
         hls,
         thumbnails: thumbnails.into_iter().collect(),
+        podcasts: podcasts.into_iter().collect(),
+        avatars: avatars.into_iter().collect(),
     })
 }
 
@@ -193,6 +212,8 @@ fn wanted(namespace: Namespace, key: &str, refs: &Referenced) -> bool {
             .hls
             .iter()
             .any(|prefix| key.starts_with(prefix.as_str())),
+        Namespace::Podcasts => refs.podcasts.contains(key),
+        Namespace::Avatars => refs.avatars.contains(key),
         Namespace::Staging => true,
     }
 }
@@ -351,6 +372,8 @@ fn namespace_name(namespace: Namespace) -> &'static str {
         Namespace::OpusRenditions => "opus_renditions",
         Namespace::HlsRenditions => "hls_renditions",
         Namespace::PlaylistCovers => "playlist_covers",
+        Namespace::Podcasts => "podcasts",
+        Namespace::Avatars => "avatars",
         Namespace::Staging => "staging",
     }
 }

@@ -343,6 +343,19 @@ impl Media {
         quality: Quality,
         offset_seconds: f64,
     ) -> Result<BoxStream<'static, std::io::Result<Bytes>>> {
+        let audio = self.track_audio(id).await?;
+        self.live_transcode_audio(caller, &audio, quality, offset_seconds)
+            .await
+    }
+
+    /// [`Media::live_transcode`] of stored audio that is not a track's (a podcast episode).
+    pub async fn live_transcode_audio(
+        &self,
+        caller: &crate::auth::Caller,
+        audio: &TrackAudio,
+        quality: Quality,
+        offset_seconds: f64,
+    ) -> Result<BoxStream<'static, std::io::Result<Bytes>>> {
         if !offset_seconds.is_finite() || offset_seconds < 0.0 {
             return Err(Error::invalid(
                 "timeOffset",
@@ -352,7 +365,6 @@ impl Media {
         if !self.transcoder.ready().await {
             return Err(Error::TranscoderUnavailable);
         }
-        let audio = self.track_audio(id).await?;
         let slot = self.state.live_budget.take(&caller.user.id)?;
         let source = self.storage.local_file(&audio.key).await?;
         let mut child = self

@@ -6,7 +6,7 @@
 //! blob no row references is an orphan: left by a crash between the two writes, or by a
 //! delete whose blob removal failed.
 
-use crate::{AlbumId, PlaylistId, TrackId};
+use crate::{AlbumId, EpisodeId, PlaylistId, PodcastId, TrackId, UserId};
 
 /// A family of blobs with one key shape and one referencing column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -23,6 +23,10 @@ pub enum Namespace {
     HlsRenditions,
     /// Playlist cover images.
     PlaylistCovers,
+    /// Downloaded podcast episodes and the channels' images.
+    Podcasts,
+    /// Users' uploaded pictures.
+    Avatars,
     /// Writes in flight on the local backend (renamed into place when whole).
     Staging,
 }
@@ -53,6 +57,13 @@ pub const NAMESPACES: &[NamespaceInfo] = &[
         owner: "a write in progress; older than a day is abandoned",
     },
     NamespaceInfo {
+        namespace: Namespace::Avatars,
+        prefix: "avatars/",
+        shape: "avatars/{user_id}/{uuid}.{ext}",
+        referenced_by: Some("users.avatar_uri"),
+        owner: "the user",
+    },
+    NamespaceInfo {
         namespace: Namespace::Audio,
         prefix: "audio/",
         shape: "audio/{track_id}[.{revision}].{format}",
@@ -79,6 +90,14 @@ pub const NAMESPACES: &[NamespaceInfo] = &[
         shape: "playlist-covers/{playlist_id}/{uuid}.{ext}",
         referenced_by: Some("playlists.cover_uri"),
         owner: "the playlist",
+    },
+    NamespaceInfo {
+        namespace: Namespace::Podcasts,
+        prefix: "podcasts/",
+        shape:
+            "podcasts/{podcast_id}/{episode_id}.{format} | podcasts/{podcast_id}/image-{uuid}.{ext}",
+        referenced_by: Some("podcast_episodes.storage_uri, podcast_channels.image_uri"),
+        owner: "the podcast channel",
     },
     NamespaceInfo {
         namespace: Namespace::HlsRenditions,
@@ -158,6 +177,25 @@ pub(crate) fn playlist_cover(playlist: &PlaylistId, extension: &str) -> String {
     )
 }
 
+/// A downloaded podcast episode.
+pub(crate) fn podcast_episode(channel: &PodcastId, episode: &EpisodeId, format: &str) -> String {
+    format!("podcasts/{channel}/{episode}.{format}")
+}
+
+/// A podcast channel's image (a new key per image, so a replaced image is never
+/// half-visible).
+pub(crate) fn podcast_image(channel: &PodcastId, extension: &str) -> String {
+    format!(
+        "podcasts/{channel}/image-{}.{extension}",
+        uuid::Uuid::now_v7()
+    )
+}
+
+/// A user's uploaded picture (a new key per image, so a replaced one is never half-visible).
+pub(crate) fn avatar(user: &UserId, extension: &str) -> String {
+    format!("avatars/{user}/{}.{extension}", uuid::Uuid::now_v7())
+}
+
 /// Where a local store stages a write before renaming it into place.
 pub(crate) const STAGING: &str = ".staging";
 
@@ -182,6 +220,12 @@ mod tests {
                 playlist_cover(&PlaylistId::new(), "png"),
                 Namespace::PlaylistCovers,
             ),
+            (
+                podcast_episode(&PodcastId::new(), &EpisodeId::new(), "mp3"),
+                Namespace::Podcasts,
+            ),
+            (podcast_image(&PodcastId::new(), "jpg"), Namespace::Podcasts),
+            (avatar(&UserId::new(), "png"), Namespace::Avatars),
             (format!("{STAGING}/x"), Namespace::Staging),
         ];
         for (key, namespace) in cases {

@@ -330,7 +330,7 @@ backend_test! {
         let library = TestLibrary::new(backend).await;
         let registry = library.library.registry();
         // The spec's six kinds, the admin reindex and the file check, scrobbling's two, the
-        // recommendations' two, and the loudness measurement; each once.
+        // recommendations' two, the loudness measurement, and the podcasts' two; each once.
         assert_eq!(
             registry.kinds().names(),
             vec![
@@ -339,9 +339,11 @@ backend_test! {
                 "check_files",
                 "cleanup_storage",
                 "compute_similarity",
+                "download_podcast_episode",
                 "download_task",
                 "enrich_task",
                 "materialize_track",
+                "refresh_podcasts",
                 "reindex_library",
                 "scan_local_folder",
                 "submit_scrobbles",
@@ -351,7 +353,13 @@ backend_test! {
         );
         assert_eq!(
             registry.kinds().pool_kinds(musiclib_core::jobs::Pool::Network),
-            vec!["enrich_task", "submit_scrobbles", "update_now_playing"]
+            vec![
+                "download_podcast_episode",
+                "enrich_task",
+                "refresh_podcasts",
+                "submit_scrobbles",
+                "update_now_playing"
+            ]
         );
         assert!(
             registry.kinds().pool_kinds(musiclib_core::jobs::Pool::General).is_empty(),
@@ -359,7 +367,12 @@ backend_test! {
         );
         assert_eq!(
             registry.periodic_names(),
-            vec!["loudness_sweep", "recommend_sweep", "scrobble_resume"]
+            vec![
+                "loudness_sweep",
+                "podcast_refresh_sweep",
+                "recommend_sweep",
+                "scrobble_resume"
+            ]
         );
     }
 }

@@ -14,6 +14,8 @@
 //! - `lyrics`: lyrics from embedded tags and sidecar files, in order.
 //! - `paging`: lists of a larger library paged at any offset in every sort, short searches.
 //! - `permissions`: the table of who may do what, decided by core.
+//! - `podcasts`: feeds on a loopback server subscribed, refreshed, episodes downloaded and
+//!   streamed; private addresses refused by default; feeds that attack the parser refused.
 //! - `recommend`: the radio, similar tracks and artists, sound analysis, the external
 //!   recommender, on a library built so the right answers are known.
 //! - `remote`: remote sources (a mock Subsonic server, the real yt-dlp on a loopback site):
@@ -41,6 +43,7 @@ mod layers;
 mod lyrics;
 mod paging;
 mod permissions;
+mod podcasts;
 mod recommend;
 mod remote;
 mod renditions;

@@ -24,6 +24,8 @@ struct World {
     accounts: Vec<musiclib_core::UserId>,
     /// The owner's shares, one per caller.
     shares: Vec<musiclib_core::shares::ShareId>,
+    /// Internet radio stations, one per caller.
+    stations: Vec<musiclib_core::ids::StationId>,
 }
 
 type Operation = for<'a> fn(
@@ -264,6 +266,63 @@ fn table() -> Vec<(&'static str, Operation, [&'static str; 3])> {
             [OK, "not_found", OK],
         ),
         (
+            "list the internet radio stations",
+            |l, _, c, _| Box::pin(async move { l.stations().list(c).await.map(drop) }),
+            [OK, OK, OK],
+        ),
+        (
+            "read an internet radio station",
+            |l, w, c, _| {
+                Box::pin(async move { l.stations().get(c, &w.stations[0]).await.map(drop) })
+            },
+            [OK, OK, OK],
+        ),
+        (
+            "add an internet radio station",
+            |l, _, c, _| {
+                Box::pin(async move {
+                    l.stations()
+                        .create(
+                            c,
+                            musiclib_core::stations::StationFields {
+                                name: "Added".into(),
+                                stream_url: "https://radio.example/added.mp3".into(),
+                                homepage_url: None,
+                            },
+                        )
+                        .await
+                        .map(drop)
+                })
+            },
+            ["forbidden", "forbidden", OK],
+        ),
+        (
+            "change an internet radio station",
+            |l, w, c, _| {
+                Box::pin(async move {
+                    l.stations()
+                        .update(
+                            c,
+                            &w.stations[0],
+                            musiclib_core::stations::StationChanges {
+                                name: Some("Renamed".into()),
+                                ..Default::default()
+                            },
+                        )
+                        .await
+                        .map(drop)
+                })
+            },
+            ["forbidden", "forbidden", OK],
+        ),
+        (
+            "delete an internet radio station",
+            |l, w, c, role| {
+                Box::pin(async move { l.stations().delete(c, &w.stations[role]).await })
+            },
+            ["forbidden", "forbidden", OK],
+        ),
+        (
             "list accounts",
             |l, _, c, _| {
                 Box::pin(async move { l.accounts().list_users(c, Page::default()).await.map(drop) })
@@ -349,7 +408,16 @@ backend_test! {
             };
             shares.push(library.shares().create(&owner, share).await.unwrap().id);
         }
-        let world = World { tracks, job, private, public, owner: owner.clone(), accounts, shares };
+        let mut stations = Vec::new();
+        for name in ["one", "two", "three"] {
+            let fields = musiclib_core::stations::StationFields {
+                name: name.into(),
+                stream_url: format!("https://radio.example/{name}.mp3"),
+                homepage_url: None,
+            };
+            stations.push(library.stations().create(&admin, fields).await.unwrap().id);
+        }
+        let world = World { tracks, job, private, public, owner: owner.clone(), accounts, shares, stations };
 
         let callers = [("owner", &owner), ("other user", &other), ("admin", &admin)];
         let mut failures = Vec::new();

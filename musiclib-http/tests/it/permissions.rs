@@ -58,6 +58,13 @@ struct World {
     /// allowed), and one the owner revoked.
     shares: Vec<String>,
     revoked_share: String,
+    /// Internet radio stations (an admin added them), one per role; the first is never
+    /// deleted, and its stream is on loopback (refused by default).
+    stations: Vec<String>,
+    /// Podcasts the owner subscribed to, one per role, each with one downloaded episode
+    /// (`episodes`); the first of each is never deleted. Their feeds are on loopback.
+    podcasts: Vec<String>,
+    episodes: Vec<String>,
 }
 
 /// A request body.
@@ -129,6 +136,15 @@ fn rows() -> Vec<Row> {
         row("POST /auth/login", "signing in is public", |_, _| "/auth/login".into(), [200; 4])
             .body(|_, _| Payload::Json(json!({"username": "owner", "password": "long enough"}))),
         row("GET /users/me", "read one's account", |_, _| "/users/me".into(), ANY_USER),
+        row("PUT /users/me/avatar", "upload one's picture", |_, _| "/users/me/avatar".into(), [401, 204, 204, 204])
+            .body(|_, _| png()),
+        row(
+            "GET /users/{id}/avatar",
+            "read a user's picture (anyone signed in)",
+            |w, _| format!("/users/{}/avatar", w.owner_id),
+            ANY_USER,
+        ),
+        row("DELETE /users/me/avatar", "remove one's picture", |_, _| "/users/me/avatar".into(), [401, 204, 204, 204]),
         row(
             "GET /users/me/legacy-password",
             "reveal one's app password",
@@ -588,6 +604,80 @@ fn rows() -> Vec<Row> {
             |w, role| format!("/shares/{}", w.shares[role]),
             [401, 204, 404, 204],
         ),
+        // Internet radio stations: listed for everyone, managed by admins.
+        row("GET /radio-stations", "list the stations", |_, _| "/radio-stations".into(), ANY_USER),
+        row("POST /radio-stations", "add a station", |_, _| "/radio-stations".into(), [401, 403, 403, 201])
+            .body(|_, _| Payload::Json(json!({"name": "Added", "stream_url": "https://radio.example/added.ogg"}))),
+        row("GET /radio-stations/{id}", "read a station", |w, _| format!("/radio-stations/{}", w.stations[0]), ANY_USER),
+        row("PATCH /radio-stations/{id}", "change a station", |w, _| format!("/radio-stations/{}", w.stations[0]), ADMIN)
+            .body(|_, _| Payload::Json(json!({"name": "Renamed"}))),
+        row(
+            "GET /radio-stations/{id}/stream",
+            "relay a station: anyone signed in, but a loopback stream is refused by default (502)",
+            |w, _| format!("/radio-stations/{}/stream", w.stations[0]),
+            [401, 502, 502, 502],
+        ),
+        row(
+            "DELETE /radio-stations/{id}",
+            "delete a station",
+            |w, role| format!("/radio-stations/{}", w.stations[role]),
+            [401, 403, 403, 204],
+        ),
+        // Podcasts: the server's; anyone signed in subscribes, refreshes and downloads, who
+        // subscribed (or an admin) changes and removes.
+        row("GET /podcasts", "list the podcasts", |_, _| "/podcasts".into(), ANY_USER),
+        row(
+            "POST /podcasts",
+            "subscribe: anyone signed in, but a feed on loopback is refused by default (422)",
+            |_, _| "/podcasts".into(),
+            [401, 422, 422, 422],
+        )
+        .body(|_, _| Payload::Json(json!({"url": "http://127.0.0.1:9/feed.xml"}))),
+        row("POST /podcasts/refresh", "refresh every podcast", |_, _| "/podcasts/refresh".into(), [401, 202, 202, 202]),
+        row("GET /podcasts/{id}", "read a podcast", |w, _| format!("/podcasts/{}", w.podcasts[0]), ANY_USER),
+        row("PATCH /podcasts/{id}", "change a podcast", |w, _| format!("/podcasts/{}", w.podcasts[0]), OWNER_OR_ADMIN)
+            .body(|_, _| Payload::Json(json!({"keep_newest": null}))),
+        row(
+            "POST /podcasts/{id}/refresh",
+            "refresh a podcast (its loopback feed is refused: kept as refresh_error)",
+            |w, _| format!("/podcasts/{}/refresh", w.podcasts[0]),
+            ANY_USER,
+        ),
+        row("GET /podcasts/{id}/episodes", "list a podcast's episodes", |w, _| format!("/podcasts/{}/episodes", w.podcasts[0]), ANY_USER),
+        row("GET /podcasts/{id}/cover", "a podcast's image", |w, _| format!("/podcasts/{}/cover", w.podcasts[0]), ANY_USER),
+        row("GET /podcast-episodes", "the newest episodes", |_, _| "/podcast-episodes".into(), ANY_USER),
+        row("GET /podcast-episodes/{id}", "read an episode", |w, _| format!("/podcast-episodes/{}", w.episodes[0]), ANY_USER),
+        row(
+            "POST /podcast-episodes/{id}/download",
+            "download an episode (already downloaded: 200)",
+            |w, _| format!("/podcast-episodes/{}/download", w.episodes[0]),
+            ANY_USER,
+        ),
+        row(
+            "PUT /podcast-episodes/{id}/position",
+            "remember one's place",
+            |w, _| format!("/podcast-episodes/{}/position", w.episodes[0]),
+            [401, 204, 204, 204],
+        )
+        .body(|_, _| Payload::Json(json!({"position_ms": 1000}))),
+        row(
+            "GET /podcast-episodes/{id}/stream",
+            "stream an episode",
+            |w, _| format!("/podcast-episodes/{}/stream", w.episodes[0]),
+            ANY_USER,
+        ),
+        row(
+            "DELETE /podcast-episodes/{id}",
+            "delete an episode's download",
+            |w, role| format!("/podcast-episodes/{}", w.episodes[role]),
+            [401, 204, 403, 204],
+        ),
+        row(
+            "DELETE /podcasts/{id}",
+            "unsubscribe",
+            |w, role| format!("/podcasts/{}", w.podcasts[role]),
+            [401, 204, 403, 204],
+        ),
         // Likes, history and sync: each caller reads and writes their own.
         row("GET /likes", "list one's likes", |_, _| "/likes".into(), ANY_USER),
         row("POST /likes", "like a track", |_, _| "/likes".into(), [401, 201, 201, 201]).body(|w, role| {
@@ -869,7 +959,46 @@ async fn world(app: &App, owner: &str, owner_id: &str) -> World {
         )
         .await;
     assert_eq!(status, StatusCode::NO_CONTENT);
+    let station_admin = musiclib_core::auth::Caller {
+        user: app
+            .library
+            .accounts()
+            .create_user("station-admin", "long enough", true)
+            .await
+            .unwrap(),
+    };
+    let mut stations = Vec::new();
+    for role in ROLES {
+        let fields = musiclib_core::stations::StationFields {
+            name: role.into(),
+            stream_url: "http://127.0.0.1:9/live.mp3".into(),
+            homepage_url: None,
+        };
+        let station = app
+            .library
+            .stations()
+            .create(&station_admin, fields)
+            .await
+            .unwrap();
+        stations.push(station.id.to_string());
+    }
+    let mut podcasts = Vec::new();
+    let mut episodes = Vec::new();
+    for role in 0..ROLES.len() {
+        let (podcast, episode) = musiclib_core::testing::insert_podcast(
+            &app.library,
+            &owner_user,
+            &format!("http://127.0.0.1:9/feed-{role}.xml"),
+            &musiclib_core::testing::wav_tone(1),
+        )
+        .await;
+        podcasts.push(podcast.to_string());
+        episodes.push(episode.to_string());
+    }
     World {
+        podcasts,
+        episodes,
+        stations,
         shares,
         revoked_share,
         accounts,

@@ -1,7 +1,7 @@
 //! Stars, ratings, scrobbles and the saved play queue.
 
 use musiclib_core::catalog::ItemKind;
-use musiclib_core::social::NewPlay;
+use musiclib_core::social::{NewPlay, PlaybackReport, PlaybackState};
 use musiclib_core::Timestamp;
 
 use super::track_id;
@@ -168,6 +168,117 @@ pub(crate) async fn play_queue(request: &Request) -> Outcome {
         .await?;
     let element = Element::new("playQueue")
         .opt("current", queue.current.map(|id| id.to_string()))
+        .attr("position", queue.position_ms)
+        .attr("username", request.caller.user.username.as_str())
+        .attr("changed", queue.changed_at)
+        .attr("changedBy", queue.changed_by.unwrap_or_default())
+        .list("entry", request.songs("entry", &tracks).await?);
+    Ok(Reply::Envelope(Some(element)))
+}
+
+/// `reportPlayback` (`playbackReport`): `mediaId`, `mediaType` (`song`), `positionMs`,
+/// `state` (`starting`, `playing`, `paused`, `stopped`), `playbackRate` (default 1.0),
+/// `ignoreScrobble`. Moves the caller's `getNowPlaying` entry for this client, and counts a
+/// play once it has been heard long enough (core's rule, the Last.fm one). Podcast episodes
+/// are not reported here: their position is kept by the podcast methods.
+pub(crate) async fn report_playback(request: &Request) -> Outcome {
+    let params = &request.params;
+    let id = params.required("mediaId")?;
+    let media_type = params.required("mediaType")?;
+    let position_ms = params
+        .int("positionMs")?
+        .ok_or_else(|| SubsonicError::missing("positionMs"))?;
+    let state = PlaybackState::parse(params.required("state")?)?;
+    match media_type {
+        "song" => {}
+        // A podcast episode: the report keeps the listener's place in it (what the web
+        // player resumes from); episodes are not plays.
+        "podcast" => {
+            let episode = super::podcasts::episode_id(id)
+                .ok_or_else(|| SubsonicError::not_found(format_args!("podcast episode {id}")))?;
+            request
+                .library
+                .podcasts()
+                .set_position(&request.caller, &episode, position_ms)
+                .await?;
+            return Ok(Reply::Envelope(None));
+        }
+        other => {
+            return Err(SubsonicError::invalid(
+                "mediaType",
+                format_args!(
+                "{other:?}: songs and podcast episodes are reported (mediaType=song or podcast)"
+            ),
+            ))
+        }
+    }
+    let report = PlaybackReport {
+        track: track_id(id)?,
+        state,
+        position_ms,
+        playback_rate: params.float("playbackRate")?.unwrap_or(1.0),
+        ignore_scrobble: params.bool("ignoreScrobble")?.unwrap_or(false),
+    };
+    request
+        .library
+        .social()
+        .report_playback(&request.caller, &request.client, report)
+        .await?;
+    Ok(Reply::Envelope(None))
+}
+
+/// `savePlayQueueByIndex` (`indexBasedQueue`): `id` (repeated; a song may come twice),
+/// `currentIndex` (0-based; required with songs), `position` (ms).
+pub(crate) async fn save_play_queue_by_index(request: &Request) -> Outcome {
+    let params = &request.params;
+    let ids = params
+        .all("id")
+        .into_iter()
+        .map(track_id)
+        .collect::<Result<Vec<_>, _>>()?;
+    if !ids.is_empty() && !params.has("currentIndex") {
+        return Err(SubsonicError::missing("currentIndex"));
+    }
+    let current_index = params.int("currentIndex")?;
+    let position = params.int("position")?.unwrap_or(0);
+    request
+        .library
+        .social()
+        .save_play_queue_by_index(
+            &request.caller,
+            ids,
+            current_index,
+            position,
+            Some(&request.client),
+        )
+        .await?;
+    Ok(Reply::Envelope(None))
+}
+
+/// `getPlayQueueByIndex` (`indexBasedQueue`): the saved queue with its current entry by
+/// place, or an empty answer when there is none.
+pub(crate) async fn play_queue_by_index(request: &Request) -> Outcome {
+    let Some(queue) = request.library.social().play_queue(&request.caller).await? else {
+        return Ok(Reply::Envelope(None));
+    };
+    let tracks = request
+        .library
+        .catalog()
+        .tracks_by_ids(&queue.track_ids)
+        .await?;
+    // Entries whose track was deleted since are left out: the place counts what is listed.
+    let index = queue.current_index.map(|index| {
+        let gone_before = queue.track_ids[..index.min(queue.track_ids.len())]
+            .iter()
+            .filter(|id| !tracks.iter().any(|track| track.id == **id))
+            .count();
+        index - gone_before
+    });
+    let index = index
+        .filter(|index| *index < tracks.len())
+        .or((!tracks.is_empty()).then_some(0));
+    let element = Element::new("playQueueByIndex")
+        .opt("currentIndex", index.map(|index| index as i64))
         .attr("position", queue.position_ms)
         .attr("username", request.caller.user.username.as_str())
         .attr("changed", queue.changed_at)

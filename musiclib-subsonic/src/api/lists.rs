@@ -120,6 +120,13 @@ pub(crate) async fn now_playing(request: &Request) -> Outcome {
                 )
                 .attr("playerId", player_id(&entry.client))
                 .attr("playerName", entry.client.as_str())
+                // `playbackReport`'s timeline, where the player reports one.
+                .opt("state", entry.timeline.as_ref().map(|t| t.state.as_str()))
+                .opt("positionMs", entry.timeline.as_ref().map(|t| t.position_ms))
+                .opt(
+                    "playbackRate",
+                    entry.timeline.as_ref().map(|t| t.playback_rate),
+                )
         })
         .collect();
     Ok(Reply::Envelope(Some(
@@ -234,5 +241,75 @@ pub(crate) async fn search(request: &Request, method: &str) -> Outcome {
         },
     )
     .list("song", request.songs("song", &tracks).await?);
+    Ok(Reply::Envelope(Some(element)))
+}
+
+/// Most songs `search` considers: the matches of its most selective field, read whole
+/// before the other fields and `newerThan` narrow them.
+const MAX_SEARCH_CANDIDATES: i64 = 5_000;
+
+/// `search` (1.0.0, deprecated by `search2` but still in 1.16.1): songs whose title contains
+/// `title`, artist `artist`, album `album` (case and accents aside), and any of the three
+/// `any`; added after `newerThan` (ms since the epoch) when given; by title, `count` (default
+/// 20, at most 500) from `offset`, with `totalHits`. The library's text search finds the
+/// candidates by the first field given (title, album, artist, any), at most
+/// [`MAX_SEARCH_CANDIDATES`]; the other fields are checked on them.
+pub(crate) async fn search_v1(request: &Request) -> Outcome {
+    use musiclib_core::text::name_key;
+    let params = &request.params;
+    let term = |name: &str| {
+        params
+            .get(name)
+            .map(search_words)
+            .filter(|words| !words.is_empty())
+    };
+    let [title, album, artist, any] = ["title", "album", "artist", "any"].map(term);
+    let primary = [&title, &album, &artist, &any]
+        .into_iter()
+        .find_map(|term| term.clone());
+    let newer_than = params
+        .int("newerThan")?
+        .map(|ms| musiclib_core::Timestamp::from_micros(ms.saturating_mul(1000)));
+    let count = params.int("count")?.unwrap_or(20).clamp(0, MAX_LIST) as usize;
+    let offset = params.int("offset")?.unwrap_or(0).max(0) as usize;
+    let filter = TrackFilter {
+        q: primary,
+        with_audio: true,
+        ..Default::default()
+    };
+    let sort = Sort {
+        key: TrackSortKey::Title,
+        descending: false,
+    };
+    let candidates = super::all_pages(MAX_SEARCH_CANDIDATES, |page| {
+        request
+            .library
+            .catalog()
+            .list_tracks(&filter, Some(sort), page)
+    })
+    .await?;
+    let contains = |field: Option<&str>, term: &Option<String>| match term {
+        None => true,
+        Some(term) => field.is_some_and(|field| name_key(field).contains(&name_key(term))),
+    };
+    let matches: Vec<_> = candidates
+        .into_iter()
+        .filter(|track| {
+            let album_title = track.album_title.as_deref();
+            let artist_name = track.artist_name.as_deref();
+            contains(Some(&track.title), &title)
+                && contains(album_title, &album)
+                && contains(artist_name, &artist)
+                && (contains(Some(&track.title), &any)
+                    || contains(album_title, &any)
+                    || contains(artist_name, &any))
+                && newer_than.is_none_or(|since| track.created_at > since)
+        })
+        .collect();
+    let shown: Vec<_> = matches.iter().skip(offset).take(count).cloned().collect();
+    let element = Element::new("searchResult")
+        .attr("offset", offset as i64)
+        .attr("totalHits", matches.len() as i64)
+        .list("match", request.songs("match", &shown).await?);
     Ok(Reply::Envelope(Some(element)))
 }

@@ -21,11 +21,21 @@ use crate::{Outcome, Reply, Request};
 /// can only play what `stream` sends. Never counts a play: only `scrobble` does.
 pub(crate) async fn stream(request: &Request) -> Outcome {
     let params = &request.params;
-    let id = track_id(params.required("id")?)?;
+    let raw = params.required("id")?;
     let offset = params.float("timeOffset")?.unwrap_or(0.0);
     if offset < 0.0 {
         return Err(SubsonicError::invalid("timeOffset", "must not be negative"));
     }
+    // A podcast episode's `streamId`.
+    if let Some(episode) = super::podcasts::episode_id(raw) {
+        let encoding = Encoding::subsonic(params.get("format"), params.int("maxBitRate")?);
+        let opened = super::podcasts::open(request, &episode, encoding, offset).await;
+        return Ok(Reply::Media(match opened? {
+            Delivery::Stored { audio, .. } => send_audio(request, &audio).await?,
+            Delivery::Live { body, .. } => live(body),
+        }));
+    }
+    let id = track_id(raw)?;
     let want = Want {
         encoding: Encoding::subsonic(params.get("format"), params.int("maxBitRate")?),
         offset_seconds: offset,
@@ -57,7 +67,15 @@ pub(crate) async fn stream(request: &Request) -> Outcome {
 
 /// `download`: the original file, with Range (a placeholder fetched first, as `stream`).
 pub(crate) async fn download(request: &Request) -> Outcome {
-    let id = track_id(request.params.required("id")?)?;
+    let raw = request.params.required("id")?;
+    if let Some(episode) = super::podcasts::episode_id(raw) {
+        let opened = super::podcasts::open(request, &episode, Encoding::Original, 0.0).await?;
+        return match opened {
+            Delivery::Stored { audio, .. } => Ok(Reply::Media(send_audio(request, &audio).await?)),
+            Delivery::Live { body, .. } => Ok(Reply::Media(live(body))),
+        };
+    }
+    let id = track_id(raw)?;
     let want = Want {
         wait_for_placeholder: Some(MATERIALIZE_WAIT),
         ..Want::original()
@@ -148,6 +166,12 @@ async fn find_cover(
 ) -> musiclib_core::Result<Option<Cover>> {
     let library = &request.library;
     let not_found = |_| musiclib_core::Error::not_found("cover", id);
+    // A podcast channel's image (`pc-…`, an episode's `coverArt` too).
+    if id.starts_with("pc-") {
+        let channel = super::podcasts::channel_id(id)
+            .map_err(|_| musiclib_core::Error::not_found("cover", id))?;
+        return Ok(Some(library.podcasts().cover(&channel).await?));
+    }
     Ok(match library.catalog().item_kind(id).await? {
         Some(ItemKind::Album) => Some(
             library

@@ -3,12 +3,16 @@
 pub(crate) mod annotation;
 pub(crate) mod browsing;
 pub(crate) mod folders;
+pub(crate) mod hls;
 pub(crate) mod lists;
 pub(crate) mod media;
 pub(crate) mod model;
 pub(crate) mod playlists;
+pub(crate) mod podcasts;
+pub(crate) mod radio;
 pub(crate) mod sharing;
 pub(crate) mod system;
+pub(crate) mod users;
 
 use std::future::Future;
 
@@ -53,6 +57,11 @@ methods! { name, request;
     "getUsers" => system::users(request),
     "startScan" => system::start_scan(request),
     "getScanStatus" => system::scan_status(request),
+    "createUser" => users::create(request),
+    "updateUser" => users::update(request),
+    "deleteUser" => users::delete(request),
+    "changePassword" => users::change_password(request),
+    "getAvatar" => users::avatar(request),
 
     "getMusicFolders" => folders::music_folders(request),
     "getIndexes" => folders::indexes(request),
@@ -74,6 +83,7 @@ methods! { name, request;
     "getSongsByGenre" => lists::songs_by_genre(request),
     "getNowPlaying" => lists::now_playing(request),
     "getStarred" | "getStarred2" => lists::starred(request, name),
+    "search" => lists::search_v1(request),
     "search2" | "search3" => lists::search(request, name),
 
     "getPlaylists" => playlists::list(request),
@@ -82,13 +92,28 @@ methods! { name, request;
     "updatePlaylist" => playlists::update(request),
     "deletePlaylist" => playlists::delete(request),
 
+    "getPodcasts" => podcasts::list(request),
+    "getNewestPodcasts" => podcasts::newest(request),
+    "getPodcastEpisode" => podcasts::episode(request),
+    "refreshPodcasts" => podcasts::refresh(request),
+    "createPodcastChannel" => podcasts::create_channel(request),
+    "deletePodcastChannel" => podcasts::delete_channel(request),
+    "deletePodcastEpisode" => podcasts::delete_episode(request),
+    "downloadPodcastEpisode" => podcasts::download_episode(request),
+
     "getShares" => sharing::list(request),
     "createShare" => sharing::create(request),
     "updateShare" => sharing::update(request),
     "deleteShare" => sharing::delete(request),
 
+    "getInternetRadioStations" => radio::list(request),
+    "createInternetRadioStation" => radio::create(request),
+    "updateInternetRadioStation" => radio::update(request),
+    "deleteInternetRadioStation" => radio::delete(request),
+
     "stream" => media::stream(request),
     "download" => media::download(request),
+    "hls.m3u8" | "hls" => hls::hls(request),
     "getCoverArt" => media::cover_art(request),
     "getLyrics" => media::lyrics(request),
     "getLyricsBySongId" => media::lyrics_by_song_id(request),
@@ -97,8 +122,11 @@ methods! { name, request;
     "unstar" => annotation::star(request, false),
     "setRating" => annotation::set_rating(request),
     "scrobble" => annotation::scrobble(request),
+    "reportPlayback" => annotation::report_playback(request),
     "savePlayQueue" => annotation::save_play_queue(request),
     "getPlayQueue" => annotation::play_queue(request),
+    "savePlayQueueByIndex" => annotation::save_play_queue_by_index(request),
+    "getPlayQueueByIndex" => annotation::play_queue_by_index(request),
     "createBookmark" => annotation::create_bookmark(request),
     "getBookmarks" => annotation::bookmarks(request),
     "deleteBookmark" => annotation::delete_bookmark(request),

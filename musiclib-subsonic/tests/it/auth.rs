@@ -108,7 +108,7 @@ both_backends!(credentials, |backend: Backend| async move {
     );
 
     // Anything else: error 0, "not supported", never a crash.
-    let response = app.json_as(&app.auth(), "getPodcasts", "").await;
+    let response = app.json_as(&app.auth(), "jukeboxControl", "").await;
     assert_eq!(error_code(&response), 0);
     assert!(response["error"]["message"]
         .as_str()

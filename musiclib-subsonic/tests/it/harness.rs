@@ -233,6 +233,14 @@ const OPENSUBSONIC_ATTRIBUTES: &[(&str, ValueRule)] = &[
     }),
     ("isCompilation", |value| matches!(value, "true" | "false")),
     ("readonly", |value| matches!(value, "true" | "false")),
+    // `NowPlayingEntry` with `playbackReport`.
+    ("state", |value| {
+        matches!(value, "starting" | "playing" | "paused" | "stopped")
+    }),
+    ("positionMs", |value| value.parse::<u64>().is_ok()),
+    ("playbackRate", |value| {
+        value.parse::<f64>().is_ok_and(|rate| rate > 0.0)
+    }),
 ];
 
 /// Checks an OpenSubsonic `replayGain` element of a song (its attributes the spec's numbers,

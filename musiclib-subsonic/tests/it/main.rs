@@ -2,6 +2,7 @@
 //! both encodings with the XML validated against the official 1.16.1 schema, media, and the
 //! app password at rest. Each runs on the embedded default and on PostgreSQL + S3.
 
+mod apps;
 mod auth;
 mod endpoints;
 mod harness;
@@ -9,6 +10,7 @@ mod limits;
 mod lyrics;
 mod media;
 mod permissions;
+mod podcasts;
 mod recommend;
 mod remote;
 mod scrobbling;

@@ -56,6 +56,9 @@ const OPEN: &[&str] = &[
     "getStarred2",
     "search2",
     "search3",
+    "search",
+    "hls.m3u8",
+    "hls",
     "stream",
     "download",
     "getCoverArt",
@@ -65,6 +68,9 @@ const OPEN: &[&str] = &[
     "unstar",
     "setRating",
     "scrobble",
+    "reportPlayback",
+    "getInternetRadioStations",
+    "getAvatar",
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,6 +92,13 @@ struct World {
     public: Vec<String>,
     /// Ann's shares, one per role (the first is never deleted).
     shares: Vec<String>,
+    /// Internet radio stations (added by the admin), one per role (the first is never
+    /// deleted).
+    stations: Vec<String>,
+    /// Podcasts ann subscribed to, one per role, each with one downloaded episode
+    /// (`episodes`, protocol ids); the first of each is never deleted.
+    podcasts: Vec<String>,
+    episodes: Vec<String>,
 }
 
 struct Row {
@@ -137,6 +150,30 @@ fn rows() -> Vec<Row> {
             "read the owner's account",
             |_, _| "username=ann".into(),
             [Refused, Ok, Error(50), Ok],
+        ),
+        row(
+            "createUser",
+            "add an account",
+            |_, role| format!("username=made-by-{role}&password=long+enough+{role}&email=x%40example.org"),
+            [Refused, Error(50), Error(50), Ok],
+        ),
+        row(
+            "updateUser",
+            "change an account (the one the admin made)",
+            |_, _| "username=made-by-3&password=another+password&adminRole=false&streamRole=true".into(),
+            [Refused, Error(50), Error(50), Ok],
+        ),
+        row(
+            "changePassword",
+            "change another account's app password (hex-encoded)",
+            |_, _| format!("username=made-by-3&password=enc:{}", hex::encode("a third password")),
+            [Refused, Error(50), Error(50), Ok],
+        ),
+        row(
+            "deleteUser",
+            "delete an account",
+            |_, _| "username=made-by-3".into(),
+            [Refused, Error(50), Error(50), Ok],
         ),
         row("startScan", "start the scan", |_, _| String::new(), [Refused, Error(50), Error(50), Ok]),
         row(
@@ -230,6 +267,55 @@ fn rows() -> Vec<Row> {
             |world, role| format!("id={}", world.shares[role]),
             [Refused, Ok, Error(70), Ok],
         ),
+        // Podcasts: the server's; anyone signed in subscribes, refreshes and downloads, who
+        // subscribed (ann) or an admin deletes.
+        row("getPodcasts", "list the podcasts", |_, _| String::new(), [Refused, Ok, Ok, Ok]),
+        row("getNewestPodcasts", "the newest episodes", |_, _| String::new(), [Refused, Ok, Ok, Ok]),
+        row("getPodcastEpisode", "one episode", |world, _| format!("id={}", world.episodes[0]), [Refused, Ok, Ok, Ok]),
+        row("refreshPodcasts", "refresh every podcast", |_, _| String::new(), [Refused, Ok, Ok, Ok]),
+        row(
+            "createPodcastChannel",
+            "subscribe: anyone, but a feed on loopback is refused by default",
+            |_, _| "url=http://127.0.0.1:9/feed.xml".into(),
+            [Refused, Error(0), Error(0), Error(0)],
+        ),
+        row(
+            "downloadPodcastEpisode",
+            "download an episode (already downloaded: nothing to do)",
+            |world, _| format!("id={}", world.episodes[0]),
+            [Refused, Ok, Ok, Ok],
+        ),
+        row(
+            "deletePodcastEpisode",
+            "delete an episode's download",
+            |world, role| format!("id={}", world.episodes[role]),
+            [Refused, Ok, Error(50), Ok],
+        ),
+        row(
+            "deletePodcastChannel",
+            "unsubscribe",
+            |world, role| format!("id={}", world.podcasts[role]),
+            [Refused, Ok, Error(50), Ok],
+        ),
+        // Internet radio stations: listed for everyone (OPEN), managed by admins.
+        row(
+            "createInternetRadioStation",
+            "add a station",
+            |_, role| format!("name=Station+{role}&streamUrl=https://radio.example/{role}.ogg"),
+            [Refused, Error(50), Error(50), Ok],
+        ),
+        row(
+            "updateInternetRadioStation",
+            "change a station",
+            |world, _| format!("id={}&name=Renamed&streamUrl=https://radio.example/new.mp3", world.stations[0]),
+            [Refused, Error(50), Error(50), Ok],
+        ),
+        row(
+            "deleteInternetRadioStation",
+            "delete a station",
+            |world, role| format!("id={}", world.stations[role]),
+            [Refused, Error(50), Error(50), Ok],
+        ),
         // Bookmarks: each user's own. Ann bookmarked the first and third tracks.
         row("getBookmarks", "read one's bookmarks", |_, _| String::new(), [Refused, Ok, Ok, Ok])
             .shows(|world, answer| names(answer, &world.tracks[0])),
@@ -274,6 +360,23 @@ fn rows() -> Vec<Row> {
             [Refused, Ok, Ok, Ok],
         )
         .shows(|world, answer| names(answer, &world.tracks[0])),
+        row(
+            "getPlayQueueByIndex",
+            "read one's play queue by index",
+            |_, _| String::new(),
+            [Refused, Ok, Ok, Ok],
+        )
+        .shows(|world, answer| names(answer, &world.tracks[0])),
+        row(
+            "savePlayQueueByIndex",
+            "save one's play queue by index (a song twice; the owner's is left as it was)",
+            |world, role| {
+                let track = if role == 1 { 0 } else { 1 };
+                let id = &world.tracks[track];
+                format!("id={id}&id={id}&currentIndex=1&position=10")
+            },
+            [Refused, Ok, Ok, Ok],
+        ),
     ]
 }
 
@@ -403,11 +506,53 @@ both_backends!(every_method_by_every_role, |backend: Backend| async move {
                 .to_string(),
         );
     }
+    let mut stations = Vec::new();
+    for role in ROLES {
+        let name = role.replace(' ', "+");
+        app.json_as(
+            &app.admin_auth(),
+            "createInternetRadioStation",
+            &format!("name={name}&streamUrl=https://radio.example/{name}.mp3"),
+        )
+        .await;
+    }
+    let listed = app.json("getInternetRadioStations", "").await;
+    for station in listed["internetRadioStations"]["internetRadioStation"]
+        .as_array()
+        .unwrap()
+    {
+        stations.push(station["id"].as_str().unwrap().to_string());
+    }
+    assert_eq!(stations.len(), ROLES.len(), "{listed}");
+    let ann_id = app
+        .library
+        .accounts()
+        .find_user_by_name(&app.user)
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+    let mut podcasts = Vec::new();
+    let mut episodes = Vec::new();
+    for role in 0..ROLES.len() {
+        let (podcast, episode) = musiclib_core::testing::insert_podcast(
+            &app.library,
+            &ann_id,
+            &format!("http://127.0.0.1:9/feed-{role}.xml"),
+            &musiclib_core::testing::wav_tone(1),
+        )
+        .await;
+        podcasts.push(format!("pc-{podcast}"));
+        episodes.push(format!("pe-{episode}"));
+    }
     let world = World {
+        podcasts,
+        episodes,
         tracks,
         private,
         public,
         shares,
+        stations,
     };
 
     let mut failures = Vec::new();
