@@ -38,6 +38,8 @@ async function routes(api: Api): Promise<[string, string][]> {
     ['admin', '/admin'],
     ['offline', '/offline'],
     ['radio', '/radio'],
+    ['podcasts', '/podcasts'],
+    ['stations', '/stations'],
   ];
 }
 

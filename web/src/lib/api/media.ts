@@ -28,3 +28,11 @@ export function playlistCoverUrl(id: string): string {
 export function coverSrcset(kind: 'albums' | 'tracks', id: string): string {
   return COVER_SIZES.map((size) => `${coverUrl(kind, id, size)} ${size}w`).join(', ');
 }
+
+/** A media URL the server gave (a podcast's `cover_url`, an episode's `stream_url`), with `?token=`. */
+export function withToken(url: string, extra: Record<string, string> = {}): string {
+  const target = new URL(url, location.origin);
+  for (const [key, value] of Object.entries(extra)) target.searchParams.set(key, value);
+  target.searchParams.set('token', auth.token ?? '');
+  return target.origin === location.origin ? target.pathname + target.search : target.href;
+}

@@ -1,6 +1,6 @@
 // The browser's media session: what the lock screen and media keys show and do.
 import type { QueueTrack } from './queue';
-import { coverUrl, COVER_SIZES } from '../api/media';
+import { coverUrl, COVER_SIZES, withToken } from '../api/media';
 
 export interface SessionActions {
   play(): void;
@@ -38,7 +38,10 @@ export function showTrack(track: QueueTrack | null): void {
     navigator.mediaSession.metadata = null;
     return;
   }
-  const artwork = track.has_cover
+  const image = track.media?.kind === 'episode' ? track.media.cover_url : null;
+  const artwork = image
+    ? [{ src: withToken(image) }]
+    : track.has_cover && !track.media
     ? COVER_SIZES.map((size) => ({ src: coverUrl('tracks', track.id, size), sizes: `${size}x${size}` }))
     : [];
   navigator.mediaSession.metadata = new MediaMetadata({

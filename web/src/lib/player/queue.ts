@@ -12,7 +12,33 @@ export type QueueTrack = Pick<
   Track,
   'id' | 'title' | 'artist' | 'artist_id' | 'album' | 'album_id' | 'duration_ms' | 'has_cover'
 > &
-  Partial<Pick<Track, 'replay_gain'>>;
+  Partial<Pick<Track, 'replay_gain'>> & {
+    /** Not a library track: a podcast episode or a radio station (player/episodes.ts). */
+    media?: QueueMedia;
+  };
+
+/**
+ * Where an entry that is not a library track plays from (`media`; a track has none). Such an entry is not a play (no
+ * history, no scrobble), has no likes, lyrics or offline copy; `id` is the episode's or the
+ * station's, `artist` the podcast's title (`album` unused).
+ */
+export type QueueMedia =
+  | {
+      kind: 'episode';
+      podcast_id: string;
+      /** The server's stream of the downloaded episode (without the token). */
+      stream_url: string;
+      /** The podcast's image on the server (without the token), if any. */
+      cover_url: string | null;
+      /** Where the listener stopped, when the entry was made. */
+      position_ms: number | null;
+    }
+  | {
+      kind: 'station';
+      /** The server's relay of the station's stream (without the token). */
+      stream_url: string;
+      homepage_url: string | null;
+    };
 
 /** One place in the queue; `key` tells two entries of the same track apart. */
 export interface QueueEntry {
@@ -41,9 +67,10 @@ function entry(track: QueueTrack): QueueEntry {
 }
 
 export function pick(track: QueueTrack): QueueTrack {
-  const { id, title, artist, artist_id, album, album_id, duration_ms, has_cover, replay_gain } = track;
+  const { id, title, artist, artist_id, album, album_id, duration_ms, has_cover, replay_gain, media } = track;
   const picked: QueueTrack = { id, title, artist, artist_id, album, album_id, duration_ms, has_cover };
   if (replay_gain) picked.replay_gain = replay_gain;
+  if (media && typeof media === 'object') picked.media = { ...media };
   return picked;
 }
 

@@ -5,7 +5,8 @@ import * as radio from '../player/radio';
 import { Engine } from '../player/engine';
 import { PlayTracker } from '../player/plays';
 import * as session from '../player/media-session';
-import { streamUrl, type Quality } from '../api/media';
+import { streamUrl, withToken, type Quality } from '../api/media';
+import { PositionSaver, isStation, resumeAt } from '../player/episodes';
 import { gainFactor, type ReplayGainMode } from '../player/replaygain';
 import { api } from '../api/client';
 import { events } from '../offline/events.svelte';
@@ -40,6 +41,12 @@ class PlayerStore {
   #preloaded: { id: string; src: string } | null = null;
   #plays = new PlayTracker();
   #lastSavedPosition = 0;
+  /** When the place in the playing episode is saved to the server. */
+  #saver = new PositionSaver();
+  /** The places saved this session, by episode (newer than the queue entry's `position_ms`). */
+  #places = new Map<string, number>();
+  /** A station stopped: its stream is closed, Play opens it again. */
+  #stopped = false;
 
   get current(): q.QueueTrack | null {
     return q.current(this.queue)?.track ?? null;
@@ -52,10 +59,16 @@ class PlayerStore {
       time: (position, duration) => this.#time(position, duration),
       playing: (playing) => {
         this.playing = playing;
-        if (!playing) this.#plays.paused();
+        if (!playing) {
+          this.#plays.paused();
+          this.#savePlace(this.#saver.pause(this.position));
+        }
         this.#session();
       },
-      ended: () => this.#advance(true),
+      ended: () => {
+        this.#savePlace(this.#saver.end(this.duration));
+        this.#advance(true);
+      },
       error: () => {
         // Offline, a track that is not stored cannot play, nor can the ones after it.
         if (!offline.online && this.current && !offline.has(this.current.id)) {
@@ -81,11 +94,16 @@ class PlayerStore {
       seekBy: this.seekBy,
     });
     const now = this.current;
-    if (now) {
+    if (now && isStation(now)) {
+      // A live stream is not opened until Play (it would download for nothing).
+      this.#stopped = true;
+      session.showTrack(now);
+    } else if (now) {
       const saved = Number(localStorage.getItem(POSITION_KEY) ?? '0');
       const load = ++this.#loads;
+      this.#saver.start(now.media?.kind === 'episode' ? now.id : null);
       this.#withSource(
-        now.id,
+        now,
         (src) => load === this.#loads && this.#engine?.load(src, Number.isFinite(saved) ? saved : 0, this.#gainOf(now)),
       );
       this.position = saved;
@@ -138,10 +156,20 @@ class PlayerStore {
 
   play = async () => {
     if (!this.current) return;
+    if (this.#stopped) return this.#start();
     await this.#engine?.play();
   };
+  /** Stops a live stream (a station): its connection closes; Play opens it again. */
+  stop = () => {
+    this.#engine?.stop();
+    this.#preloaded = null;
+    this.#stopped = true;
+    this.playing = false;
+    this.position = 0;
+    this.#session();
+  };
   pause = () => this.#engine?.pause();
-  toggle = () => (this.playing ? this.pause() : void this.play());
+  toggle = () => (this.playing ? (isStation(this.current) ? this.stop() : this.pause()) : void this.play());
   next = () => this.#advance(false);
   previous = () => {
     // Like every player: past the first seconds, Previous restarts the track.
@@ -152,6 +180,7 @@ class PlayerStore {
     else this.seek(0);
   };
   seek = (seconds: number) => {
+    if (isStation(this.current)) return; // live: nowhere to seek to
     this.#engine?.seek(seconds);
     this.position = seconds;
   };
@@ -267,12 +296,18 @@ class PlayerStore {
     const engine = this.#engine;
     if (!now || !engine) return;
     const load = ++this.#loads;
-    this.#withSource(now.id, (src) => {
+    this.#stopped = false;
+    // An episode resumes where the listener stopped; a track starts at its beginning.
+    this.#savePlace(this.#saver.pause(this.position)); // the episode left (or restarted), if one played
+    const episode = now.media?.kind === 'episode' ? now.media : null;
+    const startAt = episode ? resumeAt(this.#places.get(now.id) ?? episode.position_ms, now.duration_ms) : 0;
+    this.#saver.start(episode ? now.id : null);
+    this.#withSource(now, (src) => {
       if (load !== this.#loads) return; // another track was started meanwhile
-      engine.load(src, 0, this.#gainOf(now));
+      engine.load(src, startAt, this.#gainOf(now));
       if (autoplay) void engine.play();
     });
-    this.position = 0;
+    this.position = startAt;
     this.duration = (now.duration_ms ?? 0) / 1000;
     this.#plays.start();
     session.showTrack(now);
@@ -300,8 +335,10 @@ class PlayerStore {
       return;
     }
     const preloaded = this.#preloaded;
-    if (preloaded?.id === now.id && this.#engine?.playPreloaded(preloaded.src)) {
+    if (!now.media && preloaded?.id === now.id && this.#engine?.playPreloaded(preloaded.src)) {
       ++this.#loads;
+      this.#savePlace(this.#saver.pause(this.position));
+      this.#saver.start(null);
       this.position = 0;
       this.#plays.start();
       session.showTrack(now);
@@ -314,12 +351,14 @@ class PlayerStore {
   #preload() {
     const track = this.#followingTrack();
     const following = track?.id ?? null;
-    if (!following) {
+    // A station or an episode is not preloaded (a live stream would stay open; an episode
+    // starts at its saved place).
+    if (!following || track?.media) {
       this.#preloaded = null;
       this.#engine?.preload(null);
       return;
     }
-    this.#withSource(following, (src) => {
+    this.#withSource(track!, (src) => {
       if (this.#following() !== following) return; // the queue changed meanwhile
       this.#preloaded = { id: following, src };
       this.#engine?.preload(src, this.#gainOf(track));
@@ -346,7 +385,9 @@ class PlayerStore {
    * Hands `use` the source of a track: its stored audio when it is kept offline (online or
    * not), else the stream. At once when that is known, else once the stored data is read.
    */
-  #withSource(trackId: string, use: (src: string) => void) {
+  #withSource(track: q.QueueTrack, use: (src: string) => void) {
+    if (track.media) return use(withToken(track.media.stream_url));
+    const trackId = track.id;
     const stream = () => streamUrl(trackId, this.quality);
     if (offline.loaded && !offline.has(trackId)) return use(stream());
     void offline.ready
@@ -359,14 +400,27 @@ class PlayerStore {
     this.position = position;
     if (Number.isFinite(duration) && duration > 0) this.duration = duration;
     this.#savePosition(false);
-    const play = this.playing ? this.#plays.update(position, this.duration) : null;
     const now = this.current;
+    if (now?.media) {
+      // Not a track: never a play. An episode's place is saved as it plays.
+      if (this.playing) this.#savePlace(this.#saver.tick(position));
+      return;
+    }
+    const play = this.playing ? this.#plays.update(position, this.duration) : null;
     if (play && now) void this.#record(now.id, play.playedAt, play.seconds);
   }
 
   async #record(trackId: string, playedAt: Date, seconds: number) {
     // Through the outbox: a play made offline is sent when the network is back.
     await events.play(trackId, playedAt, seconds);
+  }
+
+  /** Saves the place in the playing episode (`ms` from the saver; null: nothing to save). */
+  #savePlace(ms: number | null) {
+    const id = this.#saver.id;
+    if (ms === null || !id) return;
+    this.#places.set(id, ms);
+    void api.PUT('/podcast-episodes/{id}/position', { params: { path: { id } }, body: { position_ms: ms } });
   }
 
   #savePosition(force: boolean) {
