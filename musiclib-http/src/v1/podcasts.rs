@@ -539,18 +539,7 @@ async fn stream_episode(
                 header::CACHE_CONTROL,
                 HeaderValue::from_static("private, max-age=86400"),
             );
-            musiclib_media_http::respond(
-                &method,
-                &request,
-                &(&audio).into(),
-                headers,
-                |size| super::stream::unsatisfiable(size).into_response(),
-                |range| async {
-                    let body = library.media().read_audio(&audio, range).await?;
-                    Ok::<_, ApiError>(Body::from_stream(body))
-                },
-            )
-            .await
+            super::stream::send_stored(&library, &method, &request, &audio, headers).await
         }
         Delivery::Live { body, .. } => Ok((
             [

@@ -3,7 +3,6 @@
 //! downloads when allowed). The public routes take no token: the share's id is the
 //! credential, and core checks every track against it.
 
-use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -466,7 +465,7 @@ async fn shared_stream(
         header::CACHE_CONTROL,
         HeaderValue::from_static("private, no-cache"),
     );
-    send(&library, &method, &request, &audio, headers).await
+    super::stream::send_stored(&library, &method, &request, &audio, headers).await
 }
 
 /// Downloads one of the share's tracks as a file (when its owner allowed downloads; 403
@@ -497,7 +496,7 @@ async fn shared_download(
         HeaderValue::from_static("private, no-cache"),
     );
     headers.insert(header::CONTENT_DISPOSITION, attachment(&found));
-    send(&library, &method, &request, &audio, headers).await
+    super::stream::send_stored(&library, &method, &request, &audio, headers).await
 }
 
 /// `attachment; filename="Artist - Title.ext"; filename*=UTF-8''…`: an ASCII fallback and
@@ -530,27 +529,6 @@ fn attachment(track: &Track) -> HeaderValue {
         "attachment; filename=\"{ascii}.{extension}\"; filename*=UTF-8''{encoded}"
     ))
     .unwrap_or_else(|_| HeaderValue::from_static("attachment"))
-}
-
-async fn send(
-    library: &Library,
-    method: &Method,
-    request: &HeaderMap,
-    audio: &musiclib_core::media::TrackAudio,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    musiclib_media_http::respond(
-        method,
-        request,
-        &audio.into(),
-        headers,
-        |size| super::stream::unsatisfiable(size).into_response(),
-        |range| async {
-            let body = library.media().read_audio(audio, range).await?;
-            Ok::<_, ApiError>(Body::from_stream(body))
-        },
-    )
-    .await
 }
 
 /// The cover of one of the share's tracks.

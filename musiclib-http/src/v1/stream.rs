@@ -164,14 +164,27 @@ async fn stream(
         header::CACHE_CONTROL,
         HeaderValue::from_static("private, max-age=86400"),
     );
+    send_stored(&library, &method, &request, &audio, headers).await
+}
+
+/// Sends stored audio (a track's, a share's track, a podcast episode) as every media
+/// response is sent (musiclib-media-http): validators, 304, one byte range (206), 416 with the
+/// JSON error, HEAD; `headers` are added to the answer.
+pub(super) async fn send_stored(
+    library: &Library,
+    method: &Method,
+    request: &HeaderMap,
+    audio: &musiclib_core::media::TrackAudio,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
     musiclib_media_http::respond(
-        &method,
-        &request,
-        &(&audio).into(),
+        method,
+        request,
+        &audio.into(),
         headers,
         |size| unsatisfiable(size).into_response(),
         |range| async {
-            let body = library.media().read_audio(&audio, range).await?;
+            let body = library.media().read_audio(audio, range).await?;
             Ok::<_, ApiError>(Body::from_stream(body))
         },
     )
