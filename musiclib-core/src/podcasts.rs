@@ -33,7 +33,7 @@ use crate::auth::Caller;
 use crate::db::Db;
 use crate::domain::{Page, Paged};
 use crate::jobs::{Jobs, Registry};
-use crate::media::{Cover, Delivery, Encoding, Media, TrackAudio, Want};
+use crate::media::{Cover, Delivery, Media, TrackAudio, Want};
 use crate::storage::Storage;
 use crate::{EpisodeId, Error, JobId, PodcastId, Result, Timestamp, UserId};
 
@@ -430,6 +430,41 @@ impl Podcasts {
         })
     }
 
+    /// Every channel's newest `per_channel` episodes, in one read (newest first within a
+    /// channel), for lists of every channel with its episodes.
+    pub async fn episodes_of_every_channel(
+        &self,
+        caller: &Caller,
+        per_channel: i64,
+    ) -> Result<std::collections::HashMap<PodcastId, Vec<Episode>>> {
+        let ranked = EPISODE_SELECT.replacen(
+            "FROM podcast_episodes e",
+            ", ROW_NUMBER() OVER (PARTITION BY e.channel_id ORDER BY e.published_at DESC, e.id DESC) AS place
+    FROM podcast_episodes e",
+            1,
+        );
+        let rows: Vec<EpisodeRow> = self
+            .db
+            .sql(&format!(
+                "SELECT * FROM ({ranked}) ranked WHERE place <= {}
+                 ORDER BY channel_id, place",
+                per_channel.max(1)
+            ))
+            .bind(&caller.user.id)
+            .fetch_all(self.db.pool())
+            .await?;
+        let mut by_channel: std::collections::HashMap<PodcastId, Vec<Episode>> =
+            std::collections::HashMap::new();
+        for row in rows {
+            let episode = row.into_episode();
+            by_channel
+                .entry(episode.channel_id.clone())
+                .or_default()
+                .push(episode);
+        }
+        Ok(by_channel)
+    }
+
     /// The newest episodes of every channel.
     pub async fn newest(&self, caller: &Caller, limit: i64) -> Result<Vec<Episode>> {
         let rows: Vec<EpisodeRow> = self
@@ -567,8 +602,9 @@ impl Podcasts {
         self.queue_refresh_all(caller).await
     }
 
-    /// A downloaded episode's audio (a conflict before it is downloaded).
-    pub async fn episode_audio(&self, caller: &Caller, id: &EpisodeId) -> Result<TrackAudio> {
+    /// A downloaded episode's audio (a conflict before it is downloaded), for anyone signed
+    /// in.
+    pub async fn episode_audio(&self, _caller: &Caller, id: &EpisodeId) -> Result<TrackAudio> {
         #[derive(sqlx::FromRow)]
         struct AudioRow {
             storage_uri: Option<String>,
@@ -578,7 +614,6 @@ impl Podcasts {
             bitrate_kbps: Option<i64>,
             downloaded_at: Option<i64>,
         }
-        let _ = caller;
         let row: Option<AudioRow> = self
             .db
             .sql(
@@ -611,14 +646,7 @@ impl Podcasts {
     /// renditions are cached for episodes).
     pub async fn open(&self, caller: &Caller, id: &EpisodeId, want: &Want) -> Result<Delivery> {
         let audio = self.episode_audio(caller, id).await?;
-        let quality = match want.encoding {
-            Encoding::Original => None,
-            Encoding::Opus(quality) => Some(quality),
-            Encoding::WithinKbps(limit) => match audio.bitrate_kbps {
-                Some(kbps) if kbps <= limit => None,
-                _ => Some(crate::media::Quality::within_kbps(limit)),
-            },
-        };
+        let quality = want.encoding.opus_for(audio.bitrate_kbps);
         match quality {
             None => Ok(Delivery::Stored {
                 audio,

@@ -39,7 +39,7 @@ impl Encoding {
     }
 
     /// The Opus quality to send for an original of `original_kbps`; `None`: the original.
-    fn opus_for(self, original_kbps: Option<i64>) -> Option<Quality> {
+    pub(crate) fn opus_for(self, original_kbps: Option<i64>) -> Option<Quality> {
         match self {
             Encoding::Original => None,
             Encoding::Opus(quality) => Some(quality),

@@ -355,8 +355,14 @@ fn truncate(text: &str, max_chars: usize) -> &str {
     }
 }
 
+/// A field's text: trimmed, at most `max_chars`, without control characters (a character
+/// reference can name one, and XML answers cannot carry most of them).
 fn bounded(text: &str, max_chars: usize) -> String {
-    truncate(text.trim(), max_chars).to_string()
+    text.trim()
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(max_chars)
+        .collect()
 }
 
 /// A description as text: markup removed (descriptions are HTML, and shown as text, never
@@ -404,7 +410,7 @@ pub fn plain_text(html: &str) -> String {
             c => Some(c),
         };
         let Some(c) = emit else { continue };
-        if c.is_whitespace() {
+        if c.is_whitespace() || c.is_control() {
             if !last_space {
                 out.push(' ');
                 chars += 1;

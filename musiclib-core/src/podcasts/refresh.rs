@@ -366,12 +366,6 @@ impl Podcasts {
             .map_err(|reason| Error::Unavailable(format!("the podcast's image: {reason}")))?;
         let key = layout::podcast_image(id, image.kind.extension());
         self.storage.blobs().put_bytes(&key, image.bytes).await?;
-        let previous: Option<Option<String>> = self
-            .db
-            .sql("SELECT image_uri FROM podcast_channels WHERE id = $1")
-            .bind(id)
-            .fetch_scalar_optional(self.db.pool())
-            .await?;
         let updated = self
             .db
             .sql("UPDATE podcast_channels SET image_uri = $2, image_source = $3, updated_at = {now} WHERE id = $1")
@@ -384,7 +378,7 @@ impl Podcasts {
             // Unsubscribed meanwhile.
             self.storage.delete_unreferenced([key]).await;
         } else {
-            self.storage.delete_unreferenced(previous.flatten()).await;
+            self.storage.delete_unreferenced(stored).await;
         }
         Ok(())
     }

@@ -142,26 +142,32 @@ pub(crate) async fn list(request: &Request) -> Outcome {
         Some(raw) => vec![podcasts.channel(caller, &channel_id(raw)?).await?],
         None => podcasts.channels(caller).await?,
     };
-    let mut items = Vec::with_capacity(channels.len());
-    for channel in &channels {
-        let episodes = if include {
+    // Every channel's episodes in one read, not one per channel; one channel's alone.
+    let mut episodes = match (include, channels.as_slice()) {
+        (false, _) => Default::default(),
+        (true, [one]) if request.params.has("id") => {
+            let page = Page::clamped(MAX_EPISODES, 0, MAX_EPISODES);
+            let listed = podcasts.episodes(caller, &one.id, None, page).await?;
+            std::collections::HashMap::from([(one.id.clone(), listed.items)])
+        }
+        (true, _) => {
             podcasts
-                .episodes(
-                    caller,
-                    &channel.id,
-                    None,
-                    Page::clamped(MAX_EPISODES, 0, MAX_EPISODES),
-                )
+                .episodes_of_every_channel(caller, MAX_EPISODES)
                 .await?
-                .items
+        }
+    };
+    let items = channels
+        .iter()
+        .map(|channel| {
+            let listed = episodes
+                .remove(&channel.id)
+                .unwrap_or_default()
                 .iter()
                 .map(|episode| episode_element("episode", episode, Some(channel)))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        items.push(channel_element(channel, episodes));
-    }
+                .collect();
+            channel_element(channel, listed)
+        })
+        .collect();
     Ok(Reply::Envelope(Some(
         Element::new("podcasts").list("channel", items),
     )))
