@@ -42,7 +42,7 @@ import uuid
 import aiohttp
 import libopensonic
 from libopensonic import errors
-from libopensonic.media.media_types import MusicFolder
+from libopensonic.media.media_types import MusicFolder, StructuredLyrics
 from mashumaro.exceptions import InvalidFieldValue, MissingField
 
 API_VERSION = "1.16.1"
@@ -608,6 +608,66 @@ async def check_lyrics(state: State) -> None:
     expect(all(line.start is not None for line in entry.line), "synced lines carry start")
     ok(f"getLyricsBySongId (1 synced entry, {len(entry.line)} lines, lang {entry.lang})")
 
+    # songLyrics version 2: the same lyrics with `enhanced=true`, read by the library's type.
+    if "songLyrics" in state.extensions:
+        args = state.args
+        params = {**token_params(args.username, args.app_password), "id": state.song.id,
+                  "enhanced": "true"}
+        status, _, body = raw_call(args.base_url, "getLyricsBySongId", params)
+        answer = envelope(status, body, "getLyricsBySongId enhanced=true")
+        layers = [StructuredLyrics.from_dict(entry)
+                  for entry in answer["lyricsList"]["structuredLyrics"]]
+        expect([layer.kind for layer in layers][:1] == ["main"],
+               f"enhanced lyrics kinds: {[layer.kind for layer in layers]}")
+        expect(len(layers[0].line) == len(entry.line),
+               f"enhanced main layer: {len(layers[0].line)} lines, version 1 had {len(entry.line)}")
+        for cue_line in layers[0].cue_line or []:
+            data = cue_line.value.encode("utf-8")
+            for cue in cue_line.cue:
+                expect(data[cue.byte_start:cue.byte_end + 1].decode("utf-8") == cue.value,
+                       f"cue {cue.value!r} is not bytes {cue.byte_start}-{cue.byte_end}")
+        ok(f"getLyricsBySongId enhanced=true ({len(layers)} layer(s), main first)")
+
+
+async def check_transcoding(state: State) -> None:
+    if "transcoding" not in state.extensions:
+        raise CheckFailed("getOpenSubsonicExtensions lacks transcoding")
+    conn, song = state.conn, state.song
+    # A client that plays nothing as it is and takes MP3 at 128 kbit/s.
+    client = {
+        "name": "e2e", "platform": "python",
+        "maxTranscodingAudioBitrate": 128000,
+        "directPlayProfiles": [],
+        "transcodingProfiles": [{"container": "mp3", "audioCodec": "mp3", "protocol": "http",
+                                 "maxAudioChannels": 2}],
+    }
+    decision = await conn.get_transcode_decision(song.id, "song", client)
+    expect(not decision.can_direct_play and decision.can_transcode,
+           f"getTranscodeDecision: {decision!r}")
+    target = decision.transcode_stream
+    expect(target is not None and target.codec == "mp3" and target.audio_bitrate <= 128000,
+           f"getTranscodeDecision target {target!r}")
+    expect(decision.source_stream is not None and decision.source_stream.codec,
+           f"getTranscodeDecision source {decision.source_stream!r}")
+    response = await conn.get_transcode_stream(song.id, "song", decision.transcode_params)
+    body = await read_binary(response, "getTranscodeStream")
+    expect(body[:3] == b"ID3" or (body[0] == 0xFF and body[1] & 0xE0 == 0xE0),
+           f"getTranscodeStream is not MP3: {body[:8]!r}")
+    ok(f"getTranscodeDecision ({target.codec} {target.audio_bitrate} bit/s) and "
+       f"getTranscodeStream ({len(body)} bytes of MP3)")
+
+    # A client that plays the original's container and codec gets it as it is.
+    source = decision.source_stream
+    direct = {"name": "e2e", "platform": "python",
+              "directPlayProfiles": [{"containers": [source.container],
+                                      "audioCodecs": [source.codec], "protocols": ["http"]}]}
+    decision = await conn.get_transcode_decision(song.id, "song", direct)
+    expect(decision.can_direct_play, f"getTranscodeDecision for the original: {decision!r}")
+    response = await conn.get_transcode_stream(song.id, "song", decision.transcode_params)
+    body = await read_binary(response, "getTranscodeStream direct")
+    expect(body == state.stream_body, "getTranscodeStream direct is not the original's bytes")
+    ok(f"getTranscodeDecision direct play ({source.container}/{source.codec}): the original")
+
 
 async def check_folders(state: State) -> None:
     """getIndexes and getMusicDirectory follow the import folder's tree: walking it from the
@@ -929,6 +989,7 @@ STEPS = [
     ("accounts and getAvatar", check_accounts),
     ("hls.m3u8", check_hls),
     ("stream/download", check_streaming),
+    ("transcoding", check_transcoding),
     ("getCoverArt", check_cover_art),
     ("getLyrics and getLyricsBySongId", check_lyrics),
     ("replayGain", check_replay_gain),

@@ -196,6 +196,121 @@ impl LyricsRecord {
     }
 }
 
+/// What a layer of a track's lyrics is (OpenSubsonic `songLyrics` v2 `kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayerKind {
+    /// The words as sung.
+    Main,
+    /// The words in another language.
+    Translation,
+    /// How the words sound, in another script (a romanization).
+    Pronunciation,
+}
+
+impl LayerKind {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LayerKind::Main => "main",
+            LayerKind::Translation => "translation",
+            LayerKind::Pronunciation => "pronunciation",
+        }
+    }
+}
+
+/// One layer of a found record's lyrics: its own lines, or one more language's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layer<'a> {
+    /// What it is.
+    pub kind: LayerKind,
+    /// Its language, when known.
+    pub language: Option<&'a str>,
+    /// Timed lines (empty when not synced), by start.
+    pub lines: Vec<&'a Line>,
+    /// The text when not synced.
+    pub plain: &'a str,
+    /// LRC `[offset:]` in ms.
+    pub offset_ms: i64,
+}
+
+impl LyricsRecord {
+    /// The record's lyrics as layers, main first (`songLyrics` v2):
+    ///
+    /// - its own lyrics are `main`, except that a synced line repeating the time stamp of
+    ///   the line before it goes to one `translation` layer: the way bilingual LRC files
+    ///   are written (each line, then its translation at the same stamp);
+    /// - the same source's lyrics in another language are a `translation`, or a
+    ///   `pronunciation` when the language tag names the Latin script (`ja-Latn`: a
+    ///   romanization).
+    ///
+    /// Empty layers are left out; a record without lyrics has none.
+    pub fn layers(&self) -> Vec<Layer<'_>> {
+        let mut layers = self.languages();
+        let Some(main) = layers
+            .first_mut()
+            .filter(|layer| layer.kind == LayerKind::Main)
+        else {
+            return layers;
+        };
+        let mut translation = Layer {
+            kind: LayerKind::Translation,
+            language: None,
+            lines: Vec::new(),
+            plain: "",
+            offset_ms: main.offset_ms,
+        };
+        let mut previous: Option<u64> = None;
+        main.lines.retain(|line| {
+            let repeated = previous == Some(line.start_ms);
+            previous = Some(line.start_ms);
+            if repeated {
+                translation.lines.push(line);
+            }
+            !repeated
+        });
+        if !translation.lines.is_empty() {
+            layers.insert(1, translation);
+        }
+        layers
+    }
+
+    /// The record's lyrics one layer per language, as the source has them (its own lines
+    /// whole, `main`; the others kinded as in [`LyricsRecord::layers`]): `songLyrics` v1.
+    pub fn languages(&self) -> Vec<Layer<'_>> {
+        let own = Layer {
+            kind: LayerKind::Main,
+            language: self.language.as_deref(),
+            lines: self.lines.iter().collect(),
+            plain: self.plain.as_deref().unwrap_or_default(),
+            offset_ms: self.offset_ms,
+        };
+        let others = self.alternates.iter().map(|alternate| Layer {
+            kind: if names_latin_script(alternate.language.as_deref()) {
+                LayerKind::Pronunciation
+            } else {
+                LayerKind::Translation
+            },
+            language: alternate.language.as_deref(),
+            lines: alternate.lines.iter().collect(),
+            plain: &alternate.plain,
+            offset_ms: alternate.offset_ms,
+        });
+        std::iter::once(own)
+            .chain(others)
+            .filter(|layer| !layer.lines.is_empty() || !layer.plain.trim().is_empty())
+            .collect()
+    }
+}
+
+/// Whether a language tag names the Latin script (`ja-Latn`, `zh-Latn-pinyin`).
+fn names_latin_script(language: Option<&str>) -> bool {
+    language.is_some_and(|tag| {
+        tag.split(['-', '_'])
+            .skip(1)
+            .any(|part| part.eq_ignore_ascii_case("latn"))
+    })
+}
+
 #[derive(sqlx::FromRow)]
 struct Row {
     status: String,

@@ -4,6 +4,8 @@
 //! - [`renditions`]: cached Opus renditions (the `transcode_track` job) and live transcodes.
 //! - [`hls`]: the segmented HLS rendition, encoded ahead of the player.
 //! - [`covers`]: album covers, thumbnails and the placeholder image.
+//! - [`decision`]: transcode decisions from a client's profiles (OpenSubsonic `transcoding`)
+//!   and the live encodes they lead to (Opus, MP3, AAC).
 //! - `transcoder`: ffmpeg, the one outside program media runs.
 //! - [`loudness`]: ReplayGain measured where tags have none (the `analyze_loudness` job and
 //!   the `loudness_sweep` that queues it).
@@ -13,6 +15,7 @@
 
 mod audio;
 pub mod covers;
+pub mod decision;
 pub mod hls;
 pub mod loudness;
 mod open;

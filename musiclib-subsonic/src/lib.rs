@@ -41,10 +41,11 @@ pub const EXTENSIONS: &[(&str, &[i64])] = &[
     ("getPodcastEpisode", &[1]),
     ("indexBasedQueue", &[1]),
     ("playbackReport", &[1]),
-    ("songLyrics", &[1]),
+    ("songLyrics", &[1, 2]),
     ("sonicSimilarity", &[1]),
     ("topSongsByArtistId", &[1]),
     ("transcodeOffset", &[1]),
+    ("transcoding", &[1]),
 ];
 
 /// The extensions `library` offers: [`EXTENSIONS`], without `sonicSimilarity` when its
@@ -89,7 +90,13 @@ pub(crate) struct Request {
     pub method: Method,
     pub headers: HeaderMap,
     pub client: String,
+    /// A JSON body (`application/json`), read only for the methods that take one
+    /// ([`JSON_METHODS`]), up to [`MAX_BODY_BYTES`].
+    pub json_body: Option<bytes::Bytes>,
 }
+
+/// The methods whose body is JSON (OpenSubsonic `transcoding`'s client profiles).
+const JSON_METHODS: &[&str] = &["getTranscodeDecision"];
 
 /// What a handler answers.
 pub(crate) enum Reply {
@@ -198,14 +205,24 @@ async fn handle(
     if form && declared.is_some_and(|length| length > MAX_BODY_BYTES as u64) {
         return refuse(Refusal::too_large(), &query_params);
     }
-    // A body that is not a form is never read.
-    let (head, rest) = if form {
+    let is_json = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/json"));
+    let json = parts.method == Method::POST && is_json && JSON_METHODS.contains(&method.as_str());
+    if json && declared.is_some_and(|length| length > MAX_BODY_BYTES as u64) {
+        return refuse(Refusal::too_large(), &query_params);
+    }
+    // A body that is neither a form nor a method's JSON is never read; JSON only once the
+    // caller is known.
+    let (head, rest, json_body) = if form {
         match body::read_head(body, UNAUTHENTICATED_BODY_BYTES).await {
-            Ok(read) => read,
+            Ok((head, rest)) => (head, rest, None),
             Err(refusal) => return refuse(refusal, &query_params),
         }
     } else {
-        (bytes::BytesMut::new(), None)
+        (bytes::BytesMut::new(), None, json.then_some(body))
     };
     let head_params = Params::parse(query, Some(body::complete_pairs(&head, rest.is_some())));
     if method == "getOpenSubsonicExtensions" {
@@ -225,6 +242,13 @@ async fn handle(
             Err(refusal) => return refuse(refusal, &head_params),
         },
     };
+    let json_body = match json_body {
+        Some(body) => match body::read_rest(bytes::BytesMut::new(), body, MAX_BODY_BYTES).await {
+            Ok(whole) => Some(whole.freeze()),
+            Err(refusal) => return refuse(refusal, &params),
+        },
+        None => None,
+    };
     let format = format_of(&params);
     let request = Request {
         client: params.get("c").unwrap_or("unknown").to_string(),
@@ -233,6 +257,7 @@ async fn handle(
         params,
         method: parts.method,
         headers: parts.headers,
+        json_body,
     };
     match api::dispatch(&method, &request).await {
         Ok(Reply::Envelope(payload)) => response::ok(payload, &format),

@@ -149,6 +149,7 @@ fn from_sylt(sylt: &SynchronizedTextFrame<'_>, sample_rate: Option<u32>) -> Opti
             // SYLT entries often carry their own line break at the start; one inside would
             // split the line once written as LRC. Spaces as the LRC parser leaves them.
             text: text.split_whitespace().collect::<Vec<_>>().join(" "),
+            words: None,
         })
         // Past what a stamp can say (a week): not a real time.
         .filter(|line| line.start_ms <= lrc::MAX_START_MS)

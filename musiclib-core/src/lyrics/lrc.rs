@@ -8,8 +8,10 @@
 //!   `mm:ss.xx`), `[lang:]`, `[offset:]` (ms, signed; kept apart, never applied to the
 //!   stamps) are read; `[au:]`, `[by:]`, `[re:]`, `[ve:]`, `[#:]` are dropped. Any other
 //!   bracket (`[Chorus: Beyoncé]`) is text.
-//! - Enhanced LRC word stamps (`<mm:ss.xx>`) are removed from timed text, until none is
-//!   left (removing one can join the pieces of another).
+//! - Enhanced LRC word stamps (`<mm:ss.xx>`) are removed from a timed line's text, until
+//!   none is left (removing one can join the pieces of another); the pieces they time are
+//!   kept beside it as the line's [`Words`] (OpenSubsonic `songLyrics` v2 cues), and
+//!   [`write`] writes them back.
 //! - Timed text: blank lines are skipped, and so are lines whose leading tag looks like a
 //!   stamp but is not one (`[00:7x.10]`).
 //! - A text without any time stamp is plain: its lines are kept as written (trailing spaces
@@ -21,8 +23,41 @@
 pub struct Line {
     /// When it starts, in ms from the start of the track (the file's `offset` not applied).
     pub start_ms: u64,
-    /// Its text (empty for a timed pause).
+    /// Its text (empty for a timed pause), word stamps removed and spaces collapsed.
     pub text: String,
+    /// Its word timing, when the line has enhanced LRC word stamps.
+    pub words: Option<Words>,
+}
+
+/// The word timing of one line of enhanced LRC.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Words {
+    /// The line's text as written, stamps removed and spaces untouched: what the cues'
+    /// byte offsets count in (it can differ from [`Line::text`] in its spaces).
+    pub text: String,
+    /// The timed pieces, in the order written; never empty.
+    pub cues: Vec<Cue>,
+}
+
+impl Words {
+    /// The line as enhanced LRC: each piece after its stamp, and a closing stamp where a
+    /// piece ends before the next begins (or at the end of the line, when known).
+    fn to_lrc(&self) -> String {
+        let mut out = String::with_capacity(self.text.len() + self.cues.len() * 10);
+        out.push_str(&self.text[..self.cues[0].byte_start]);
+        for (index, cue) in self.cues.iter().enumerate() {
+            out.push_str(&format!("<{}>", stamp(cue.start_ms)));
+            out.push_str(&self.text[cue.byte_start..=cue.byte_end]);
+            let next = self.cues.get(index + 1);
+            if let Some(end_ms) = cue.end_ms {
+                if next.is_none_or(|next| next.start_ms != end_ms) {
+                    out.push_str(&format!("<{}>", stamp(end_ms)));
+                }
+            }
+        }
+        out.push_str(&self.text[self.cues[self.cues.len() - 1].byte_end + 1..]);
+        out
+    }
 }
 
 /// What an LRC text holds.
@@ -112,9 +147,11 @@ pub fn parse(text: &str) -> Lrc {
             continue;
         }
         let text = rest.trim().to_string();
+        let words = words_after(raw.trim(), stamps.len());
         lrc.lines.extend(stamps.into_iter().map(|start_ms| Line {
             start_ms,
             text: text.clone(),
+            words: words.clone(),
         }));
     }
     lrc.lines.sort_by_key(|line| line.start_ms);
@@ -122,16 +159,19 @@ pub fn parse(text: &str) -> Lrc {
 }
 
 /// Writes timed lines as LRC: `[mm:ss.xx]`, or `[mm:ss.xxx]` when the time has a
-/// millisecond part; an `[offset:]` line first when it is not zero. Line breaks inside a
-/// text become spaces; a line starting past [`MAX_START_MS`] is left out (no stamp could
-/// say it).
+/// millisecond part; an `[offset:]` line first when it is not zero. A line with word timing
+/// is written as enhanced LRC. Line breaks inside a text become spaces; a line starting past
+/// [`MAX_START_MS`] is left out (no stamp could say it).
 pub fn write(lines: &[Line], offset_ms: i64) -> String {
     let mut out = String::new();
     if offset_ms != 0 {
         out.push_str(&format!("[offset:{offset_ms:+}]\n"));
     }
     for line in lines.iter().filter(|line| line.start_ms <= MAX_START_MS) {
-        let text = line.text.replace(['\r', '\n'], " ");
+        let text = match &line.words {
+            Some(words) => words.to_lrc(),
+            None => line.text.replace(['\r', '\n'], " "),
+        };
         out.push_str(&format!("[{}] {}\n", stamp(line.start_ms), text));
     }
     out
@@ -248,6 +288,23 @@ fn strip_word_stamps_once(text: &str) -> String {
     out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// The word timing of a timed line as written (`raw`, trimmed), after its `count` leading
+/// line stamps; `None` when it has no word stamps (or its stamps are not where the
+/// stamp-free reading found them: a word stamp nested in a line stamp).
+fn words_after(raw: &str, count: usize) -> Option<Words> {
+    if !raw.contains('<') {
+        return None;
+    }
+    let mut rest = raw;
+    for _ in 0..count {
+        let tag_end = rest.strip_prefix('[')?.find(']')?;
+        parse_stamp(&rest[1..=tag_end])?;
+        rest = rest[tag_end + 2..].trim_start();
+    }
+    let (text, cues) = word_cues(rest.trim(), None);
+    (!cues.is_empty()).then_some(Words { text, cues })
+}
+
 /// One timed piece (a word or a syllable) of an enhanced LRC line (OpenSubsonic
 /// `songLyrics` v2 `cue`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -269,10 +326,6 @@ pub struct Cue {
 /// word stamps, and the timed pieces of it, with their UTF-8 byte offsets into that text.
 /// `line_end_ms` (the next line's start) ends the last piece when no stamp closes it. A
 /// line without word stamps has no pieces; text before the first stamp belongs to none.
-///
-/// Not yet used by the lyrics cache, which stores synced lyrics as plain LRC
-/// ([`write`] drops word stamps): the `songLyrics` v2 `enhanced` form needs the stored text
-/// to keep them first.
 pub fn word_cues(line: &str, line_end_ms: Option<u64>) -> (String, Vec<Cue>) {
     let mut text = String::with_capacity(line.len());
     // (stamp, byte offset in `text` where its piece begins)
@@ -372,6 +425,7 @@ mod tests {
         Line {
             start_ms,
             text: text.into(),
+            words: None,
         }
     }
 
@@ -410,10 +464,12 @@ mod tests {
         let lrc = parse(
             "[00:01.00] <00:01.00> Hello <00:01.50> world <b>\n[00:7x.10] broken\n[0a:01.00] not a stamp\n[00:03.00]Fine\n[offset:-100]",
         );
-        assert_eq!(
-            lrc.lines,
-            vec![line(1_000, "Hello world <b>"), line(3_000, "Fine")]
-        );
+        let texts: Vec<(u64, &str)> = lrc
+            .lines
+            .iter()
+            .map(|line| (line.start_ms, line.text.as_str()))
+            .collect();
+        assert_eq!(texts, [(1_000, "Hello world <b>"), (3_000, "Fine")]);
         assert_eq!(lrc.plain, vec!["[0a:01.00] not a stamp".to_string()]);
         assert_eq!(lrc.offset_ms, -100);
     }
@@ -440,9 +496,57 @@ mod tests {
     }
 
     #[test]
+    fn word_timing_is_kept_beside_the_line_and_written_back() {
+        let lrc = parse(
+            "[00:12.00]<00:12.00>東<00:12.50>京<00:13.00>の<00:13.40>夜<00:14.20>\n\
+             [00:15.00] <00:15.00>눈을  <00:16.00>뜬 순간\n[00:18.00] no words",
+        );
+        assert_eq!(lrc.lines[0].text, "東京の夜");
+        let words = lrc.lines[0].words.as_ref().unwrap();
+        assert_eq!(words.text, "東京の夜");
+        let pieces: Vec<(&str, u64, Option<u64>, usize, usize)> = words
+            .cues
+            .iter()
+            .map(|cue| {
+                (
+                    cue.text.as_str(),
+                    cue.start_ms,
+                    cue.end_ms,
+                    cue.byte_start,
+                    cue.byte_end,
+                )
+            })
+            .collect();
+        assert_eq!(
+            pieces,
+            [
+                ("東", 12_000, Some(12_500), 0, 2),
+                ("京", 12_500, Some(13_000), 3, 5),
+                ("の", 13_000, Some(13_400), 6, 8),
+                ("夜", 13_400, Some(14_200), 9, 11),
+            ]
+        );
+        // The line's text collapses spaces; the words keep them, and the offsets count in
+        // the words' text.
+        assert_eq!(lrc.lines[1].text, "눈을 뜬 순간");
+        let words = lrc.lines[1].words.as_ref().unwrap();
+        assert_eq!(words.text, "눈을  뜬 순간");
+        assert_eq!((words.cues[1].byte_start, words.cues[1].end_ms), (8, None));
+        for cue in &words.cues {
+            assert_eq!(&words.text[cue.byte_start..=cue.byte_end], cue.text);
+        }
+        assert_eq!(lrc.lines[2].words, None);
+        let written = write(&lrc.lines, 0);
+        assert!(written.contains("<00:13.40>夜<00:14.20>"), "{written}");
+        assert_eq!(parse(&written).lines, lrc.lines);
+    }
+
+    #[test]
     fn word_stamps_are_removed_until_none_is_left() {
         let lrc = parse("[00:02.00] <0<00:01>0:01> Hi\n<0<00:01>0:03>[00:05.00] There");
-        assert_eq!(lrc.lines, vec![line(2_000, "Hi"), line(5_000, "There")]);
+        let texts: Vec<&str> = lrc.lines.iter().map(|line| line.text.as_str()).collect();
+        assert_eq!(texts, ["Hi", "There"]);
+        assert_eq!(lrc.lines[1].start_ms, 5_000);
         assert_eq!(parse(&write(&lrc.lines, 0)).lines, lrc.lines);
     }
 
@@ -480,7 +584,7 @@ mod tests {
             offset in -5_000i64..5_000,
         ) {
             lines.sort_by_key(|(start, _)| *start);
-            let lines: Vec<Line> = lines.into_iter().map(|(start_ms, text)| Line { start_ms, text }).collect();
+            let lines: Vec<Line> = lines.into_iter().map(|(start_ms, text)| Line { start_ms, text, words: None }).collect();
             let parsed = parse(&write(&lines, offset));
             prop_assert_eq!(parsed.lines, lines);
             prop_assert_eq!(parsed.offset_ms, offset);

@@ -356,6 +356,37 @@ impl Media {
         quality: Quality,
         offset_seconds: f64,
     ) -> Result<BoxStream<'static, std::io::Result<Bytes>>> {
+        let kbps = quality.kbps();
+        self.live_pipe(caller, audio, offset_seconds, |transcoder, path| {
+            transcoder.opus_pipe(path, kbps, offset_seconds)
+        })
+        .await
+    }
+
+    /// A live encode of stored audio to `target` (OpenSubsonic `transcoding`), starting
+    /// `offset_seconds` in, under the same bounds as [`Media::live_transcode`].
+    pub async fn live_encode_audio(
+        &self,
+        caller: &crate::auth::Caller,
+        audio: &TrackAudio,
+        target: &super::decision::Target,
+        offset_seconds: f64,
+    ) -> Result<BoxStream<'static, std::io::Result<Bytes>>> {
+        self.live_pipe(caller, audio, offset_seconds, |transcoder, path| {
+            transcoder.encode_pipe(path, target, offset_seconds)
+        })
+        .await
+    }
+
+    /// The bytes of the ffmpeg `spawn` starts on `audio`'s file, holding one of the live
+    /// encodes for `caller` until the stream is dropped.
+    async fn live_pipe(
+        &self,
+        caller: &crate::auth::Caller,
+        audio: &TrackAudio,
+        offset_seconds: f64,
+        spawn: impl FnOnce(&super::Transcoder, &std::path::Path) -> Result<tokio::process::Child>,
+    ) -> Result<BoxStream<'static, std::io::Result<Bytes>>> {
         if !offset_seconds.is_finite() || offset_seconds < 0.0 {
             return Err(Error::invalid(
                 "timeOffset",
@@ -367,9 +398,7 @@ impl Media {
         }
         let slot = self.state.live_budget.take(&caller.user.id)?;
         let source = self.storage.local_file(&audio.key).await?;
-        let mut child = self
-            .transcoder
-            .opus_pipe(&source.path, quality.kbps(), offset_seconds)?;
+        let mut child = spawn(&self.transcoder, &source.path)?;
         let stdout = child.stdout.take().expect("stdout is piped");
         // The stream owns the process, the source file and its live-encode place: all live
         // until it is dropped (the player left: ffmpeg is killed).

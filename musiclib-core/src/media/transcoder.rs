@@ -231,6 +231,55 @@ impl Transcoder {
             .spawn()
             .map_err(|error| self.start_error(error))
     }
+
+    /// Starts encoding `source` from `offset_seconds` to `target` on its stdout (a live
+    /// encode of the OpenSubsonic `transcoding` extension; the process ends when the child is
+    /// dropped).
+    pub(crate) fn encode_pipe(
+        &self,
+        source: &Path,
+        target: &super::decision::Target,
+        offset_seconds: f64,
+    ) -> Result<tokio::process::Child> {
+        self.command()
+            .arg("-ss")
+            .arg(format!("{offset_seconds:.3}"))
+            .arg("-i")
+            .arg(source)
+            .args(encode_arguments(target))
+            .arg("pipe:1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|error| self.start_error(error))
+    }
+}
+
+/// The first audio stream encoded to `target` (its codec, bit rate, channels and rate).
+fn encode_arguments(target: &super::decision::Target) -> Vec<String> {
+    use super::decision::Codec;
+    let (encoder, format) = match target.codec {
+        Codec::Opus => ("libopus", "ogg"),
+        Codec::Mp3 => ("libmp3lame", "mp3"),
+        Codec::Aac => ("aac", "adts"),
+    };
+    [
+        "-map",
+        "0:a:0",
+        "-vn",
+        "-c:a",
+        encoder,
+        "-b:a",
+        &format!("{}k", target.kbps),
+        "-ac",
+        &target.channels.to_string(),
+        "-ar",
+        &target.sample_rate.to_string(),
+        "-f",
+        format,
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 /// The first audio stream as Opus in Ogg.

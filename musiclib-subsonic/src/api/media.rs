@@ -6,6 +6,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use musiclib_core::catalog::ItemKind;
+use musiclib_core::lyrics::Line;
 use musiclib_core::media::{
     placeholder_cover, Cover, Delivery, Encoding, TrackAudio, Want, THUMBNAIL_SIZES,
 };
@@ -91,7 +92,7 @@ pub(crate) async fn download(request: &Request) -> Outcome {
 }
 
 /// How long `stream` and `download` of a placeholder wait for its audio to be fetched.
-const MATERIALIZE_WAIT: std::time::Duration = std::time::Duration::from_secs(90);
+pub(crate) const MATERIALIZE_WAIT: std::time::Duration = std::time::Duration::from_secs(90);
 
 /// A live transcode's response.
 fn live(body: BoxStream<'static, std::io::Result<Bytes>>) -> Response {
@@ -107,7 +108,10 @@ fn live(body: BoxStream<'static, std::io::Result<Bytes>>) -> Response {
 
 /// Sends stored audio as every media response is sent (musiclib-media-http): validators,
 /// 304, one byte range (206), 416, HEAD.
-async fn send_audio(request: &Request, audio: &TrackAudio) -> Result<Response, SubsonicError> {
+pub(crate) async fn send_audio(
+    request: &Request,
+    audio: &TrackAudio,
+) -> Result<Response, SubsonicError> {
     musiclib_media_http::respond(
         &request.method,
         &request.headers,
@@ -241,55 +245,105 @@ pub(crate) async fn lyrics(request: &Request) -> Outcome {
 /// entries, one per language the source has (`lang` is `und` when unknown; `line` has
 /// `start` in ms when synced; `offset` in ms); an empty list when it has none (or is
 /// instrumental).
+///
+/// With `enhanced=true` (`songLyrics` v2) the entries are the record's layers, each with its
+/// `kind`, and a synced line with word timing (enhanced LRC) has a `cueLine` (its `index`
+/// in `line`), whose cues count `byteStart`/`byteEnd` (inclusive) in the UTF-8 of the
+/// cueLine's `value`. A piece without an end of its own ends where the next line begins.
+/// Without it the answer is version 1's: every language, no kinds, no cues.
 pub(crate) async fn lyrics_by_song_id(request: &Request) -> Outcome {
     let id = track_id(request.params.required("id")?)?;
+    let enhanced = request.params.bool("enhanced")?.unwrap_or(false);
     let track = request.library.catalog().get_track(&id).await?;
     let record = request.library.lyrics().get(&request.caller, &id).await?;
-    let own = (
-        record.language.clone(),
-        record.lines.as_slice(),
-        record.plain.as_deref().unwrap_or_default(),
-        record.offset_ms,
-    );
-    let others = record.alternates.iter().map(|alternate| {
-        (
-            alternate.language.clone(),
-            alternate.lines.as_slice(),
-            alternate.plain.as_str(),
-            alternate.offset_ms,
-        )
-    });
-    let mut entries = Vec::new();
-    for (language, timed, plain, offset_ms) in std::iter::once(own).chain(others) {
-        let lines: Vec<Element> = if timed.is_empty() {
-            plain
-                .lines()
-                .map(|line| Element::new("line").text(line))
-                .collect()
-        } else {
-            timed
-                .iter()
-                .map(|line| {
-                    Element::new("line")
-                        .attr("start", line.start_ms as i64)
-                        .text(line.text.clone())
-                })
-                .collect()
-        };
-        if lines.is_empty() {
-            continue;
-        }
-        entries.push(
-            Element::new("structuredLyrics")
+    let layers = if enhanced {
+        record.layers()
+    } else {
+        record.languages()
+    };
+    let entries = layers
+        .iter()
+        .map(|layer| {
+            let synced = !layer.lines.is_empty();
+            let lines: Vec<Element> = if synced {
+                layer
+                    .lines
+                    .iter()
+                    .map(|line| {
+                        Element::new("line")
+                            .attr("start", line.start_ms as i64)
+                            .text(line.text.clone())
+                    })
+                    .collect()
+            } else {
+                layer
+                    .plain
+                    .lines()
+                    .map(|line| Element::new("line").text(line))
+                    .collect()
+            };
+            let entry = Element::new("structuredLyrics")
                 .opt("displayArtist", track.artist_name.clone())
-                .attr("displayTitle", track.title.clone())
-                .attr("lang", language.unwrap_or_else(|| "und".into()))
-                .attr("synced", !timed.is_empty())
-                .attr("offset", offset_ms)
-                .list("line", lines),
-        );
-    }
+                .attr("displayTitle", track.title.clone());
+            let entry = if enhanced {
+                entry.attr("kind", layer.kind.as_str())
+            } else {
+                entry
+            };
+            let entry = entry
+                .attr("lang", layer.language.unwrap_or("und"))
+                .attr("synced", synced)
+                .attr("offset", layer.offset_ms)
+                .list("line", lines);
+            let cue_lines = if enhanced {
+                cue_lines(&layer.lines)
+            } else {
+                Vec::new()
+            };
+            if cue_lines.is_empty() {
+                entry
+            } else {
+                entry.list("cueLine", cue_lines)
+            }
+        })
+        .collect();
     Ok(Reply::Envelope(Some(
         Element::new("lyricsList").list("structuredLyrics", entries),
     )))
+}
+
+/// The `cueLine`s of a layer's timed lines: one per line with word timing.
+fn cue_lines(lines: &[&Line]) -> Vec<Element> {
+    lines
+        .iter()
+        .enumerate()
+        .filter_map(|(index, line)| {
+            let words = line.words.as_ref()?;
+            let line_end = lines
+                .get(index + 1)
+                .map(|next| next.start_ms)
+                .filter(|&next| next >= line.start_ms);
+            let cues: Vec<Element> = words
+                .cues
+                .iter()
+                .map(|cue| {
+                    Element::new("cue")
+                        .attr("start", cue.start_ms as i64)
+                        .opt("end", cue.end_ms.or(line_end).map(|end| end as i64))
+                        .attr("byteStart", cue.byte_start as i64)
+                        .attr("byteEnd", cue.byte_end as i64)
+                        .text(cue.text.clone())
+                })
+                .collect();
+            let last = words.cues.last()?;
+            Some(
+                Element::new("cueLine")
+                    .attr("index", index as i64)
+                    .attr("start", words.cues[0].start_ms as i64)
+                    .opt("end", last.end_ms.or(line_end).map(|end| end as i64))
+                    .attr("value", words.text.clone())
+                    .list("cue", cues),
+            )
+        })
+        .collect()
 }

@@ -12,6 +12,7 @@ pub(crate) mod podcasts;
 pub(crate) mod radio;
 pub(crate) mod sharing;
 pub(crate) mod system;
+pub(crate) mod transcoding;
 pub(crate) mod users;
 
 use std::future::Future;
@@ -117,6 +118,8 @@ methods! { name, request;
     "getCoverArt" => media::cover_art(request),
     "getLyrics" => media::lyrics(request),
     "getLyricsBySongId" => media::lyrics_by_song_id(request),
+    "getTranscodeDecision" => transcoding::decision(request),
+    "getTranscodeStream" => transcoding::stream(request),
 
     "star" => annotation::star(request, true),
     "unstar" => annotation::star(request, false),

@@ -47,11 +47,62 @@ const LYRICS_LIST_XSD: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 </xs:schema>
 "#;
 
+/// Version 2's additions (`enhanced=true`): `kind` on each entry, `cueLine`s after the
+/// lines, each with its `cue`s.
+fn lyrics_list_v2_xsd() -> String {
+    LYRICS_LIST_XSD
+        .replace(
+            r#"            </xs:sequence>
+            <xs:attribute name="displayArtist""#,
+            r#"              <xs:element name="cueLine" minOccurs="0" maxOccurs="unbounded">
+                <xs:complexType>
+                  <xs:sequence>
+                    <xs:element name="cue" maxOccurs="unbounded">
+                      <xs:complexType>
+                        <xs:simpleContent>
+                          <xs:extension base="xs:string">
+                            <xs:attribute name="start" type="xs:nonNegativeInteger" use="required"/>
+                            <xs:attribute name="end" type="xs:nonNegativeInteger"/>
+                            <xs:attribute name="byteStart" type="xs:nonNegativeInteger" use="required"/>
+                            <xs:attribute name="byteEnd" type="xs:nonNegativeInteger" use="required"/>
+                          </xs:extension>
+                        </xs:simpleContent>
+                      </xs:complexType>
+                    </xs:element>
+                  </xs:sequence>
+                  <xs:attribute name="index" type="xs:nonNegativeInteger" use="required"/>
+                  <xs:attribute name="start" type="xs:nonNegativeInteger"/>
+                  <xs:attribute name="end" type="xs:nonNegativeInteger"/>
+                  <xs:attribute name="value" type="xs:string" use="required"/>
+                </xs:complexType>
+              </xs:element>
+            </xs:sequence>
+            <xs:attribute name="kind" use="required">
+              <xs:simpleType>
+                <xs:restriction base="xs:string">
+                  <xs:enumeration value="main"/>
+                  <xs:enumeration value="translation"/>
+                  <xs:enumeration value="pronunciation"/>
+                </xs:restriction>
+              </xs:simpleType>
+            </xs:attribute>
+            <xs:attribute name="displayArtist""#,
+        )
+}
+
 /// `getLyricsBySongId` in XML: the envelope validated by the official schema, the
 /// `lyricsList` by OpenSubsonic's shape. Answers the XML.
 async fn lyrics_xml(app: &Fixture, id: &str) -> String {
+    lyrics_xml_with(app, id, "", LYRICS_LIST_XSD).await
+}
+
+/// [`lyrics_xml`] with more parameters, validated by `xsd`.
+async fn lyrics_xml_with(app: &Fixture, id: &str, extra: &str, xsd: &str) -> String {
     let (status, content_type, body) = app
-        .get("getLyricsBySongId", &format!("{}&id={id}", app.auth()))
+        .get(
+            "getLyricsBySongId",
+            &format!("{}&id={id}{extra}", app.auth()),
+        )
         .await;
     assert_eq!(status, StatusCode::OK);
     assert!(content_type.starts_with("text/xml"), "{content_type}");
@@ -70,7 +121,7 @@ async fn lyrics_xml(app: &Fixture, id: &str) -> String {
     );
     let dir = tempfile::tempdir().unwrap();
     let (schema, document) = (dir.path().join("lyrics.xsd"), dir.path().join("lyrics.xml"));
-    std::fs::write(&schema, LYRICS_LIST_XSD).unwrap();
+    std::fs::write(&schema, xsd).unwrap();
     std::fs::write(&document, &fragment).unwrap();
     let output = std::process::Command::new("xmllint")
         .args(["--noout", "--schema"])
@@ -240,4 +291,130 @@ both_backends!(lyrics_by_song_and_by_title, |backend: Backend| async move {
     // getLyrics answers the first language.
     let (_, value) = get_lyrics(&app, &two).await;
     assert_eq!(value, "Goodbye, summer\n\nSee you in June");
+    // Enhanced: the second language is a translation of the first.
+    let answer = app
+        .json("getLyricsBySongId", &format!("id={two}&enhanced=true"))
+        .await;
+    let kinds: Vec<(&Value, &Value)> = answer["lyricsList"]["structuredLyrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| (&entry["kind"], &entry["lang"]))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (&json!("main"), &json!("eng")),
+            (&json!("translation"), &json!("spa"))
+        ]
+    );
 });
+
+/// Enhanced LRC as bilingual files write it: each line with word stamps, then its
+/// translation at the same stamp.
+const ENHANCED: &str = "[00:12.00]<00:12.00>東<00:12.50>京<00:13.00>の<00:13.40>夜<00:14.20>
+[00:12.00]Tokyo night
+[00:15.00]<00:15.00>눈을 <00:16.00>뜬 순간
+[00:15.00]The moment I opened my eyes
+[00:18.00]no words here
+";
+
+both_backends!(
+    enhanced_lyrics_give_kinds_and_word_cues_in_utf8_bytes,
+    |backend: Backend| async move {
+        let app = Fixture::new(backend).await;
+        let id = app.track_ids[0].clone();
+        // Stored as the cache keeps it: what is answered here was written and read back.
+        musiclib_core::testing::store_lyrics(&app.library, &TrackId::parse(&id).unwrap(), ENHANCED)
+            .await;
+
+        // Version 1 (no `enhanced`): one entry, every line, no kinds, no cues.
+        let found = entries(&app, &id).await;
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0]["line"].as_array().unwrap().len(), 5);
+        assert!(found[0].get("kind").is_none() && found[0].get("cueLine").is_none());
+        assert_eq!(
+            found[0]["line"][0],
+            json!({"start": 12000, "value": "東京の夜"})
+        );
+        let xml = lyrics_xml(&app, &id).await;
+        assert!(!xml.contains("cueLine") && !xml.contains("kind="), "{xml}");
+
+        // Version 2: main (with cues) and the translation.
+        let answer = app
+            .json("getLyricsBySongId", &format!("id={id}&enhanced=true"))
+            .await;
+        let layers = answer["lyricsList"]["structuredLyrics"].as_array().unwrap();
+        assert_eq!(layers.len(), 2, "{answer}");
+        let (main, translation) = (&layers[0], &layers[1]);
+        assert_eq!(
+            (&main["kind"], &main["synced"]),
+            (&json!("main"), &json!(true))
+        );
+        assert_eq!(
+            main["line"],
+            json!([{"start": 12000, "value": "東京の夜"}, {"start": 15000, "value": "눈을 뜬 순간"},
+            {"start": 18000, "value": "no words here"}])
+        );
+        assert_eq!(
+            main["cueLine"],
+            json!([
+                {"index": 0, "start": 12000, "end": 14200, "value": "東京の夜", "cue": [
+                    {"start": 12000, "end": 12500, "value": "東", "byteStart": 0, "byteEnd": 2},
+                    {"start": 12500, "end": 13000, "value": "京", "byteStart": 3, "byteEnd": 5},
+                    {"start": 13000, "end": 13400, "value": "の", "byteStart": 6, "byteEnd": 8},
+                    {"start": 13400, "end": 14200, "value": "夜", "byteStart": 9, "byteEnd": 11}]},
+                {"index": 1, "start": 15000, "end": 18000, "value": "눈을 뜬 순간", "cue": [
+                    {"start": 15000, "end": 16000, "value": "눈을 ", "byteStart": 0, "byteEnd": 6},
+                    {"start": 16000, "end": 18000, "value": "뜬 순간", "byteStart": 7, "byteEnd": 16}]}
+            ])
+        );
+        // Each cue's bytes are its value, as a client slicing the UTF-8 would find them.
+        for cue_line in main["cueLine"].as_array().unwrap() {
+            let bytes = cue_line["value"].as_str().unwrap().as_bytes();
+            for cue in cue_line["cue"].as_array().unwrap() {
+                let (from, to) = (
+                    cue["byteStart"].as_u64().unwrap() as usize,
+                    cue["byteEnd"].as_u64().unwrap() as usize,
+                );
+                assert_eq!(
+                    std::str::from_utf8(&bytes[from..=to]).unwrap(),
+                    cue["value"].as_str().unwrap()
+                );
+            }
+        }
+        assert_eq!(translation["kind"], "translation");
+        assert_eq!(translation["lang"], "und");
+        assert_eq!(
+            translation["line"],
+            json!([{"start": 12000, "value": "Tokyo night"},
+            {"start": 15000, "value": "The moment I opened my eyes"}])
+        );
+        assert!(translation.get("cueLine").is_none());
+
+        // The same in XML, valid by version 2's shape.
+        let xml = lyrics_xml_with(&app, &id, "&enhanced=true", &lyrics_list_v2_xsd()).await;
+        assert!(
+            xml.contains(r#"<cue start="12000" end="12500" byteStart="0" byteEnd="2">東</cue>"#),
+            "{xml}"
+        );
+        assert!(xml.contains(r#"kind="translation""#), "{xml}");
+
+        // A bad flag is refused, naming it.
+        let answer = app
+            .json_as(
+                &app.auth(),
+                "getLyricsBySongId",
+                &format!("id={id}&enhanced=maybe"),
+            )
+            .await;
+        assert_eq!(answer["status"], "failed", "{answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("enhanced"),
+            "{answer}"
+        );
+    }
+);

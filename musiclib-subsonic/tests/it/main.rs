@@ -15,6 +15,7 @@ mod recommend;
 mod remote;
 mod scrobbling;
 mod throttle;
+mod transcoding;
 
 /// Runs an async test body once per backend pairing. Every scenario uploads tracks of the
 /// corpus and validates with xmllint, and the scale-out one needs PostgreSQL and S3: outside
