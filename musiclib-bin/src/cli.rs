@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 /// Settings come from environment variables (docs/configuration.md), optionally from a TOML
 /// file.
 #[derive(Debug, Parser)]
-#[command(name = "musiclib", version, about)]
+#[command(name = "musiclib", version = version_text(), about)]
 pub struct Cli {
     /// TOML file of settings (same names as the environment variables, any case).
     #[arg(long, global = true, env = "MUSICLIB_CONFIG")]
@@ -17,6 +17,18 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `--version`: the release and the database schema it makes (its newest migration).
+fn version_text() -> &'static str {
+    static TEXT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "{} (schema {})",
+            env!("CARGO_PKG_VERSION"),
+            musiclib_core::schema_version()
+        )
+    });
+    &TEXT
 }
 
 /// Subcommands.
@@ -31,7 +43,12 @@ pub enum Command {
     /// Run background jobs only.
     Worker,
     /// Apply database migrations and exit.
-    Migrate,
+    Migrate {
+        /// Change nothing: list the migrations this release would apply (exit status 1
+        /// when there are any, 0 when the database is up to date).
+        #[arg(long)]
+        check: bool,
+    },
     /// Manage accounts.
     User {
         /// What to do with accounts.

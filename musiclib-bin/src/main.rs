@@ -91,7 +91,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         match cli.command {
             Command::Serve { no_worker } => wiring::serve(settings, !no_worker).await,
             Command::Worker => wiring::worker(settings).await,
-            Command::Migrate => wiring::migrate(settings).await,
+            Command::Migrate { check: false } => wiring::migrate(settings).await,
+            Command::Migrate { check: true } => wiring::migrate_check(settings).await,
             Command::User {
                 command: UserCommand::Create { username, admin },
             } => wiring::create_user(settings, &username, admin).await,

@@ -150,8 +150,46 @@ pub async fn worker(settings: Settings) -> Result<()> {
 /// `musiclib migrate`.
 pub async fn migrate(settings: Settings) -> Result<()> {
     open(&settings).await?;
-    println!("database is up to date");
+    println!(
+        "database is up to date (schema {})",
+        musiclib_core::schema_version()
+    );
     Ok(())
+}
+
+/// `musiclib migrate --check`: what `migrate` would apply, changing nothing; exits 1 when
+/// there is something to apply, and fails for a database a newer release has migrated.
+pub async fn migrate_check(settings: Settings) -> Result<()> {
+    let url = musiclib_core::config::redact_url(&settings.config.database_url);
+    let status = musiclib_core::schema_status(&settings.config.database_url)
+        .await
+        .with_context(|| format!("cannot read the schema of {url}"))?;
+    let ours = musiclib_core::schema_version();
+    if !status.unknown.is_empty() {
+        bail!(
+            "the database at {url} has migrations this release does not know ({}): a newer \
+             release made it; run that release, or restore a backup made before the upgrade",
+            status
+                .unknown
+                .iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if status.pending.is_empty() {
+        println!("database is up to date (schema {ours})");
+        return Ok(());
+    }
+    println!(
+        "database at schema {}; `musiclib migrate` would apply {} migration(s) to reach schema {ours}:",
+        status.applied,
+        status.pending.len()
+    );
+    for (version, description) in &status.pending {
+        println!("  {version:04} {description}");
+    }
+    std::process::exit(1);
 }
 
 /// `musiclib user create`.

@@ -171,19 +171,36 @@ async fn scale_out_replicas_and_a_separate_worker() {
         tempfile::tempdir().unwrap(),
     );
     let (port_a, port_b) = (free_port(), free_port());
-    let migrated = Command::new(env!("CARGO_BIN_EXE_musiclib"))
-        .arg("migrate")
-        .envs(shared_env(data_a.path(), port_a))
-        .output()
-        .unwrap();
+    let schema = musiclib_core::schema_version();
+    let musiclib = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_musiclib"))
+            .args(args)
+            .envs(shared_env(data_a.path(), port_a))
+            .output()
+            .unwrap()
+    };
+    // `--check` on the empty database lists every migration, changes nothing, exits 1.
+    let checked = musiclib(&["migrate", "--check"]);
+    let listed = String::from_utf8_lossy(&checked.stdout);
+    assert_eq!(checked.status.code(), Some(1), "{listed}");
+    assert!(listed.contains("  0001 init\n"), "{listed}");
+    assert!(listed.contains(&format!("reach schema {schema}")), "{listed}");
+    assert_eq!(musiclib(&["migrate", "--check"]).status.code(), Some(1));
+    let migrated = musiclib(&["migrate"]);
     assert!(
         migrated.status.success(),
         "musiclib migrate failed: {}",
         String::from_utf8_lossy(&migrated.stderr)
     );
+    let up_to_date = format!("database is up to date (schema {schema})");
+    assert_eq!(String::from_utf8_lossy(&migrated.stdout).trim(), up_to_date);
+    let checked = musiclib(&["migrate", "--check"]);
+    assert!(checked.status.success());
+    assert_eq!(String::from_utf8_lossy(&checked.stdout).trim(), up_to_date);
+    let version = musiclib(&["--version"]);
     assert_eq!(
-        String::from_utf8_lossy(&migrated.stdout).trim(),
-        "database is up to date"
+        String::from_utf8_lossy(&version.stdout).trim(),
+        format!("musiclib {} (schema {schema})", env!("CARGO_PKG_VERSION"))
     );
     let _replica_a = spawn(
         &["serve", "--no-worker"],
@@ -208,6 +225,7 @@ async fn scale_out_replicas_and_a_separate_worker() {
         .json()
         .await
         .unwrap();
+    assert_eq!(health["schema"], schema, "{health}");
     assert_eq!(
         (
             health["database_backend"].as_str(),

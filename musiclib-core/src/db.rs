@@ -45,6 +45,80 @@ const POSTGRES_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
 static SQLITE_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 static POSTGRES_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
+/// The schema this build makes: its newest migration's number (both dialects number theirs
+/// alike).
+pub fn schema_version() -> i64 {
+    SQLITE_MIGRATOR
+        .iter()
+        .map(|migration| migration.version)
+        .max()
+        .unwrap_or(0)
+}
+
+/// Where a database stands against this build's migrations (`musiclib migrate --check`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaStatus {
+    /// The newest migration applied to the database (0 for an empty one).
+    pub applied: i64,
+    /// What this build would apply, in order: number and description.
+    pub pending: Vec<(i64, String)>,
+    /// Migrations the database has and this build does not know (a newer release made it):
+    /// this build must not open it.
+    pub unknown: Vec<i64>,
+}
+
+/// Reads where the database at `url` stands, changing nothing in it (a SQLite file that does
+/// not exist yet is created empty, as opening it for the server would).
+pub async fn schema_status(url: &str) -> Result<SchemaStatus> {
+    let db = Db::connect(url).await?;
+    let migrator = match db.kind {
+        DatabaseKind::Sqlite => &SQLITE_MIGRATOR,
+        DatabaseKind::Postgres => &POSTGRES_MIGRATOR,
+    };
+    let exists_query = match db.kind {
+        DatabaseKind::Sqlite => {
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'"
+        }
+        DatabaseKind::Postgres => {
+            "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = '_sqlx_migrations'"
+        }
+    };
+    let exists: i64 = db.sql(exists_query).fetch_scalar(db.pool()).await?;
+    let applied: Vec<i64> = if exists > 0 {
+        db.sql("SELECT version FROM _sqlx_migrations WHERE success = TRUE ORDER BY version")
+            .fetch_all(db.pool())
+            .await?
+            .into_iter()
+            .map(|(version,): (i64,)| version)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let known: std::collections::BTreeSet<i64> = migrator
+        .iter()
+        .filter(|migration| !migration.migration_type.is_down_migration())
+        .map(|migration| migration.version)
+        .collect();
+    let status = SchemaStatus {
+        applied: applied.iter().copied().max().unwrap_or(0),
+        pending: migrator
+            .iter()
+            .filter(|migration| {
+                !migration.migration_type.is_down_migration()
+                    && !applied.contains(&migration.version)
+            })
+            .map(|migration| (migration.version, migration.description.to_string()))
+            .collect(),
+        unknown: applied
+            .iter()
+            .copied()
+            .filter(|version| !known.contains(version))
+            .collect(),
+    };
+    db.pool.close().await;
+    Ok(status)
+}
+
 impl Db {
     /// Connects to `url` (`sqlite://path` or `postgres://…`). A SQLite file and its parent
     /// directory are created when missing.

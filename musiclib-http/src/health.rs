@@ -26,6 +26,8 @@ pub struct HealthOut {
     pub transcoder: &'static str,
     /// Server version.
     pub version: &'static str,
+    /// The database schema this server makes and expects (its newest migration).
+    pub schema: i64,
 }
 
 /// Reports health; also served at the root `/health` for probes.
@@ -57,6 +59,7 @@ pub(crate) async fn health(State(library): State<Library>) -> (StatusCode, axum:
             "unavailable"
         },
         version: env!("CARGO_PKG_VERSION"),
+        schema: musiclib_core::schema_version(),
     };
     (status, axum::Json(body))
 }
