@@ -49,6 +49,20 @@ pub enum Command {
         #[arg(long)]
         check: bool,
     },
+    /// Copy the library (database, generated secrets, local media) into the new or empty
+    /// folder DIR while the server keeps running. The last line printed is DIR.
+    Backup {
+        /// Where to write the backup.
+        dir: PathBuf,
+    },
+    /// Put a backup made by `backup` into the configured DATA_DIR and database.
+    Restore {
+        /// The backup's folder.
+        dir: PathBuf,
+        /// Replace a library already there.
+        #[arg(long)]
+        force: bool,
+    },
     /// Manage accounts.
     User {
         /// What to do with accounts.

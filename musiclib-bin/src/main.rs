@@ -1,6 +1,7 @@
 //! The `musiclib` binary: parse the command line, load settings, start logging, and hand over
 //! to [`wiring`]. Any error ends the process with its chain printed and a non-zero code.
 
+mod backup;
 mod cli;
 mod fingerprint;
 mod listener;
@@ -83,10 +84,14 @@ fn tune_allocator() {
 fn run(cli: Cli) -> anyhow::Result<()> {
     let raw = RawSettings::load(cli.config.as_deref())?;
     telemetry::init(raw.log_format()?);
-    let settings = Settings::try_from(raw)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    // Before the settings are read: reading them makes the secrets a restore brings.
+    if let Command::Restore { dir, force } = &cli.command {
+        return runtime.block_on(backup::restore(&raw, dir, *force));
+    }
+    let settings = Settings::try_from(raw)?;
     runtime.block_on(async move {
         match cli.command {
             Command::Serve { no_worker } => wiring::serve(settings, !no_worker).await,
@@ -97,6 +102,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 command: UserCommand::Create { username, admin },
             } => wiring::create_user(settings, &username, admin).await,
             Command::Scan => wiring::scan(settings).await,
+            Command::Backup { dir } => backup::backup(settings, &dir).await,
+            Command::Restore { .. } => unreachable!("handled before the settings are read"),
             Command::Fingerprint { .. } | Command::Openapi => {
                 unreachable!("handled before settings are read")
             }

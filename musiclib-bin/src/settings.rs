@@ -71,7 +71,7 @@ impl RawSettings {
     }
 
     /// The value given for `name`, if any (a name must be declared).
-    fn get(&self, name: &str) -> Option<&str> {
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
         assert!(
             declared::find(name).is_some(),
             "{name} is read but not declared in musiclib_core::config::declared"
@@ -84,7 +84,7 @@ impl RawSettings {
     }
 
     /// The value given for `name`, or its declared default.
-    fn text(&self, name: &str) -> &str {
+    pub(crate) fn text(&self, name: &str) -> &str {
         self.get(name)
             .unwrap_or_else(|| declared::find(name).map_or("", |setting| setting.default))
     }

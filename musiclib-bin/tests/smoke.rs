@@ -184,7 +184,10 @@ async fn scale_out_replicas_and_a_separate_worker() {
     let listed = String::from_utf8_lossy(&checked.stdout);
     assert_eq!(checked.status.code(), Some(1), "{listed}");
     assert!(listed.contains("  0001 init\n"), "{listed}");
-    assert!(listed.contains(&format!("reach schema {schema}")), "{listed}");
+    assert!(
+        listed.contains(&format!("reach schema {schema}")),
+        "{listed}"
+    );
     assert_eq!(musiclib(&["migrate", "--check"]).status.code(), Some(1));
     let migrated = musiclib(&["migrate"]);
     assert!(

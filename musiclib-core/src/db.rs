@@ -119,6 +119,34 @@ pub async fn schema_status(url: &str) -> Result<SchemaStatus> {
     Ok(status)
 }
 
+/// Writes a consistent copy of the SQLite database at `url` to the new file `dest`
+/// (`VACUUM INTO`: one read transaction, while the server keeps writing), and answers the
+/// blob keys of the tracks' audio in that copy (what a backup of the media must hold).
+pub async fn sqlite_snapshot(url: &str, dest: &std::path::Path) -> Result<Vec<String>> {
+    if DatabaseKind::of_url(url)? != DatabaseKind::Sqlite {
+        return Err(Error::invalid("DATABASE_URL", "is not a SQLite database"));
+    }
+    let db = Db::connect(url).await?;
+    let path = dest
+        .to_str()
+        .ok_or_else(|| Error::invalid("dir", "must be a UTF-8 path"))?;
+    db.sql("VACUUM INTO $1")
+        .bind(path)
+        .execute(db.pool())
+        .await?;
+    db.pool.close().await;
+    let copy = Db::connect(&format!("sqlite://{path}")).await?;
+    let keys: Vec<String> = copy
+        .sql("SELECT storage_uri FROM tracks WHERE storage_uri <> ''")
+        .fetch_all(copy.pool())
+        .await?
+        .into_iter()
+        .map(|(key,): (String,)| key)
+        .collect();
+    copy.pool.close().await;
+    Ok(keys)
+}
+
 impl Db {
     /// Connects to `url` (`sqlite://path` or `postgres://…`). A SQLite file and its parent
     /// directory are created when missing.
