@@ -475,26 +475,12 @@ impl Rules {
                 );
             }
         }
-        // Rules that hold only for what the owner played (or likes) read those tracks, a few
-        // thousand, not every track of the library with a lookup each.
-        let plays = needs.contains(&Needs::Plays).then(|| only_with(&self.root, Needs::Plays));
-        let likes = needs.contains(&Needs::Likes).then(|| only_with(&self.root, Needs::Likes));
-        match (plays, likes) {
-            (Some(true), _) => sql.push(" SELECT t.id FROM pl JOIN tracks t ON t.id = pl.track_id"),
-            (_, Some(true)) => sql.push(" SELECT t.id FROM lk JOIN tracks t ON t.id = lk.track_id"),
-            _ => sql.push(" SELECT t.id FROM tracks t"),
-        };
-        if plays == Some(false) {
+        sql.push(" SELECT t.id FROM tracks t");
+        if needs.contains(&Needs::Plays) {
             sql.push(" LEFT JOIN pl ON pl.track_id = t.id");
         }
-        match (plays, likes) {
-            (Some(true), Some(true)) => {
-                sql.push(" JOIN lk ON lk.track_id = t.id");
-            }
-            (_, Some(false)) => {
-                sql.push(" LEFT JOIN lk ON lk.track_id = t.id");
-            }
-            _ => {}
+        if needs.contains(&Needs::Likes) {
+            sql.push(" LEFT JOIN lk ON lk.track_id = t.id");
         }
         if needs.contains(&Needs::Ratings) {
             sql.push(" LEFT JOIN annotations rt ON rt.item_kind = 'track' AND rt.item_id = t.id AND rt.user_id = ")
@@ -532,31 +518,6 @@ fn sort_expr(field: &Field) -> String {
     match field.kind {
         Kind::Text => format!("LOWER({})", field.expr),
         _ => field.expr.to_string(),
-    }
-}
-
-/// Whether `node` can hold only for a track with a row in the join `needs` adds (the owner
-/// played it; the owner's latest like event of it is a like). Absent from the join, a
-/// field reads NULL (`lastplayed`) or its default (`playcount` 0, `loved` false).
-fn only_with(node: &Node, needs: Needs) -> bool {
-    match node {
-        Node::Group { any: false, items } => items.iter().any(|item| only_with(item, needs)),
-        Node::Group { any: true, items } => items.iter().all(|item| only_with(item, needs)),
-        Node::Condition(condition) if condition.field.needs == needs => {
-            match (condition.field.names[0], condition.op, &condition.value) {
-                ("lastplayed", op, _) => !matches!(op, Op::IsNot | Op::NotInTheLast),
-                ("playcount", Op::Gt, Operand::Number(n)) => *n >= 0.0,
-                ("playcount", Op::Is, Operand::Number(n)) => *n != 0.0,
-                ("playcount", Op::InTheRange, Operand::Range(from, _)) => {
-                    matches!(**from, Operand::Number(n) if n > 0.0)
-                }
-                ("loved", Op::Is, Operand::Bool(liked)) | ("loved", Op::IsNot, Operand::Bool(liked)) => {
-                    *liked == (condition.op == Op::Is)
-                }
-                _ => false,
-            }
-        }
-        Node::Condition(_) => false,
     }
 }
 
