@@ -72,7 +72,12 @@ pub enum Command {
     /// Import LOCAL_MEDIA_IMPORT_PATH now, with a progress bar and a summary.
     Scan,
     /// Print the effective configuration (secrets redacted) and exit.
-    Config,
+    Config {
+        /// Print instead a settings file listing every setting, commented out, with what it
+        /// does and its default (needs no settings).
+        #[arg(long)]
+        template: bool,
+    },
     /// Print the OpenAPI document of `/api/v1` (what `/api/v1/openapi.json` serves; the web
     /// player's types are generated from it). Needs no settings.
     Openapi,

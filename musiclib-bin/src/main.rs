@@ -29,6 +29,10 @@ fn main() -> std::process::ExitCode {
     {
         return fingerprint::run(files, *raw, *json, *plain, *length);
     }
+    if let Command::Config { template: true } = &cli.command {
+        print!("{}", musiclib_core::config::declared::toml_template(&[]));
+        return std::process::ExitCode::SUCCESS;
+    }
     if let Command::Openapi = &cli.command {
         return match musiclib_http::openapi().to_pretty_json() {
             Ok(json) => {
@@ -107,7 +111,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Command::Fingerprint { .. } | Command::Openapi => {
                 unreachable!("handled before settings are read")
             }
-            Command::Config => {
+            Command::Config { .. } => {
                 // Every declared setting: the library's as GET /api/v1/admin/settings shows
                 // them, then the program's; secrets redacted.
                 for setting in settings.shown() {

@@ -619,6 +619,41 @@ mod tests {
     }
 
     #[test]
+    fn the_settings_template_names_every_setting_and_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = dir.path().join("state");
+        let template = declared::toml_template(&[("DATA_DIR", data_dir.to_str().unwrap())]);
+        for setting in declared::SETTINGS {
+            let key = setting.name.to_ascii_lowercase();
+            assert!(
+                template.contains(&format!("\n# {key} = "))
+                    || template.contains(&format!("\n{key} = ")),
+                "{key} is not in the template"
+            );
+        }
+        let file = dir.path().join("musiclib.toml");
+        std::fs::write(&file, &template).unwrap();
+        let raw = RawSettings::load(Some(&file)).unwrap();
+        assert_eq!(raw.get("DATA_DIR"), Some(data_dir.to_str().unwrap()));
+        // Uncommented, the plain defaults are values the binary takes.
+        let plain: String = template
+            .lines()
+            .map(|line| match line.strip_prefix("# ") {
+                Some(rest)
+                    if rest.contains(" = ") && !rest.contains('$') && !rest.ends_with("= \"\"") =>
+                {
+                    rest.to_string()
+                }
+                _ => line.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        std::fs::write(&file, &plain).unwrap();
+        let raw = RawSettings::load(Some(&file)).unwrap();
+        Settings::try_from(raw).unwrap();
+    }
+
+    #[test]
     fn secrets_are_generated_once_and_never_replaced() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("legacy_secret_key");

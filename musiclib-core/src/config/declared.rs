@@ -95,6 +95,59 @@ pub fn reference() -> String {
     text
 }
 
+/// A TOML settings file listing every setting, commented out, with what it does and its
+/// default (`musiclib config --template`; the Debian package's `/etc/musiclib/musiclib.toml`).
+/// `set` gives settings their values, uncommented (the package's `data_dir`).
+pub fn toml_template(set: &[(&str, &str)]) -> String {
+    let mut text = String::from(
+        "# musiclib settings: every setting of the binary, with what it does and its default.\n\
+         # Uncomment a line to change it. Names are the environment variables' in lower case;\n\
+         # an environment variable of the same name wins over this file. A bad value stops\n\
+         # musiclib with a message naming the setting.\n",
+    );
+    for setting in SETTINGS {
+        text.push('\n');
+        // The meaning, wrapped for a terminal.
+        let mut line = String::from("#");
+        for word in setting.doc.split_whitespace() {
+            if line.len() + 1 + word.len() > 90 && line.len() > 1 {
+                text.push_str(&line);
+                text.push('\n');
+                line = String::from("#");
+            }
+            line.push(' ');
+            line.push_str(word);
+        }
+        text.push_str(&line);
+        text.push('\n');
+        if setting.shape == Shape::Secret {
+            text.push_str("# (a secret: keep this file readable by musiclib only)\n");
+        }
+        let key = setting.name.to_ascii_lowercase();
+        match set.iter().find(|(name, _)| *name == setting.name) {
+            Some((_, value)) => text.push_str(&format!("{key} = {}\n", toml_string(value))),
+            None if setting.default.is_empty() => text.push_str(&format!("# {key} = \"\"\n")),
+            None => text.push_str(&format!("# {key} = {}\n", toml_string(setting.default))),
+        }
+    }
+    text
+}
+
+/// `value` as a TOML basic string.
+fn toml_string(value: &str) -> String {
+    let mut quoted = String::from("\"");
+    for c in value.chars() {
+        match c {
+            '"' => quoted.push_str("\\\""),
+            '\\' => quoted.push_str("\\\\"),
+            c if c.is_control() => quoted.push_str(&format!("\\u{:04X}", c as u32)),
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('"');
+    quoted
+}
+
 /// What the reference says before its table.
 const REFERENCE_HEAD: &str = "# Configuration\n\n\
 <!-- Made from musiclib-core/src/config/declared.rs by its tests: edit the declaration, then \
