@@ -219,17 +219,7 @@ impl Transcoder {
         kbps: u32,
         offset_seconds: f64,
     ) -> Result<tokio::process::Child> {
-        self.command()
-            .arg("-ss")
-            .arg(format!("{offset_seconds:.3}"))
-            .arg("-i")
-            .arg(source)
-            .args(opus_arguments(kbps))
-            .arg("pipe:1")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|error| self.start_error(error))
+        self.pipe(source, offset_seconds, opus_arguments(kbps))
     }
 
     /// Starts encoding `source` from `offset_seconds` to `target` on its stdout (a live
@@ -241,12 +231,22 @@ impl Transcoder {
         target: &super::decision::Target,
         offset_seconds: f64,
     ) -> Result<tokio::process::Child> {
+        self.pipe(source, offset_seconds, encode_arguments(target))
+    }
+
+    /// ffmpeg reading `source` from `offset_seconds`, writing what `output` says to stdout.
+    fn pipe(
+        &self,
+        source: &Path,
+        offset_seconds: f64,
+        output: impl IntoIterator<Item = String>,
+    ) -> Result<tokio::process::Child> {
         self.command()
             .arg("-ss")
             .arg(format!("{offset_seconds:.3}"))
             .arg("-i")
             .arg(source)
-            .args(encode_arguments(target))
+            .args(output)
             .arg("pipe:1")
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
