@@ -64,6 +64,8 @@ const OPEN: &[&str] = &[
     "getCoverArt",
     "getLyrics",
     "getLyricsBySongId",
+    "getTranscodeDecision",
+    "getTranscodeStream",
     "star",
     "unstar",
     "setRating",
