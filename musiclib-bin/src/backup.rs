@@ -74,7 +74,7 @@ impl Place {
         Ok(Place {
             data_dir: config.data_dir.clone(),
             database_url: config.database_url.clone(),
-            kind: database_kind(&config.database_url)?,
+            kind: DatabaseKind::of_url(&config.database_url)?,
             media_root: match &config.storage {
                 StorageConfig::Local { root } => Some(root.clone()),
                 StorageConfig::S3(_) => None,
@@ -85,20 +85,16 @@ impl Place {
     /// From the raw settings, without creating anything (restore looks at an empty place).
     fn of_raw(raw: &RawSettings) -> Result<Place> {
         let data_dir = PathBuf::from(raw.text("DATA_DIR"));
-        let database_url = raw
-            .get("DATABASE_URL")
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("musiclib.db").display()));
+        let database_url = match raw.database_url()? {
+            Some(url) => url.to_string(),
+            None => musiclib_core::config::Config::embedded(&data_dir).database_url,
+        };
         let media_root = match raw.text("STORAGE_BACKEND") {
             "s3" => None,
-            _ => Some(
-                raw.get("LOCAL_STORAGE_PATH")
-                    .map(PathBuf::from)
-                    .unwrap_or_else(|| data_dir.join("media")),
-            ),
+            _ => Some(raw.local_storage_root(&data_dir)),
         };
         Ok(Place {
-            kind: database_kind(&database_url)?,
+            kind: DatabaseKind::of_url(&database_url)?,
             data_dir,
             database_url,
             media_root,
@@ -106,22 +102,9 @@ impl Place {
     }
 
     /// The SQLite file.
-    fn sqlite_path(&self) -> PathBuf {
-        let rest = self
-            .database_url
-            .trim_start_matches("sqlite://")
-            .trim_start_matches("sqlite:");
-        PathBuf::from(rest.split('?').next().unwrap_or(rest))
-    }
-}
-
-fn database_kind(url: &str) -> Result<DatabaseKind> {
-    if url.starts_with("sqlite:") {
-        Ok(DatabaseKind::Sqlite)
-    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        Ok(DatabaseKind::Postgres)
-    } else {
-        bail!("DATABASE_URL: expected sqlite://PATH or postgres://…")
+    fn sqlite_path(&self) -> Result<PathBuf> {
+        musiclib_core::sqlite_file(&self.database_url)
+            .ok_or_else(|| anyhow!("DATABASE_URL names no database file"))
     }
 }
 
@@ -280,8 +263,8 @@ pub async fn restore(raw: &RawSettings, dir: &Path, force: bool) -> Result<()> {
             taken.push(place.data_dir.join(name));
         }
     }
-    if place.kind == DatabaseKind::Sqlite && place.sqlite_path().exists() {
-        taken.push(place.sqlite_path());
+    if place.kind == DatabaseKind::Sqlite && place.sqlite_path()?.exists() {
+        taken.push(place.sqlite_path()?);
     }
     if let Some(root) = &place.media_root {
         if has_files(root)? {
@@ -314,7 +297,7 @@ pub async fn restore(raw: &RawSettings, dir: &Path, force: bool) -> Result<()> {
         .with_context(|| format!("cannot create {}", place.data_dir.display()))?;
     match place.kind {
         DatabaseKind::Sqlite => {
-            let target = place.sqlite_path();
+            let target = place.sqlite_path()?;
             if let Some(parent) = target.parent() {
                 std::fs::create_dir_all(parent)?;
             }
@@ -390,13 +373,7 @@ fn run(command: &mut Command) -> Result<()> {
 /// copy leaves no half file under a real name. Answers the files and bytes copied.
 fn copy_tree(from: &Path, to: &Path) -> Result<(u64, u64)> {
     let (mut files, mut bytes) = (0, 0);
-    let walk = walkdir::WalkDir::new(from)
-        .follow_links(false)
-        .into_iter()
-        .filter_entry(|entry| {
-            entry.depth() == 0 || !TRANSIENT.contains(&entry.file_name().to_string_lossy().as_ref())
-        });
-    for entry in walk {
+    for entry in kept(from) {
         let entry = entry.with_context(|| format!("cannot read {}", from.display()))?;
         let relative = entry.path().strip_prefix(from)?;
         let target = to.join(relative);
@@ -453,13 +430,19 @@ fn has_files(root: &Path) -> Result<bool> {
     if !root.exists() {
         return Ok(false);
     }
-    Ok(walkdir::WalkDir::new(root)
+    Ok(kept(root)
+        .filter_map(|entry| entry.ok())
+        .any(|entry| entry.file_type().is_file()))
+}
+
+/// The entries under `root`, work in progress left out (symlinks not followed).
+fn kept(root: &Path) -> impl Iterator<Item = walkdir::Result<walkdir::DirEntry>> {
+    walkdir::WalkDir::new(root)
+        .follow_links(false)
         .into_iter()
         .filter_entry(|entry| {
             entry.depth() == 0 || !TRANSIENT.contains(&entry.file_name().to_string_lossy().as_ref())
         })
-        .filter_map(|entry| entry.ok())
-        .any(|entry| entry.file_type().is_file()))
 }
 
 /// Flushes every file of a folder to disk.

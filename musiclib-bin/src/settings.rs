@@ -83,6 +83,28 @@ impl RawSettings {
             .filter(|value| !value.is_empty())
     }
 
+    /// `DATABASE_URL` when given (checked: `sqlite:` or `postgres://`).
+    pub(crate) fn database_url(&self) -> Result<Option<&str>> {
+        match self.get("DATABASE_URL") {
+            Some(url)
+                if !(url.starts_with("sqlite:")
+                    || url.starts_with("postgres://")
+                    || url.starts_with("postgresql://")) =>
+            {
+                bail!("DATABASE_URL: invalid value: expected sqlite://PATH or postgres://…")
+            }
+            url => Ok(url),
+        }
+    }
+
+    /// Where local storage keeps its files under `data_dir` (`LOCAL_STORAGE_PATH`, else
+    /// `media`).
+    pub(crate) fn local_storage_root(&self, data_dir: &Path) -> PathBuf {
+        self.get("LOCAL_STORAGE_PATH")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| data_dir.join("media"))
+    }
+
     /// The value given for `name`, or its declared default.
     pub(crate) fn text(&self, name: &str) -> &str {
         self.get(name)
@@ -238,21 +260,12 @@ impl TryFrom<RawSettings> for Settings {
             .with_context(|| format!("DATA_DIR: {}", data_dir.display()))?;
         let mut config = Config::embedded(&data_dir);
 
-        if let Some(url) = raw.get("DATABASE_URL") {
-            if !(url.starts_with("sqlite:")
-                || url.starts_with("postgres://")
-                || url.starts_with("postgresql://"))
-            {
-                bail!("DATABASE_URL: invalid value: expected sqlite://PATH or postgres://…");
-            }
+        if let Some(url) = raw.database_url()? {
             config.database_url = url.to_string();
         }
         config.storage = match raw.text("STORAGE_BACKEND") {
             "local" => StorageConfig::Local {
-                root: raw
-                    .get("LOCAL_STORAGE_PATH")
-                    .map(PathBuf::from)
-                    .unwrap_or_else(|| data_dir.join("media")),
+                root: raw.local_storage_root(&data_dir),
             },
             "s3" => StorageConfig::S3(S3Config {
                 bucket: raw

@@ -287,15 +287,26 @@ impl Db {
     }
 }
 
-/// Adds `mode=rwc` so a missing file is created, and creates the parent directory.
-fn prepare_sqlite_url(url: &str) -> Result<String> {
+/// The file and the parameters of a `sqlite://PATH?…` URL.
+fn sqlite_parts(url: &str) -> (&str, Option<&str>) {
     let rest = url
         .trim_start_matches("sqlite://")
         .trim_start_matches("sqlite:");
-    let (path, params) = match rest.split_once('?') {
+    match rest.split_once('?') {
         Some((path, params)) => (path, Some(params)),
         None => (rest, None),
-    };
+    }
+}
+
+/// The database file a `sqlite://` URL names (`None` for an in-memory one).
+pub fn sqlite_file(url: &str) -> Option<std::path::PathBuf> {
+    let (path, _) = sqlite_parts(url);
+    (path != ":memory:" && !path.is_empty()).then(|| std::path::PathBuf::from(path))
+}
+
+/// Adds `mode=rwc` so a missing file is created, and creates the parent directory.
+fn prepare_sqlite_url(url: &str) -> Result<String> {
+    let (path, params) = sqlite_parts(url);
     if path != ":memory:" && !path.is_empty() {
         if let Some(parent) = std::path::Path::new(path).parent() {
             if !parent.as_os_str().is_empty() {

@@ -106,7 +106,9 @@ pub mod workflows;
 pub mod testing;
 
 pub use config::Config;
-pub use db::{schema_status, schema_version, sqlite_snapshot, DatabaseKind, SchemaStatus};
+pub use db::{
+    schema_status, schema_version, sqlite_file, sqlite_snapshot, DatabaseKind, SchemaStatus,
+};
 pub use error::{Error, ErrorKind, Result};
 pub use ids::{
     AlbumId, ArtistId, DownloadId, EpisodeId, JobId, PlaylistId, PodcastId, TrackId, UserId,

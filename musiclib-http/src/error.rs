@@ -5,7 +5,7 @@
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use musiclib_core::{Error, ErrorKind};
+use musiclib_core::Error;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -87,20 +87,7 @@ impl ApiError {
 
 impl From<Error> for ApiError {
     fn from(error: Error) -> ApiError {
-        let status = match error.kind() {
-            ErrorKind::NotFound => StatusCode::NOT_FOUND,
-            ErrorKind::Conflict => StatusCode::CONFLICT,
-            ErrorKind::InvalidInput => StatusCode::UNPROCESSABLE_ENTITY,
-            ErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            ErrorKind::Unauthenticated => StatusCode::UNAUTHORIZED,
-            ErrorKind::Forbidden => StatusCode::FORBIDDEN,
-            ErrorKind::RateLimited => StatusCode::TOO_MANY_REQUESTS,
-            ErrorKind::Gone => StatusCode::GONE,
-            ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-            ErrorKind::InsufficientStorage => StatusCode::INSUFFICIENT_STORAGE,
-            ErrorKind::NotSupported => StatusCode::NOT_IMPLEMENTED,
-            ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-        };
+        let status = musiclib_media_http::status_of(error.kind());
         let chain = musiclib_core::error_chain(&error);
         let (message, internal) =
             if status.is_server_error() && status != StatusCode::NOT_IMPLEMENTED {

@@ -18,7 +18,26 @@ use axum::body::Body;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use musiclib_core::media::{Cover, TrackAudio};
-use musiclib_core::Timestamp;
+use musiclib_core::{ErrorKind, Timestamp};
+
+/// The HTTP status of a core error's kind, for both adapters (`/api/v1` answers
+/// [`ErrorKind::InvalidInput`] as 422, a media response as 400).
+pub fn status_of(kind: ErrorKind) -> StatusCode {
+    match kind {
+        ErrorKind::NotFound => StatusCode::NOT_FOUND,
+        ErrorKind::Conflict => StatusCode::CONFLICT,
+        ErrorKind::InvalidInput => StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        ErrorKind::Unauthenticated => StatusCode::UNAUTHORIZED,
+        ErrorKind::Forbidden => StatusCode::FORBIDDEN,
+        ErrorKind::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+        ErrorKind::Gone => StatusCode::GONE,
+        ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorKind::InsufficientStorage => StatusCode::INSUFFICIENT_STORAGE,
+        ErrorKind::NotSupported => StatusCode::NOT_IMPLEMENTED,
+        ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
 
 /// What is being sent: its size, type and validators.
 #[derive(Debug, Clone, Copy)]

@@ -84,7 +84,7 @@ impl DatabaseKind {
     }
 
     /// The engine of a connection URL.
-    pub(crate) fn of_url(url: &str) -> Result<DatabaseKind> {
+    pub fn of_url(url: &str) -> Result<DatabaseKind> {
         if url.starts_with("sqlite:") {
             Ok(DatabaseKind::Sqlite)
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {

@@ -381,6 +381,22 @@ pub struct Target {
     pub sample_rate: u32,
 }
 
+impl Target {
+    /// What the encode is, as a stream's details.
+    pub fn details(&self) -> StreamDetails {
+        StreamDetails {
+            protocol: "http",
+            container: self.codec.container().into(),
+            codec: self.codec.as_str().into(),
+            channels: Some(i64::from(self.channels)),
+            bitrate: Some(i64::from(self.kbps) * 1000),
+            profile: (self.codec == Codec::Aac).then_some("LC"),
+            sample_rate: Some(i64::from(self.sample_rate)),
+            bit_depth: None,
+        }
+    }
+}
+
 /// What `getTranscodeStream` is asked to send: the original, or an encode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StreamParams {
@@ -504,16 +520,7 @@ pub fn decide(source: &StreamDetails, client: &ClientInfo, can_encode: bool) -> 
         if let Some(target) = target_for(source, profile, client) {
             decision.can_transcode = true;
             decision.params = Some(StreamParams::Encode(target));
-            decision.transcode = Some(StreamDetails {
-                protocol: "http",
-                container: target.codec.container().into(),
-                codec: target.codec.as_str().into(),
-                channels: Some(i64::from(target.channels)),
-                bitrate: Some(i64::from(target.kbps) * 1000),
-                profile: (target.codec == Codec::Aac).then_some("LC"),
-                sample_rate: Some(i64::from(target.sample_rate)),
-                bit_depth: None,
-            });
+            decision.transcode = Some(target.details());
             return decision;
         }
     }
@@ -724,16 +731,7 @@ fn target_for(
         channels: channels.clamp(1, 2) as u32,
         sample_rate,
     };
-    let produced = StreamDetails {
-        protocol: "http",
-        container: codec.container().into(),
-        codec: codec.as_str().into(),
-        channels: Some(i64::from(target.channels)),
-        bitrate: Some(i64::from(target.kbps) * 1000),
-        profile: (codec == Codec::Aac).then_some("LC"),
-        sample_rate: Some(i64::from(target.sample_rate)),
-        bit_depth: None,
-    };
+    let produced = target.details();
     let refused = client
         .limitations_of(codec.as_str())
         .any(|limitation| limitation.required && holds(limitation, &produced) == Some(false));

@@ -9,7 +9,7 @@ use axum::body::Body;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use musiclib_core::media::decision::{self, ClientInfo, Decision, StreamDetails, StreamParams};
-use musiclib_core::media::{Delivery, TrackAudio, Want};
+use musiclib_core::media::{Delivery, Want};
 use musiclib_core::{Error, ErrorKind, TrackId};
 
 use super::media::{send_audio, MATERIALIZE_WAIT};
@@ -66,7 +66,11 @@ pub(crate) async fn decision(request: &Request) -> Outcome {
             )
         }
         Media::Episode(id) => {
-            let audio = episode_audio(request, id).await?;
+            let audio = request
+                .library
+                .podcasts()
+                .episode_audio(&request.caller, id)
+                .await?;
             StreamDetails::of_original(None, &audio.mime_type, audio.bitrate_kbps, None, None)
         }
     };
@@ -187,32 +191,12 @@ async fn send(request: &Request) -> Result<Response, Error> {
     }
 }
 
-async fn episode_audio(
-    request: &Request,
-    id: &musiclib_core::EpisodeId,
-) -> Result<TrackAudio, SubsonicError> {
-    Ok(request
-        .library
-        .podcasts()
-        .episode_audio(&request.caller, id)
-        .await?)
-}
-
 /// An error of the stream as an HTTP status and a line of text.
 fn failure(error: &Error) -> Response {
     let status = match error.kind() {
-        ErrorKind::NotFound => StatusCode::NOT_FOUND,
-        ErrorKind::Gone => StatusCode::GONE,
+        // A parameter, not a body: 400.
         ErrorKind::InvalidInput => StatusCode::BAD_REQUEST,
-        ErrorKind::Conflict => StatusCode::CONFLICT,
-        ErrorKind::Forbidden => StatusCode::FORBIDDEN,
-        ErrorKind::Unauthenticated => StatusCode::UNAUTHORIZED,
-        ErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-        ErrorKind::RateLimited => StatusCode::TOO_MANY_REQUESTS,
-        ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-        ErrorKind::InsufficientStorage => StatusCode::INSUFFICIENT_STORAGE,
-        ErrorKind::NotSupported => StatusCode::NOT_IMPLEMENTED,
-        ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        kind => musiclib_media_http::status_of(kind),
     };
     let message = match error.kind() {
         // Never a bug's details.
