@@ -173,11 +173,12 @@ async fn handle(
             .trusted_proxies
             .client(address.ip(), forwarded)
     });
-    let is_form = parts
+    let content_type = parts
         .headers
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value.starts_with("application/x-www-form-urlencoded"));
+        .unwrap_or_default();
+    let is_form = content_type.starts_with("application/x-www-form-urlencoded");
     let query = parts.uri.query();
     // The last segment of the path, wherever the router is mounted.
     let method = parts.uri.path().rsplit('/').next().unwrap_or_default();
@@ -202,16 +203,10 @@ async fn handle(
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.parse::<u64>().ok());
     let query_params = Params::parse(query, None);
-    if form && declared.is_some_and(|length| length > MAX_BODY_BYTES as u64) {
-        return refuse(Refusal::too_large(), &query_params);
-    }
-    let is_json = parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value.starts_with("application/json"));
-    let json = parts.method == Method::POST && is_json && JSON_METHODS.contains(&method.as_str());
-    if json && declared.is_some_and(|length| length > MAX_BODY_BYTES as u64) {
+    let json = parts.method == Method::POST
+        && content_type.starts_with("application/json")
+        && JSON_METHODS.contains(&method.as_str());
+    if (form || json) && declared.is_some_and(|length| length > MAX_BODY_BYTES as u64) {
         return refuse(Refusal::too_large(), &query_params);
     }
     // A body that is neither a form nor a method's JSON is never read; JSON only once the
