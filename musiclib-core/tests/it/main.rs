@@ -12,6 +12,8 @@
 //! - `layers`: the layers of core's modules, read from the sources: uses point down, never
 //!   round a loop.
 //! - `lyrics`: lyrics from embedded tags and sidecar files, in order.
+//! - `migrations`: every migration run on the schema before it holding data, which it keeps;
+//!   the newest release reads that data; `schema_status` of older and newer databases.
 //! - `paging`: lists of a larger library paged at any offset in every sort, short searches.
 //! - `permissions`: the table of who may do what, decided by core.
 //! - `podcasts`: feeds on a loopback server subscribed, refreshed, episodes downloaded and
@@ -41,6 +43,7 @@ mod hls;
 mod jobs;
 mod layers;
 mod lyrics;
+mod migrations;
 mod paging;
 mod permissions;
 mod podcasts;
