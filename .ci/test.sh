@@ -11,7 +11,9 @@
 #   - runs the examples and the Subsonic end-to-end test (a real client library from PyPI
 #     against the real binary, on both set-ups), schemathesis (pinned, from PyPI) against
 #     /api/v1/openapi.json, the web player's unit tests and its Playwright tests in Debian's
-#     Chromium (both set-ups), and checks the crates' dependency rules.
+#     Chromium (both set-ups), and checks the crates' dependency rules,
+#   - builds the Debian package and the container image from the debug binary and tests
+#     them (packaging/test-deb.sh in a fresh Debian root, packaging/test-image.sh with podman).
 # It sets MUSICLIB_TEST_SERVICES=1: tests that need these services then run, and a missing
 # one fails them (outside this command they show as ignored, never as passed).
 # Everything it starts is stopped on exit.
@@ -187,6 +189,20 @@ run_pg "$pg_bin/createdb" -h 127.0.0.1 -p "$pg_port" -U postgres musiclib_web_e2
 E2E_DATABASE_URL="postgres://postgres@127.0.0.1:$pg_port/musiclib_web_e2e" \
   E2E_S3_ENDPOINT="$MUSICLIB_TEST_S3_ENDPOINT" E2E_S3_BUCKET="$MUSICLIB_TEST_S3_BUCKET" E2E_S3_PREFIX=web-e2e \
   WEB_E2E_ARGS="--project desktop --grep-invert @ui" .ci/web-e2e.sh target/debug/musiclib "$MUSICLIB_TEST_CORPUS/library"
+
+# The ways people install it, from this build's binary (the release build a user downloads
+# differs only in its profile; packaging/build-release.sh makes it): the Debian package in a
+# fresh Debian root, and the container image run by podman on both set-ups.
+log "the Debian package (packaging/build-deb.sh, packaging/test-deb.sh)"
+deb="$(MUSICLIB_BINARY=target/debug/musiclib packaging/build-deb.sh "$state/packages" | tail -n 1)"
+packaging/test-deb.sh "$deb"
+log "the container image (packaging/build-image.sh, packaging/test-image.sh)"
+archive="$(MUSICLIB_BINARY=target/debug/musiclib packaging/build-image.sh "$state/packages" | tail -n 1)"
+run_pg "$pg_bin/createdb" -h 127.0.0.1 -p "$pg_port" -U postgres musiclib_image
+TEST_IMAGE_POSTGRES_URL="postgres://postgres@127.0.0.1:$pg_port/musiclib_image" \
+  TEST_IMAGE_S3_ENDPOINT="$MUSICLIB_TEST_S3_ENDPOINT" TEST_IMAGE_S3_BUCKET="$MUSICLIB_TEST_S3_BUCKET" \
+  packaging/test-image.sh "$archive"
+rm -f "$archive"
 
 read -r passed failed ignored < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i == "passed;") p += $(i-1); if ($i == "failed;") f += $(i-1); if ($i == "ignored;") g += $(i-1) } } END { print p + 0, f + 0, g + 0 }' "$state/test.log")
 if [ "$ignored" -ne 0 ]; then

@@ -6,6 +6,8 @@
 #
 #   packaging/build-deb.sh [OUT_DIR]      (default target/packages)
 #
+# The release binary is built (packaging/build-release.sh) unless MUSICLIB_BINARY names one
+# (the test command packages its debug build; it is stripped here).
 # The last line printed is the path of the .deb.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -13,12 +15,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out="$(realpath -m "${1:-target/packages}")"
 command -v dpkg-deb >/dev/null || apt_install dpkg-dev
 
-# The binary, then the web player from its OpenAPI document, then the binary again to carry
-# the player (as .ci/serve.sh does).
-cargo build --release --quiet -p musiclib-bin
-.ci/web.sh "${CARGO_TARGET_DIR:-target}/release/musiclib" >&2
-cargo build --release --quiet -p musiclib-bin
-binary="${CARGO_TARGET_DIR:-target}/release/musiclib"
+binary="${MUSICLIB_BINARY:-$(packaging/build-release.sh)}"
 
 version="$("$binary" --version | awk '{print $2}')"
 arch="$(dpkg --print-architecture)"

@@ -67,7 +67,7 @@ for _ in $(seq 1 120); do
   sleep 0.5
 done
 health="$(curl -fsS "$base/health")" || { cat "$work/server.log" >&2; fail "no /health"; }
-echo "$health" | grep -q '"status":"ok"' || fail "health: $health"
+grep -q '"status":"ok"' <<<"$health" || fail "health: $health"
 token="$(curl -fsS "$base/api/v1/auth/login" -H 'content-type: application/json' \
   -d '{"username":"admin","password":"package-test-password"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')"
 python3 - "$work/tone.wav" <<'PY'

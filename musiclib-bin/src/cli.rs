@@ -63,6 +63,11 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Ask the server running with these settings for its `/health` (on BIND_ADDRESS; a
+    /// wildcard address is asked on loopback) and print the answer: exit status 0 when it
+    /// is healthy, 1 when it answers otherwise or not within 5 seconds. The container
+    /// image's HEALTHCHECK.
+    Healthcheck,
     /// Manage accounts.
     User {
         /// What to do with accounts.

@@ -4,6 +4,7 @@
 mod backup;
 mod cli;
 mod fingerprint;
+mod health;
 mod listener;
 mod settings;
 mod shutdown;
@@ -95,6 +96,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     if let Command::Restore { dir, force } = &cli.command {
         return runtime.block_on(backup::restore(&raw, dir, *force));
     }
+    // Before the settings are read: they would make the secrets, and this only asks the
+    // server that has them.
+    if let Command::Healthcheck = &cli.command {
+        return runtime.block_on(health::check(&raw));
+    }
     let settings = Settings::try_from(raw)?;
     runtime.block_on(async move {
         match cli.command {
@@ -107,7 +113,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             } => wiring::create_user(settings, &username, admin).await,
             Command::Scan => wiring::scan(settings).await,
             Command::Backup { dir } => backup::backup(settings, &dir).await,
-            Command::Restore { .. } => unreachable!("handled before the settings are read"),
+            Command::Restore { .. } | Command::Healthcheck => {
+                unreachable!("handled before the settings are read")
+            }
             Command::Fingerprint { .. } | Command::Openapi => {
                 unreachable!("handled before settings are read")
             }

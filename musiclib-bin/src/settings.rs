@@ -105,6 +105,15 @@ impl RawSettings {
             .unwrap_or_else(|| data_dir.join("media"))
     }
 
+    /// `BIND_ADDRESS`, or its default.
+    pub(crate) fn bind_address(&self) -> Result<std::net::SocketAddr> {
+        self.text("BIND_ADDRESS").parse().map_err(|error| {
+            anyhow!(
+                "BIND_ADDRESS: invalid value: {error} (expected HOST:PORT, e.g. 127.0.0.1:8000)"
+            )
+        })
+    }
+
     /// The value given for `name`, or its declared default.
     pub(crate) fn text(&self, name: &str) -> &str {
         self.get(name)
@@ -371,11 +380,7 @@ impl TryFrom<RawSettings> for Settings {
         config.recommend.external_timeout = Duration::from_millis(timeout);
         config.recommend.sound_analysis = raw.flag("SOUND_ANALYSIS")?;
 
-        let bind_address = raw.text("BIND_ADDRESS").parse().map_err(|error| {
-            anyhow!(
-                "BIND_ADDRESS: invalid value: {error} (expected HOST:PORT, e.g. 127.0.0.1:8000)"
-            )
-        })?;
+        let bind_address = raw.bind_address()?;
         let metrics_bind_address = match raw.get("METRICS_BIND_ADDRESS") {
             Some(text) => Some(text.parse().map_err(|error| {
                 anyhow!("METRICS_BIND_ADDRESS: invalid value {text:?}: {error} (expected HOST:PORT, e.g. 127.0.0.1:9090)")

@@ -17,8 +17,10 @@ use musiclib_core::shares::ShareId;
 use musiclib_core::{ErrorKind, Library};
 use rust_embed::Embed;
 
-/// The built UI. Release builds carry the files; debug builds read them from `web/dist` at
-/// run time (so a rebuilt UI shows without rebuilding the server).
+/// The built UI, carried by the binary in every profile (rust-embed's `debug-embed`): the
+/// test command packages its debug build into the Debian package and the container image,
+/// where no `web/dist` is beside it. A rebuilt UI shows after `cargo build` (build.rs
+/// watches `web/dist`).
 #[derive(Embed)]
 #[folder = "../web/dist/"]
 #[allow_missing = true]

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Builds musiclib's container image, the one the Dockerfile describes, without an image
+# registry: the root from Debian's packages by mmdebstrap (minbase, as debian:bookworm-slim),
+# set up by packaging/image/setup.sh (the same script and list of packages the Dockerfile
+# runs), the binary, and the configuration read from the Dockerfile's last stage
+# (packaging/image/dockerfile-config.py: user, volume, port, environment, health check,
+# entrypoint), assembled by buildah into an OCI archive. Needs root (mmdebstrap, buildah);
+# installs them when missing.
+#
+#   packaging/build-image.sh [OUT_DIR]      (default target/packages)
+#
+# The release binary is built (packaging/build-release.sh) unless MUSICLIB_BINARY names one
+# (the test command packages its debug build; it is stripped here). The last line printed is
+# the path of the OCI archive (`podman load -i`, `docker load -i`, `skopeo copy`); its image
+# is named musiclib:VERSION.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+. .ci/toolchain.sh
+out="$(realpath -m "${1:-target/packages}")"
+missing=()
+for tool in mmdebstrap buildah; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+[ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
+
+binary="${MUSICLIB_BINARY:-$(packaging/build-release.sh)}"
+version="$("$binary" --version | awk '{print $2}')"
+mapfile -d '' config < <(python3 packaging/image/dockerfile-config.py Dockerfile)
+[ ${#config[@]} -gt 0 ] || { echo "build-image: no configuration read from the Dockerfile" >&2; exit 1; }
+
+work="$(mktemp -d)"
+container=""
+cleanup() {
+  [ -z "$container" ] || buildah rm "$container" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "build-image: the root (mmdebstrap bookworm minbase, packaging/image/setup.sh)" >&2
+# (merged /usr by its hook, as Debian's images are, without the usrmerge package and Perl.)
+mmdebstrap --quiet --variant=minbase --dpkgopt=packaging/image/dpkg-slim.cfg \
+  --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
+  --customize-hook='copy-in packaging/image /tmp' \
+  --customize-hook='chroot "$1" sh /tmp/image/setup.sh' \
+  --customize-hook='rm -rf "$1/tmp/image"' \
+  bookworm "$work/root.tar" "${DEBIAN_MIRROR:-http://deb.debian.org/debian}" >&2
+install -m 0755 --strip "$binary" "$work/musiclib"
+
+echo "build-image: the image (buildah)" >&2
+container="$(buildah from scratch)"
+buildah add --quiet "$container" "$work/root.tar" / >&2
+buildah copy --quiet --chmod 0755 "$container" "$work/musiclib" /usr/bin/musiclib >&2
+# (Not the health check: an OCI image has no field for one. compose.yaml and
+# compose.scale-out.yaml carry it, and test-image.sh gives it to podman run.)
+image_config=()
+for ((i = 0; i < ${#config[@]}; i += 2)); do
+  [[ "${config[i]}" == --healthcheck* ]] || image_config+=("${config[i]}" "${config[i + 1]}")
+done
+buildah config --label "org.opencontainers.image.version=$version" "${image_config[@]}" "$container" >&2
+mkdir -p "$out"
+archive="$out/musiclib-$version.oci.tar"
+rm -f "$archive"
+buildah commit --quiet --rm --format oci "$container" "oci-archive:$archive:musiclib:$version" >&2
+container=""
+echo "$archive"
