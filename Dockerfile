@@ -30,10 +30,12 @@ LABEL org.opencontainers.image.title="musiclib" \
 # The embedded default: the SQLite file, the media and the generated secrets in /data.
 # Every setting can be given the same way (docs/configuration.md); compose.scale-out.yaml
 # sets DATABASE_URL and the S3 store for the scale-out deployment.
-ENV DATA_DIR=/data \
+# (PATH as Debian's images set it, so that an image built without that base has it too.)
+ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    DATA_DIR=/data \
     BIND_ADDRESS=0.0.0.0:8000
 VOLUME ["/data"]
-EXPOSE 8000
+EXPOSE 8000/tcp
 USER 10001:10001
 WORKDIR /data
 HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 \

@@ -44,7 +44,7 @@ def main(version, template_path):
     stage = dockerfile.stages(root / "Dockerfile")[-1]
     health = next(args for name, args in stage if name == "HEALTHCHECK")
     health_command = json.loads(health[health.index("CMD") + 3:])
-    exposed = next(args for name, args in stage if name == "EXPOSE").split()
+    exposed = [port.split("/")[0] for port in next(args for name, args in stage if name == "EXPOSE").split()]
     volume = json.loads(next(args for name, args in stage if name == "VOLUME"))
 
     commands = []
