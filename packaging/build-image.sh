@@ -30,6 +30,7 @@ work="$(mktemp -d)"
 container=""
 cleanup() {
   [ -z "$container" ] || buildah rm "$container" >/dev/null 2>&1 || true
+  buildah rmi "localhost/musiclib-root-$$" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -45,8 +46,13 @@ mmdebstrap --quiet --variant=minbase --dpkgopt=packaging/image/dpkg-slim.cfg \
 install -m 0755 --strip "$binary" "$work/musiclib"
 
 echo "build-image: the image (buildah)" >&2
+# Two layers, as the Dockerfile's image has: the root, then the binary (an upgrade of musiclib
+# alone downloads only the second).
 container="$(buildah from scratch)"
 buildah add --quiet "$container" "$work/root.tar" / >&2
+root_image="localhost/musiclib-root-$$"
+buildah commit --quiet --rm --format oci "$container" "$root_image" >/dev/null
+container="$(buildah from --pull=never "$root_image")"
 buildah copy --quiet --chmod 0755 "$container" "$work/musiclib" /usr/bin/musiclib >&2
 # (Not the health check: an OCI image has no field for one. compose.yaml and
 # compose.scale-out.yaml carry it, and test-image.sh gives it to podman run.)
@@ -60,4 +66,5 @@ archive="$out/musiclib-$version.oci.tar"
 rm -f "$archive"
 buildah commit --quiet --rm --format oci "$container" "oci-archive:$archive:musiclib:$version" >&2
 container=""
+buildah rmi "$root_image" >/dev/null
 echo "$archive"
