@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Checks that the Dockerfile and packaging/build-image.sh describe the same image: builds the
 # Dockerfile's last stage with buildah (its base, debian:bookworm-slim, stood in for by
-# Debian's minbase from mmdebstrap as Debian's images are made, since no image registry can
-# be reached; its build stage replaced by BINARY, as compiling inside it would need the
+# Debian's minbase from mmdebstrap, under a name of its own, since no image registry can be
+# reached; its build stage replaced by BINARY, as compiling inside it would need the
 # registry's Rust image), then compares that image with the archive's: entrypoint, command,
 # user, environment, volumes, ports, working directory, labels, the Dockerfile's health check,
 # the installed packages and the files under /usr/bin, /etc and /data.
@@ -22,8 +22,7 @@ step() { echo "test-dockerfile: $*" >&2; }
 
 work="$(mktemp -d)"
 tag="test-dockerfile-$$"
-base="docker.io/library/debian:bookworm-slim"
-base_was_here="$(podman image exists "$base" && echo yes || echo no)"
+base="localhost/$tag-base"
 images=()
 cleanup() {
   for image in "${images[@]}"; do podman rmi -f "$image" >/dev/null 2>&1 || true; done
@@ -34,18 +33,16 @@ nofile="$(ulimit -Hn)"; [ "$nofile" = unlimited ] || [ "$nofile" -gt 16384 ] && 
 nproc="$(ulimit -Hu)"; [ "$nproc" = unlimited ] || [ "$nproc" -gt 8192 ] && nproc=8192
 limits=(--runtime runc --ulimit "nofile=$nofile:$nofile" --ulimit "nproc=$nproc:$nproc")
 
-if [ "$base_was_here" = no ]; then
-  step "standing in for $base: Debian's minbase, slimmed as Debian's images are"
-  mmdebstrap --quiet --variant=minbase --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
-    --dpkgopt=packaging/image/dpkg-slim.cfg bookworm "$work/base.tar" \
-    "${DEBIAN_MIRROR:-http://deb.debian.org/debian}" >&2
-  container="$(buildah from scratch)"
-  buildah add --quiet "$container" "$work/base.tar" / >&2
-  buildah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    --cmd '["bash"]' "$container" >&2
-  buildah commit --quiet --rm "$container" "$base" >/dev/null
-  images+=("$base")
-fi
+step "standing in for debian:bookworm-slim: Debian's minbase, slimmed as Debian's images are"
+mmdebstrap --quiet --variant=minbase --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
+  --dpkgopt=packaging/image/dpkg-slim.cfg bookworm "$work/base.tar" \
+  "${DEBIAN_MIRROR:-http://deb.debian.org/debian}" >&2
+container="$(buildah from scratch)"
+buildah add --quiet "$container" "$work/base.tar" / >&2
+buildah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  --cmd '["bash"]' "$container" >&2
+buildah commit --quiet --rm "$container" "$base" >/dev/null
+images+=("$base")
 container="$(buildah from scratch)"
 install -m 0755 --strip "$binary" "$work/musiclib"
 buildah copy --quiet "$container" "$work/musiclib" /musiclib >&2
@@ -55,11 +52,15 @@ images+=("localhost/$tag-binary")
 step "building the Dockerfile's last stage (buildah bud)"
 mkdir "$work/context"
 git ls-files -z | xargs -0 cp --parents -t "$work/context"
-python3 - Dockerfile "$work/context/Dockerfile" "localhost/$tag-binary" <<'PY'
+python3 - Dockerfile "$work/context/Dockerfile" "localhost/$tag-binary" "$base" <<'PY'
 import sys
 text = open(sys.argv[1]).read()
 start, end = text.index("# ---- the binary"), text.index("# ---- the image")
-open(sys.argv[2], "w").write(text[:start] + f"FROM {sys.argv[3]} AS build\n\n" + text[end:])
+last = text[end:]
+if "FROM docker.io/library/debian:bookworm-slim\n" not in last:
+    raise SystemExit("test-dockerfile: the last stage is no longer FROM docker.io/library/debian:bookworm-slim")
+last = last.replace("FROM docker.io/library/debian:bookworm-slim\n", f"FROM {sys.argv[4]}\n")
+open(sys.argv[2], "w").write(text[:start] + f"FROM {sys.argv[3]} AS build\n\n" + last)
 PY
 buildah bud --quiet "${limits[@]}" --pull=never --format docker -t "localhost/$tag-dockerfile" \
   "$work/context" >/dev/null || fail "buildah bud of the Dockerfile"
