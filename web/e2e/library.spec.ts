@@ -9,7 +9,11 @@ test('like a track and find it on the liked page; unlike it', async ({ signedIn:
   const row = page.getByRole('listitem').filter({ hasText: TRACK });
   const like = row.getByRole('button', { name: 'Like', exact: true });
   await expect(like).toHaveAttribute('aria-pressed', 'false');
+  // A like is shown at once and reaches the server through the outbox (/sync/push): a reload
+  // before it got there would read the old state, so each reload below waits for it.
+  let pushed = page.waitForResponse((r) => r.url().endsWith('/api/v1/sync/push') && r.ok());
   await like.click();
+  await pushed;
   const unlike = row.getByRole('button', { name: 'Unlike' });
   await expect(unlike).toHaveAttribute('aria-pressed', 'true');
 
@@ -20,7 +24,9 @@ test('like a track and find it on the liked page; unlike it', async ({ signedIn:
 
   // The state comes from the server: a reload shows it too; unliking removes it.
   await page.reload();
+  pushed = page.waitForResponse((r) => r.url().endsWith('/api/v1/sync/push') && r.ok());
   await liked.getByRole('button', { name: 'Unlike' }).click();
+  await pushed;
   await page.reload();
   await expect(page.getByRole('list', { name: 'Liked songs' }).getByRole('listitem').filter({ hasText: TRACK })).toHaveCount(0);
 });
