@@ -18,7 +18,7 @@ WORKDIR /src
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cp "$(packaging/build-release.sh)" /musiclib
+    cp "$(packaging/build-release.sh | tail -n 1)" /musiclib
 
 # ---- the image
 FROM docker.io/library/debian:bookworm-slim

@@ -194,16 +194,17 @@ E2E_DATABASE_URL="postgres://postgres@127.0.0.1:$pg_port/musiclib_web_e2e" \
 # differs only in its profile; packaging/build-release.sh makes it): the Debian package in a
 # fresh Debian root, and the container image run by podman on both set-ups.
 log "the Debian package (packaging/build-deb.sh, packaging/test-deb.sh)"
-deb="$(MUSICLIB_BINARY=target/debug/musiclib packaging/build-deb.sh "$state/packages" | tail -n 1)"
-packaging/test-deb.sh "$deb"
+# (They need root: chroot, mmdebstrap, buildah, podman; sudo keeps no environment, hence env.)
+deb="$(as_root env MUSICLIB_BINARY=target/debug/musiclib packaging/build-deb.sh "$state/packages" | tail -n 1)"
+as_root packaging/test-deb.sh "$deb"
 log "the container image (packaging/build-image.sh, packaging/test-image.sh, packaging/test-dockerfile.sh)"
-archive="$(MUSICLIB_BINARY=target/debug/musiclib packaging/build-image.sh "$state/packages" | tail -n 1)"
+archive="$(as_root env MUSICLIB_BINARY=target/debug/musiclib packaging/build-image.sh "$state/packages" | tail -n 1)"
 run_pg "$pg_bin/createdb" -h 127.0.0.1 -p "$pg_port" -U postgres musiclib_image
-TEST_IMAGE_POSTGRES_URL="postgres://postgres@127.0.0.1:$pg_port/musiclib_image" \
+as_root env TEST_IMAGE_POSTGRES_URL="postgres://postgres@127.0.0.1:$pg_port/musiclib_image" \
   TEST_IMAGE_S3_ENDPOINT="$MUSICLIB_TEST_S3_ENDPOINT" TEST_IMAGE_S3_BUCKET="$MUSICLIB_TEST_S3_BUCKET" \
   packaging/test-image.sh "$archive"
-packaging/test-dockerfile.sh "$archive" target/debug/musiclib
-rm -f "$archive"
+as_root packaging/test-dockerfile.sh "$archive" target/debug/musiclib
+as_root rm -f "$archive"
 
 read -r passed failed ignored < <(awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i == "passed;") p += $(i-1); if ($i == "failed;") f += $(i-1); if ($i == "ignored;") g += $(i-1) } } END { print p + 0, f + 0, g + 0 }' "$state/test.log")
 if [ "$ignored" -ne 0 ]; then

@@ -15,7 +15,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out="$(realpath -m "${1:-target/packages}")"
 command -v dpkg-deb >/dev/null || apt_install dpkg-dev
 
-binary="${MUSICLIB_BINARY:-$(packaging/build-release.sh)}"
+binary="${MUSICLIB_BINARY:-$(packaging/build-release.sh | tail -n 1)}"
 
 version="$("$binary" --version | awk '{print $2}')"
 arch="$(dpkg --print-architecture)"

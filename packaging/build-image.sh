@@ -21,7 +21,7 @@ missing=()
 for tool in mmdebstrap buildah; do command -v "$tool" >/dev/null || missing+=("$tool"); done
 [ ${#missing[@]} -eq 0 ] || apt_install "${missing[@]}"
 
-binary="${MUSICLIB_BINARY:-$(packaging/build-release.sh)}"
+binary="${MUSICLIB_BINARY:-$(packaging/build-release.sh | tail -n 1)}"
 version="$("$binary" --version | awk '{print $2}')"
 mapfile -d '' config < <(python3 packaging/image/dockerfile-config.py Dockerfile)
 [ ${#config[@]} -gt 0 ] || { echo "build-image: no configuration read from the Dockerfile" >&2; exit 1; }

@@ -24,7 +24,9 @@ work="$(mktemp -d)"
 tag="test-dockerfile-$$"
 base="localhost/$tag-base"
 images=()
+container=""
 cleanup() {
+  [ -z "$container" ] || buildah rm "$container" >/dev/null 2>&1 || true
   for image in "${images[@]}"; do podman rmi -f "$image" >/dev/null 2>&1 || true; done
   rm -rf "$work"
 }
@@ -42,11 +44,13 @@ buildah add --quiet "$container" "$work/base.tar" / >&2
 buildah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   --cmd '["bash"]' "$container" >&2
 buildah commit --quiet --rm "$container" "$base" >/dev/null
+container=""
 images+=("$base")
 container="$(buildah from scratch)"
 install -m 0755 --strip "$binary" "$work/musiclib"
 buildah copy --quiet "$container" "$work/musiclib" /musiclib >&2
 buildah commit --quiet --rm "$container" "localhost/$tag-binary" >/dev/null
+container=""
 images+=("localhost/$tag-binary")
 
 step "building the Dockerfile's last stage (buildah bud)"
@@ -81,10 +85,10 @@ workdir {{.Config.WorkingDir}}
 title {{index .Config.Labels "org.opencontainers.image.title"}}'
   podman run --rm "${limits[@]}" --entrypoint /bin/sh "$1" -c \
     'dpkg-query -W -f "\${Package} \${Version}\n"; find /usr/bin /usr/sbin /etc /data -printf "%p %u:%g %m\n" 2>/dev/null | grep -v -e "^/etc/hostname " -e "^/etc/hosts " -e "^/etc/resolv.conf " -e "^/etc/ld.so.cache "' \
-    | sort
+    2> >(grep -v 'unable to get systemd connection' >&2) | sort
 }
-describe "localhost/$tag-dockerfile" >"$work/dockerfile.txt" 2>/dev/null
-describe "$script_image" >"$work/script.txt" 2>/dev/null
+describe "localhost/$tag-dockerfile" >"$work/dockerfile.txt" || fail "reading the Dockerfile's image"
+describe "$script_image" >"$work/script.txt" || fail "reading build-image.sh's image"
 diff -u "$work/dockerfile.txt" "$work/script.txt" >&2 \
   || fail "the Dockerfile's image and build-image.sh's differ (above: - Dockerfile, + script)"
 health="$(podman image inspect "localhost/$tag-dockerfile" --format '{{json .HealthCheck.Test}}')"

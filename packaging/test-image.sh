@@ -184,6 +184,7 @@ overrides = {
 }
 def expand(value):
     return re.sub(r"\$\{(\w+)(?::[-?][^}]*)?\}", lambda m: values[m.group(1)], value)
+written = set()
 with open(sys.argv[2], "w") as out:
     for line in block.splitlines():
         line = line.strip()
@@ -192,7 +193,8 @@ with open(sys.argv[2], "w") as out:
         name, _, value = line.partition(": ")
         value = value.strip().strip('"')
         out.write(f"{name}={overrides.get(name, expand(value))}\n")
-    for name in overrides.keys() - {line.split("=")[0] for line in open(sys.argv[2])}:
+        written.add(name)
+    for name in overrides.keys() - written:
         out.write(f"{name}={overrides[name]}\n")
 PY
   grep -q '^STORAGE_BACKEND=s3$' "$work/scale-out.env" || fail "compose.scale-out.yaml's environment: $(cat "$work/scale-out.env")"
