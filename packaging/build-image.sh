@@ -16,6 +16,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . .ci/toolchain.sh
+. packaging/lib.sh
 out="$(realpath -m "${1:-target/packages}")"
 missing=()
 for tool in mmdebstrap buildah; do command -v "$tool" >/dev/null || missing+=("$tool"); done
@@ -36,13 +37,10 @@ cleanup() {
 trap cleanup EXIT
 
 echo "build-image: the root (mmdebstrap bookworm minbase, packaging/image/setup.sh)" >&2
-# (merged /usr by its hook, as Debian's images are, without the usrmerge package and Perl.)
-mmdebstrap --quiet --variant=minbase --dpkgopt=packaging/image/dpkg-slim.cfg \
-  --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
+image_root "$work/root.tar" \
   --customize-hook='copy-in packaging/image /tmp' \
   --customize-hook='chroot "$1" sh /tmp/image/setup.sh' \
-  --customize-hook='rm -rf "$1/tmp/image"' \
-  bookworm "$work/root.tar" "${DEBIAN_MIRROR:-http://deb.debian.org/debian}" >&2
+  --customize-hook='rm -rf "$1/tmp/image"'
 install -m 0755 --strip "$binary" "$work/musiclib"
 
 echo "build-image: the image (buildah)" >&2

@@ -11,6 +11,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . .ci/toolchain.sh
+. packaging/lib.sh
 deb="$(realpath "$1")"
 command -v mmdebstrap >/dev/null || apt_install mmdebstrap
 command -v curl >/dev/null || apt_install curl
@@ -70,12 +71,7 @@ health="$(curl -fsS "$base/health")" || { cat "$work/server.log" >&2; fail "no /
 grep -q '"status":"ok"' <<<"$health" || fail "health: $health"
 token="$(curl -fsS "$base/api/v1/auth/login" -H 'content-type: application/json' \
   -d '{"username":"admin","password":"package-test-password"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')"
-python3 - "$work/tone.wav" <<'PY'
-import math, struct, sys, wave
-with wave.open(sys.argv[1], "wb") as out:
-    out.setnchannels(1); out.setsampwidth(2); out.setframerate(44100)
-    out.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(i / 20))) for i in range(44100 * 3)))
-PY
+tone_wav "$work/tone.wav"
 status="$(curl -sS -o "$work/upload.json" -w '%{http_code}' "$base/api/v1/tracks/upload" \
   -H "authorization: Bearer $token" -F "file=@$work/tone.wav;filename=Package Tone.wav")"
 [ "$status" = 201 ] || fail "upload: $status $(cat "$work/upload.json")"

@@ -12,6 +12,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . .ci/toolchain.sh
+. packaging/lib.sh
 archive="$(realpath "$1")"
 binary="$(realpath "$2")"
 missing=()
@@ -31,14 +32,9 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-nofile="$(ulimit -Hn)"; [ "$nofile" = unlimited ] || [ "$nofile" -gt 16384 ] && nofile=16384
-nproc="$(ulimit -Hu)"; [ "$nproc" = unlimited ] || [ "$nproc" -gt 8192 ] && nproc=8192
-limits=(--runtime runc --ulimit "nofile=$nofile:$nofile" --ulimit "nproc=$nproc:$nproc")
 
 step "standing in for debian:bookworm-slim: Debian's minbase, slimmed as Debian's images are"
-mmdebstrap --quiet --variant=minbase --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
-  --dpkgopt=packaging/image/dpkg-slim.cfg bookworm "$work/base.tar" \
-  "${DEBIAN_MIRROR:-http://deb.debian.org/debian}" >&2
+image_root "$work/base.tar"
 container="$(buildah from scratch)"
 buildah add --quiet "$container" "$work/base.tar" / >&2
 buildah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
@@ -66,11 +62,10 @@ if "FROM docker.io/library/debian:bookworm-slim\n" not in last:
 last = last.replace("FROM docker.io/library/debian:bookworm-slim\n", f"FROM {sys.argv[4]}\n")
 open(sys.argv[2], "w").write(text[:start] + f"FROM {sys.argv[3]} AS build\n\n" + last)
 PY
-buildah bud --quiet "${limits[@]}" --pull=never --format docker -t "localhost/$tag-dockerfile" \
+buildah bud --quiet "${PODMAN_LIMITS[@]}" --pull=never --format docker -t "localhost/$tag-dockerfile" \
   "$work/context" >/dev/null || fail "buildah bud of the Dockerfile"
 images+=("localhost/$tag-dockerfile")
-loaded="$(podman load --quiet -i "$archive")" || fail "podman load"
-script_image="$(sed -n 's/^Loaded image[^:]*: *//p' <<<"$loaded" | head -n 1)"
+script_image="$(load_image "$archive")" || fail "podman load"
 images+=("$script_image")
 
 describe() { # IMAGE → what both must agree on
@@ -83,9 +78,9 @@ volumes {{json .Config.Volumes}}
 ports {{json .Config.ExposedPorts}}
 workdir {{.Config.WorkingDir}}
 title {{index .Config.Labels "org.opencontainers.image.title"}}'
-  podman run --rm "${limits[@]}" --entrypoint /bin/sh "$1" -c \
+  podman_run --rm --entrypoint /bin/sh "$1" -c \
     'dpkg-query -W -f "\${Package} \${Version}\n"; find /usr/bin /usr/sbin /etc /data -printf "%p %u:%g %m\n" 2>/dev/null | grep -v -e "^/etc/hostname " -e "^/etc/hosts " -e "^/etc/resolv.conf " -e "^/etc/ld.so.cache "' \
-    2> >(grep -v 'unable to get systemd connection' >&2) | sort
+    | sort
 }
 describe "localhost/$tag-dockerfile" >"$work/dockerfile.txt" || fail "reading the Dockerfile's image"
 describe "$script_image" >"$work/script.txt" || fail "reading build-image.sh's image"

@@ -20,6 +20,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . .ci/toolchain.sh
+. packaging/lib.sh
 archive="$(realpath "$1")"
 missing=()
 command -v podman >/dev/null || missing+=(podman)
@@ -40,19 +41,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Limits below the host's hard limits (podman's defaults are refused here).
-nofile="$(ulimit -Hn)"; [ "$nofile" = unlimited ] || [ "$nofile" -gt 16384 ] && nofile=16384
-nproc="$(ulimit -Hu)"; [ "$nproc" = unlimited ] || [ "$nproc" -gt 8192 ] && nproc=8192
-# (Without systemd, podman says at each health-checked start that it cannot time the checks;
-# the test runs them itself.)
-podman_run() {
-  podman run --runtime runc --ulimit "nofile=$nofile:$nofile" --ulimit "nproc=$nproc:$nproc" "$@" \
-    2> >(grep -v 'unable to get systemd connection' >&2)
-}
-
-loaded="$(podman load --quiet -i "$archive")" || fail "podman load"
-image="$(sed -n 's/^Loaded image[^:]*: *//p' <<<"$loaded" | head -n 1)"
-[ -n "$image" ] || fail "podman load named no image: $loaded"
+image="$(load_image "$archive")" || fail "podman load"
 step "loaded $image ($(podman image inspect "$image" --format '{{.Size}}') bytes)"
 [ "$(podman image inspect "$image" --format '{{.Config.User}}')" = "10001:10001" ] || fail "the image's user"
 # The health check, as the Dockerfile gives it (an OCI image has no field for it).
@@ -108,23 +97,7 @@ streams_the_same() { # BASE TOKEN ID FILE
     || fail "stream of $3 from $1"
   cmp -s "$work/streamed" "$4" || fail "the stream of $3 from $1 differs from the upload"
 }
-# Three seconds of a tone, tagged (RIFF INFO: title, artist, album) for enrichment to read.
-python3 - "$work/tone.wav" <<'PY'
-import math, struct, sys, wave
-with wave.open(sys.argv[1], "wb") as out:
-    out.setnchannels(1); out.setsampwidth(2); out.setframerate(44100)
-    out.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(i / 20))) for i in range(44100 * 3)))
-def field(key, text):
-    data = text.encode() + b"\0"
-    return key + struct.pack("<I", len(data)) + data + b"\0" * (len(data) % 2)
-info = b"INFO" + field(b"INAM", "Image Tone") + field(b"IART", "The Containers") + field(b"IPRD", "Volume One")
-with open(sys.argv[1], "r+b") as out:
-    out.seek(0, 2)
-    out.write(b"LIST" + struct.pack("<I", len(info)) + info)
-    size = out.tell() - 8
-    out.seek(4)
-    out.write(struct.pack("<I", size))
-PY
+tone_wav "$work/tone.wav"
 
 # ---------------------------------------------------------------- the embedded default
 port="$(free_port)"
@@ -168,8 +141,9 @@ if [ -n "${TEST_IMAGE_POSTGRES_URL:-}" ]; then
   # database and store; the secrets and the admin's password made up here.
   python3 - compose.scale-out.yaml "$work/scale-out.env" <<'PY'
 import os, re, sys
-text = open(sys.argv[1]).read()
-block = re.search(r"environment: &musiclib-environment\n((?:    .*\n|\s*#.*\n)+)", text).group(1)
+import yaml
+# The environment compose gives serve-1 (anchors and merge keys resolved by the YAML parser).
+environment = yaml.safe_load(open(sys.argv[1]))["services"]["serve-1"]["environment"]
 values = {
     "POSTGRES_PASSWORD": "unused", "S3_SECRET_ACCESS_KEY": "unused",
     "JWT_SECRET": "scale-out-test-jwt-secret", "LEGACY_SECRET_KEY": "scale-out-test-legacy-key",
@@ -183,19 +157,10 @@ overrides = {
     "TRUSTED_PROXIES": "127.0.0.1",
 }
 def expand(value):
-    return re.sub(r"\$\{(\w+)(?::[-?][^}]*)?\}", lambda m: values[m.group(1)], value)
-written = set()
+    return re.sub(r"\$\{(\w+)(?::[-?][^}]*)?\}", lambda m: values[m.group(1)], str(value))
+environment = {name: expand(value) for name, value in environment.items()} | overrides
 with open(sys.argv[2], "w") as out:
-    for line in block.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        name, _, value = line.partition(": ")
-        value = value.strip().strip('"')
-        out.write(f"{name}={overrides.get(name, expand(value))}\n")
-        written.add(name)
-    for name in overrides.keys() - written:
-        out.write(f"{name}={overrides[name]}\n")
+    out.writelines(f"{name}={value}\n" for name, value in environment.items())
 PY
   grep -q '^STORAGE_BACKEND=s3$' "$work/scale-out.env" || fail "compose.scale-out.yaml's environment: $(cat "$work/scale-out.env")"
   scale() { # NAME ARGS...
